@@ -1,0 +1,170 @@
+//! AES-128 primitives shared by ID-INT and DRKey: CBC-MAC with a zero IV and a zero-filled last
+//! block (the PRF of both protocols), and AES-CTR with a 12-byte nonce and a 32-bit counter.
+//!
+//! The key schedule ([`Aes128`]) is built once per key by the caller and reused; nothing here
+//! allocates. AES-NI is detected at run time by the `aes` crate.
+
+pub use aes::Aes128;
+use aes::cipher::{BlockCipherEncrypt, KeyInit};
+
+/// AES block size in bytes.
+pub const BLOCK_LEN: usize = 16;
+
+/// Builds the AES-128 key schedule for `key`.
+pub fn aes128(key: &[u8; 16]) -> Aes128 {
+    Aes128::new(&(*key).into())
+}
+
+#[inline(always)]
+fn encrypt_in_place(cipher: &Aes128, block: &mut [u8; 16]) {
+    cipher.encrypt_block(block.into());
+}
+
+/// Incremental AES-128 CBC-MAC: zero IV, input processed in 16-byte blocks, a final partial
+/// block zero-filled, no length prefix, output = last cipher block.
+///
+/// Input may be fed in pieces of any size; the result equals [`cbc_mac`] over their
+/// concatenation. An empty input is treated as a single zero block.
+pub struct CbcMac<'k> {
+    cipher: &'k Aes128,
+    state: [u8; 16],
+    fill: usize,
+    blocks: usize,
+}
+
+impl<'k> CbcMac<'k> {
+    /// Starts a MAC computation under `cipher`.
+    pub fn new(cipher: &'k Aes128) -> Self {
+        CbcMac {
+            cipher,
+            state: [0; 16],
+            fill: 0,
+            blocks: 0,
+        }
+    }
+
+    /// Feeds more input.
+    pub fn update(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            let take = (BLOCK_LEN - self.fill).min(data.len());
+            for (s, d) in self.state[self.fill..self.fill + take]
+                .iter_mut()
+                .zip(&data[..take])
+            {
+                *s ^= d;
+            }
+            self.fill += take;
+            data = &data[take..];
+            if self.fill == BLOCK_LEN {
+                encrypt_in_place(self.cipher, &mut self.state);
+                self.fill = 0;
+                self.blocks += 1;
+            }
+        }
+    }
+
+    /// Finishes: zero-fills and encrypts a pending partial block, returns the 16-byte MAC.
+    pub fn finalize(mut self) -> [u8; 16] {
+        // XOR with zero fill is a no-op, so a pending partial block only needs the encryption.
+        if self.fill > 0 || self.blocks == 0 {
+            encrypt_in_place(self.cipher, &mut self.state);
+        }
+        self.state
+    }
+}
+
+/// AES-128 CBC-MAC of `data` (see [`CbcMac`]).
+pub fn cbc_mac(cipher: &Aes128, data: &[u8]) -> [u8; 16] {
+    let mut mac = CbcMac::new(cipher);
+    mac.update(data);
+    mac.finalize()
+}
+
+/// XORs the AES-128-CTR keystream into `data` in place: counter block = `nonce` (12 bytes) ||
+/// 32-bit big-endian counter starting at 0, one block per 16 bytes. Encryption and decryption
+/// are the same operation.
+pub fn ctr_apply(cipher: &Aes128, nonce: &[u8; 12], data: &mut [u8]) {
+    let mut counter: u32 = 0;
+    for chunk in data.chunks_mut(BLOCK_LEN) {
+        let mut block = [0u8; 16];
+        block[..12].copy_from_slice(nonce);
+        block[12..].copy_from_slice(&counter.to_be_bytes());
+        encrypt_in_place(cipher, &mut block);
+        for (d, k) in chunk.iter_mut().zip(block.iter()) {
+            *d ^= k;
+        }
+        counter = counter.wrapping_add(1);
+    }
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut diff = 0u8;
+    for (x, y) in a.iter().zip(b) {
+        diff |= x ^ y;
+    }
+    // Keep the optimiser from turning the loop into an early exit.
+    core::hint::black_box(diff) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    fn key_1_to_16() -> [u8; 16] {
+        core::array::from_fn(|i| i as u8 + 1)
+    }
+
+    #[test]
+    fn streaming_equals_one_shot_for_any_split() {
+        let c = aes128(&key_1_to_16());
+        let data: Vec<u8> = (0..53u8).collect();
+        let whole = cbc_mac(&c, &data);
+        for split in 0..data.len() {
+            let mut m = CbcMac::new(&c);
+            m.update(&data[..split]);
+            m.update(&data[split..]);
+            assert_eq!(m.finalize(), whole, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn zero_fill_rule() {
+        // A partial last block is zero-filled: appending explicit zeros up to the block
+        // boundary does not change the MAC.
+        let c = aes128(&key_1_to_16());
+        assert_eq!(
+            cbc_mac(&c, &[7; 20]),
+            cbc_mac(&c, &{
+                let mut v = [0u8; 32];
+                v[..20].fill(7);
+                v
+            })
+        );
+        assert_ne!(cbc_mac(&c, &[7; 16]), cbc_mac(&c, &[7; 20]));
+    }
+
+    #[test]
+    fn ctr_is_an_involution_and_changes_bytes() {
+        let c = aes128(&key_1_to_16());
+        let nonce = [9u8; 12];
+        let orig: Vec<u8> = (0..40u8).collect();
+        let mut d = orig.clone();
+        ctr_apply(&c, &nonce, &mut d);
+        assert_ne!(d, orig);
+        ctr_apply(&c, &nonce, &mut d);
+        assert_eq!(d, orig);
+    }
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(ct_eq(b"abcd", b"abcd"));
+        assert!(!ct_eq(b"abcd", b"abce"));
+        assert!(!ct_eq(b"abc", b"abcd"));
+    }
+}
