@@ -15,6 +15,7 @@ fi
 echo "== no_std builds (x86_64-unknown-none)"
 cargo build -q -p idint-wire --no-default-features --target x86_64-unknown-none
 cargo build -q -p idint-wire --no-default-features --features crypto --target x86_64-unknown-none
+cargo build -q -p scion-dp --target x86_64-unknown-none
 if [ -d crates/drkey ]; then
     cargo build -q -p drkey --no-default-features --target x86_64-unknown-none
 fi
