@@ -3,10 +3,15 @@
 //! No I/O and no clock: packets, configuration, time and keys are passed in, so the same code
 //! runs in the DPDK router, tests, benchmarks and fuzzers.
 //!
+//! * [`config`]: the router model (interfaces, owners, services, port range, keys).
 //! * [`hop_mac`]: the forwarding key and the hop-field AES-CMAC, one packet or a batch.
 //! * [`epic`]: EPIC-HP hop validation fields and timestamp freshness.
 #![no_std]
 #![forbid(unsafe_code)]
 
+// Configuration is built once with the heap; the per-packet path never allocates.
+extern crate alloc;
+
+pub mod config;
 pub mod epic;
 pub mod hop_mac;

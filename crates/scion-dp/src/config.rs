@@ -1,0 +1,384 @@
+//! The router model: which AS the router is in, its interfaces and who owns them, the local
+//! services, the end-host port range and the forwarding key. Built from plain data (the router
+//! binary fills it from `topology.json`); validated once into a [`Router`] whose lookups are
+//! O(1) table reads.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::net::SocketAddr;
+use core::str::FromStr;
+
+use idint_wire::{IsdAsn, Svc};
+
+use crate::hop_mac::HopMac;
+
+/// SCION link type of an inter-AS interface, from this AS's point of view (`link_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkType {
+    /// Core link (between core ASes).
+    Core,
+    /// The neighbour is our parent (provider).
+    Parent,
+    /// The neighbour is our child (customer).
+    Child,
+    /// Peering link.
+    Peer,
+}
+
+impl FromStr for LinkType {
+    type Err = ConfigError;
+    /// Parses `core`, `parent`, `child` or `peer`, case-insensitively (as topology.json).
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        for (name, t) in [
+            ("core", LinkType::Core),
+            ("parent", LinkType::Parent),
+            ("child", LinkType::Child),
+            ("peer", LinkType::Peer),
+        ] {
+            if s.eq_ignore_ascii_case(name) {
+                return Ok(t);
+            }
+        }
+        Err(ConfigError::BadLinkType)
+    }
+}
+
+impl fmt::Display for LinkType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LinkType::Core => "core",
+            LinkType::Parent => "parent",
+            LinkType::Child => "child",
+            LinkType::Peer => "peer",
+        })
+    }
+}
+
+/// Which border router of the AS owns an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// This router: packets for it leave on its own external link.
+    Local,
+    /// A sibling router, reached over the AS-internal network at this address.
+    Sibling(SocketAddr),
+}
+
+/// One inter-AS interface of the AS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterfaceConfig {
+    /// Interface ID (non-zero, unique in the AS).
+    pub id: u16,
+    /// Link type.
+    pub link_type: LinkType,
+    /// ISD-AS on the other side of the link.
+    pub neighbor_ia: IsdAsn,
+    /// Owning router.
+    pub owner: Owner,
+}
+
+/// End-host port range of the AS (`dispatched_ports`): local deliveries to ports outside it go
+/// to the default end-host port 30041.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchedPorts {
+    /// No port is dispatched directly: everything goes to 30041.
+    None,
+    /// Every port 1-65535.
+    All,
+    /// An inclusive range.
+    Range(u16, u16),
+}
+
+impl DispatchedPorts {
+    /// Default end-host ("dispatcher") port.
+    pub const ENDHOST_PORT: u16 = 30041;
+
+    /// The underlay port for a packet whose SCION L4 destination port is `port`.
+    pub const fn underlay_port(self, port: u16) -> u16 {
+        let inside = match self {
+            DispatchedPorts::None => false,
+            DispatchedPorts::All => port != 0,
+            DispatchedPorts::Range(lo, hi) => port >= lo && port <= hi,
+        };
+        if inside { port } else { Self::ENDHOST_PORT }
+    }
+}
+
+impl FromStr for DispatchedPorts {
+    type Err = ConfigError;
+    /// Parses `"START-END"`, `"all"` or an empty string (none), as topology.json.
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(DispatchedPorts::None);
+        }
+        if s.eq_ignore_ascii_case("all") {
+            return Ok(DispatchedPorts::All);
+        }
+        let (lo, hi) = s.split_once('-').ok_or(ConfigError::BadPortRange)?;
+        let lo: u16 = lo.trim().parse().map_err(|_| ConfigError::BadPortRange)?;
+        let hi: u16 = hi.trim().parse().map_err(|_| ConfigError::BadPortRange)?;
+        if lo == 0 || lo > hi {
+            return Err(ConfigError::BadPortRange);
+        }
+        Ok(DispatchedPorts::Range(lo, hi))
+    }
+}
+
+/// Everything the data plane needs to know about its router, as plain data.
+#[derive(Debug, Clone)]
+pub struct RouterConfig {
+    /// The local ISD-AS.
+    pub local_ia: IsdAsn,
+    /// Whether the AS is a core AS.
+    pub core: bool,
+    /// This router's AS-internal address; its IP is the source of SCMP messages it sends.
+    pub internal_addr: SocketAddr,
+    /// Every interface of the AS (own and sibling-owned).
+    pub interfaces: Vec<InterfaceConfig>,
+    /// Service addresses (CS, DS) and the underlay address of one instance each.
+    pub services: Vec<(Svc, SocketAddr)>,
+    /// End-host port range.
+    pub dispatched_ports: DispatchedPorts,
+    /// Hop-field key (see [`crate::hop_mac::forwarding_key`]).
+    pub forwarding_key: [u8; 16],
+}
+
+/// Why a [`RouterConfig`] was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Interface ID 0 is reserved.
+    ZeroInterfaceId,
+    /// The same interface ID appears twice.
+    DuplicateInterface(u16),
+    /// A link type other than core/parent/child/peer.
+    BadLinkType,
+    /// A core link on a non-core AS, or a parent link on a core AS.
+    LinkTypeNotAllowed(u16),
+    /// The dispatched port range is not `START-END` with 1 <= START <= END, `all` or empty.
+    BadPortRange,
+    /// A service other than CS or DS in the service table.
+    BadService,
+    /// A neighbour ISD-AS equal to the local one.
+    NeighborIsLocal(u16),
+    /// More than [`Router::MAX_INTERFACES`] interfaces.
+    TooManyInterfaces,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::ZeroInterfaceId => f.write_str("interface ID 0 is reserved"),
+            ConfigError::DuplicateInterface(id) => write!(f, "interface {id} configured twice"),
+            ConfigError::BadLinkType => {
+                f.write_str("link type must be core, parent, child or peer")
+            }
+            ConfigError::LinkTypeNotAllowed(id) => write!(
+                f,
+                "interface {id}: core links need a core AS and parent links a non-core AS"
+            ),
+            ConfigError::BadPortRange => f.write_str(
+                "dispatched_ports must be \"START-END\" (1 <= START <= END), \"all\" or empty",
+            ),
+            ConfigError::BadService => f.write_str("only CS and DS services can be configured"),
+            ConfigError::NeighborIsLocal(id) => {
+                write!(f, "interface {id}: neighbour ISD-AS is the local ISD-AS")
+            }
+            ConfigError::TooManyInterfaces => {
+                write!(
+                    f,
+                    "more than {} interfaces configured",
+                    Router::MAX_INTERFACES
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// A validated router configuration with constant-time interface lookup and the prepared
+/// hop-field MAC.
+pub struct Router {
+    config: RouterConfig,
+    /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured).
+    by_id: Box<[u8]>,
+    hop_mac: HopMac,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router")
+            .field("local_ia", &self.config.local_ia)
+            .field("interfaces", &self.config.interfaces.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// Most interfaces a router model holds (the lookup table stores one byte per ID).
+    pub const MAX_INTERFACES: usize = 255;
+
+    /// Validates `config` and prepares the lookup tables and keys.
+    pub fn new(config: RouterConfig) -> Result<Self, ConfigError> {
+        let mut by_id = alloc::vec![0u8; 1 << 16].into_boxed_slice();
+        if config.interfaces.len() > Self::MAX_INTERFACES {
+            return Err(ConfigError::TooManyInterfaces);
+        }
+        for (i, ifc) in config.interfaces.iter().enumerate() {
+            if ifc.id == 0 {
+                return Err(ConfigError::ZeroInterfaceId);
+            }
+            if ifc.neighbor_ia == config.local_ia {
+                return Err(ConfigError::NeighborIsLocal(ifc.id));
+            }
+            match (ifc.link_type, config.core) {
+                (LinkType::Core, false) | (LinkType::Parent, true) => {
+                    return Err(ConfigError::LinkTypeNotAllowed(ifc.id));
+                }
+                _ => {}
+            }
+            let slot = &mut by_id[usize::from(ifc.id)];
+            if *slot != 0 {
+                return Err(ConfigError::DuplicateInterface(ifc.id));
+            }
+            *slot = (i + 1) as u8;
+        }
+        for (svc, _) in &config.services {
+            if !matches!(svc.base(), Svc::CS | Svc::DS) {
+                return Err(ConfigError::BadService);
+            }
+        }
+        let hop_mac = HopMac::new(&config.forwarding_key);
+        Ok(Router {
+            config,
+            by_id,
+            hop_mac,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RouterConfig {
+        &self.config
+    }
+
+    /// The local ISD-AS.
+    pub fn local_ia(&self) -> IsdAsn {
+        self.config.local_ia
+    }
+
+    /// The interface with this ID, if configured (own or sibling-owned).
+    #[inline]
+    pub fn interface(&self, id: u16) -> Option<&InterfaceConfig> {
+        match self.by_id[usize::from(id)] {
+            0 => None,
+            k => self.config.interfaces.get(usize::from(k) - 1),
+        }
+    }
+
+    /// The hop-field MAC prepared with the forwarding key.
+    pub fn hop_mac(&self) -> &HopMac {
+        &self.hop_mac
+    }
+
+    /// The underlay address of an instance of `svc` (multicast bit ignored).
+    pub fn service(&self, svc: Svc) -> Option<SocketAddr> {
+        let base = svc.base();
+        self.config
+            .services
+            .iter()
+            .find(|(s, _)| *s == base)
+            .map(|(_, a)| *a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ia(s: &str) -> IsdAsn {
+        s.parse().unwrap()
+    }
+
+    fn sample() -> RouterConfig {
+        RouterConfig {
+            local_ia: ia("1-ff00:0:110"),
+            core: false,
+            internal_addr: "198.51.100.1:3333".parse().unwrap(),
+            interfaces: alloc::vec![
+                InterfaceConfig {
+                    id: 1,
+                    link_type: LinkType::Parent,
+                    neighbor_ia: ia("1-ff00:0:100"),
+                    owner: Owner::Local,
+                },
+                InterfaceConfig {
+                    id: 5,
+                    link_type: LinkType::Child,
+                    neighbor_ia: ia("1-ff00:0:113"),
+                    owner: Owner::Sibling("198.51.100.5:30042".parse().unwrap()),
+                },
+            ],
+            services: alloc::vec![(Svc::CS, "10.0.0.71:30254".parse().unwrap())],
+            dispatched_ports: "1024-65535".parse().unwrap(),
+            forwarding_key: [7; 16],
+        }
+    }
+
+    #[test]
+    fn lookups() {
+        let r = Router::new(sample()).unwrap();
+        assert_eq!(r.interface(1).unwrap().link_type, LinkType::Parent);
+        assert!(matches!(r.interface(5).unwrap().owner, Owner::Sibling(_)));
+        assert!(r.interface(2).is_none());
+        assert!(r.interface(0).is_none());
+        assert_eq!(r.service(Svc(0x8002)).unwrap().port(), 30254);
+        assert!(r.service(Svc::DS).is_none());
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        let mut c = sample();
+        c.interfaces[1].id = 1;
+        assert_eq!(
+            Router::new(c).unwrap_err(),
+            ConfigError::DuplicateInterface(1)
+        );
+        let mut c = sample();
+        c.interfaces[0].id = 0;
+        assert_eq!(Router::new(c).unwrap_err(), ConfigError::ZeroInterfaceId);
+        let mut c = sample();
+        c.core = true;
+        assert_eq!(
+            Router::new(c).unwrap_err(),
+            ConfigError::LinkTypeNotAllowed(1)
+        );
+        let mut c = sample();
+        c.interfaces[0].neighbor_ia = c.local_ia;
+        assert_eq!(Router::new(c).unwrap_err(), ConfigError::NeighborIsLocal(1));
+        let mut c = sample();
+        c.services
+            .push((Svc::WILDCARD, "10.0.0.1:1".parse().unwrap()));
+        assert_eq!(Router::new(c).unwrap_err(), ConfigError::BadService);
+    }
+
+    #[test]
+    fn port_ranges_and_link_types() {
+        let r: DispatchedPorts = "31000-32767".parse().unwrap();
+        assert_eq!(r.underlay_port(31000), 31000);
+        assert_eq!(r.underlay_port(80), 30041);
+        assert_eq!(
+            "all".parse::<DispatchedPorts>().unwrap().underlay_port(80),
+            80
+        );
+        assert_eq!(
+            "".parse::<DispatchedPorts>().unwrap().underlay_port(31000),
+            30041
+        );
+        for bad in ["0-10", "10-5", "x", "1-", "-1", "1-70000"] {
+            assert!(bad.parse::<DispatchedPorts>().is_err(), "{bad}");
+        }
+        assert_eq!("CHILD".parse::<LinkType>().unwrap(), LinkType::Child);
+        assert!("sibling".parse::<LinkType>().is_err());
+    }
+}
