@@ -139,7 +139,7 @@ impl<'a> ExtRepr<'a> {
     /// Writes the header to the start of `buf`.
     pub fn emit(&self, buf: &mut [u8], layer: Layer) -> Result<()> {
         let len = self.buffer_len();
-        if len % 4 != 0 || len > MAX_LEN {
+        if !len.is_multiple_of(4) || len > MAX_LEN {
             return Err(Error::invalid(layer, "ExtLen"));
         }
         if buf.len() < len {

@@ -412,7 +412,7 @@ impl ScionRepr {
     /// length is not a multiple of 4 or above 1020 bytes, or the version is above 15.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let hl = self.header_len();
-        if hl % 4 != 0 || hl > MAX_HEADER_LEN {
+        if !hl.is_multiple_of(4) || hl > MAX_HEADER_LEN {
             return Err(Error::invalid(Layer::Common, "HdrLen"));
         }
         if self.version > 0xf {

@@ -434,10 +434,15 @@ impl ScionPathRepr {
         let h = self.meta.num_hops();
         let mut r = *self;
         let mut seg_len = [0u8; 3];
-        for i in 0..n {
-            seg_len[i] = self.meta.seg_len[n - 1 - i];
-            r.infos[i] = self.infos[n - 1 - i];
-            r.infos[i].cons_dir = !r.infos[i].cons_dir;
+        for (i, (len, info)) in seg_len
+            .iter_mut()
+            .zip(r.infos.iter_mut())
+            .take(n)
+            .enumerate()
+        {
+            *len = self.meta.seg_len[n - 1 - i];
+            *info = self.infos[n - 1 - i];
+            info.cons_dir = !info.cons_dir;
         }
         for j in 0..h {
             r.hops[j] = self.hops[h - 1 - j];

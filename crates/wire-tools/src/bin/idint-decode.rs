@@ -20,7 +20,11 @@ fn main() -> ExitCode {
     match run() {
         Ok(t) => {
             println!("{} decoded, {} failed", t.decoded, t.failed);
-            if t.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if t.failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(e) => {
             eprintln!("idint-decode: {e:#}");
@@ -86,8 +90,9 @@ fn decode_path(path: &Path, tally: &mut Tally) -> Result<()> {
     let mut reader = PcapReader::new(bytes.as_slice())
         .with_context(|| format!("reading pcap {}", path.display()))?;
     let mut index = 0;
-    while let Some(rec) =
-        reader.next_record().with_context(|| format!("reading pcap {}", path.display()))?
+    while let Some(rec) = reader
+        .next_record()
+        .with_context(|| format!("reading pcap {}", path.display()))?
     {
         index += 1;
         println!("=== {} #{index} ({} bytes)", path.display(), rec.data.len());

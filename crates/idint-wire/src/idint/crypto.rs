@@ -1,0 +1,221 @@
+//! ID-INT authentication and encryption (`idint.md` §7-§8), `no_std`.
+//!
+//! * Source entry MAC: first 4 bytes of AES-CBC-MAC over the main option (X cleared, TOS and
+//!   the DelayHops bytes zeroed) followed by the source entry without its MAC field.
+//! * Other entries: CBC-MAC over the entry with its MAC field replaced by the previous entry's
+//!   MAC as it is on the wire (so the chain follows stack order).
+//! * Encryption (C flag): MAC first, then AES-CTR (nonce || 32-bit counter from 0) over
+//!   everything after the nonce, with the same key.
+//!
+//! The nonce is chosen by the caller (the router draws it from its per-core CSPRNG).
+
+use core::fmt;
+
+use super::entry::{Entry, MAC_LEN, NONCE_LEN};
+use super::main_option::flags;
+use super::stack::IdInt;
+use crate::crypto::{Aes128, CbcMac, ct_eq, ctr_apply};
+use crate::error::Error;
+
+/// Why a telemetry stack did not verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyError {
+    /// The stack is malformed.
+    Malformed(Error),
+    /// The stack has no source entry.
+    NoSourceEntry,
+    /// No key is known for entry `index` (0 = source entry).
+    MissingKey {
+        /// Entry index in stack order.
+        index: usize,
+    },
+    /// The MAC of entry `index` is wrong.
+    BadMac {
+        /// Entry index in stack order.
+        index: usize,
+    },
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VerifyError::Malformed(e) => write!(f, "malformed ID-INT stack: {e}"),
+            VerifyError::NoSourceEntry => f.write_str("ID-INT stack has no source entry"),
+            VerifyError::MissingKey { index } => write!(f, "no key for ID-INT entry {index}"),
+            VerifyError::BadMac { index } => write!(f, "ID-INT entry {index}: MAC mismatch"),
+        }
+    }
+}
+
+impl core::error::Error for VerifyError {}
+
+impl From<Error> for VerifyError {
+    fn from(e: Error) -> Self {
+        VerifyError::Malformed(e)
+    }
+}
+
+fn first4(b: [u8; 16]) -> [u8; MAC_LEN] {
+    [b[0], b[1], b[2], b[3]]
+}
+
+/// The source-entry MAC for a main option and a source entry (its MAC field is ignored; a
+/// nonce, if any, is included as sent, metadata must be plaintext).
+pub fn source_mac(key: &Aes128, main: &[u8], source_entry: &[u8]) -> [u8; MAC_LEN] {
+    let mut m = CbcMac::new(key);
+    let mut head = [0u8; 8];
+    let n = main.len().min(8);
+    head[..n].copy_from_slice(&main[..n]);
+    head[2] &= !flags::X;
+    head[5] = 0;
+    head[6] = 0;
+    head[7] = 0;
+    m.update(&head[..n]);
+    m.update(main.get(8..).unwrap_or(&[]));
+    m.update(&source_entry[..source_entry.len().saturating_sub(MAC_LEN)]);
+    first4(m.finalize())
+}
+
+/// The MAC of a (non-source) entry chained to the previous entry's on-wire MAC. `entry` is the
+/// plaintext entry; its MAC field is ignored.
+pub fn entry_mac(key: &Aes128, entry: &[u8], prev_mac: [u8; MAC_LEN]) -> [u8; MAC_LEN] {
+    let mut m = CbcMac::new(key);
+    m.update(&entry[..entry.len().saturating_sub(MAC_LEN)]);
+    m.update(&prev_mac);
+    first4(m.finalize())
+}
+
+fn apply_ctr(key: &Aes128, entry: &mut Entry<&mut [u8]>) {
+    if let Some(nonce) = entry.nonce() {
+        let nonce: [u8; NONCE_LEN] = nonce;
+        ctr_apply(key, &nonce, entry.encrypted_part_mut());
+    }
+}
+
+/// Writes the MAC of a plaintext entry (chained to `prev_mac`) and encrypts it if its C flag
+/// is set. Returns the entry's MAC as it is now on the wire.
+pub fn seal_entry(
+    key: &Aes128,
+    entry: &mut Entry<&mut [u8]>,
+    prev_mac: [u8; MAC_LEN],
+) -> [u8; MAC_LEN] {
+    let mac = entry_mac(key, entry.as_bytes(), prev_mac);
+    entry.set_mac(mac);
+    apply_ctr(key, entry);
+    entry.mac()
+}
+
+/// Decrypts an entry in place if its C flag is set and checks its MAC against `prev_mac`.
+/// Returns the on-wire (pre-decryption) MAC for chaining, or `None` if the MAC is wrong.
+pub fn open_entry(
+    key: &Aes128,
+    entry: &mut Entry<&mut [u8]>,
+    prev_mac: [u8; MAC_LEN],
+) -> Option<[u8; MAC_LEN]> {
+    let on_wire = entry.mac();
+    apply_ctr(key, entry);
+    let want = entry_mac(key, entry.as_bytes(), prev_mac);
+    ct_eq(&want, &entry.mac()).then_some(on_wire)
+}
+
+/// Writes the source MAC of a request (and encrypts the source entry if its C flag is set).
+pub fn sign_source<T: AsRef<[u8]> + AsMut<[u8]>>(
+    idint: &mut IdInt<T>,
+    key: &Aes128,
+) -> Result<(), VerifyError> {
+    let start = idint.stack_range().start;
+    let mac = {
+        let src = idint.entry_at(start)?;
+        if !src.is_source() {
+            return Err(VerifyError::NoSourceEntry);
+        }
+        source_mac(key, idint.main().as_bytes(), src.as_bytes())
+    };
+    let mut src = idint.entry_at_mut(start)?;
+    src.set_mac(mac);
+    apply_ctr(key, &mut src);
+    Ok(())
+}
+
+/// Seals the entry at `offset` (a router's newly written or aggregated entry): MAC chained to
+/// the previous entry's on-wire MAC, then encryption if its C flag is set.
+pub fn seal_entry_at<T: AsRef<[u8]> + AsMut<[u8]>>(
+    idint: &mut IdInt<T>,
+    offset: usize,
+    key: &Aes128,
+) -> Result<[u8; MAC_LEN], VerifyError> {
+    let prev = previous_mac(idint, offset)?;
+    let mut e = idint.entry_at_mut(offset)?;
+    Ok(seal_entry(key, &mut e, prev))
+}
+
+fn previous_mac<T: AsRef<[u8]>>(
+    idint: &IdInt<T>,
+    offset: usize,
+) -> Result<[u8; MAC_LEN], VerifyError> {
+    let mut prev = None;
+    for (at, e) in idint.entries() {
+        if at == offset {
+            return prev.ok_or(VerifyError::NoSourceEntry);
+        }
+        prev = Some(e.mac());
+    }
+    Err(VerifyError::Malformed(Error::invalid(
+        crate::error::Layer::IdIntEntry,
+        "offset",
+    )))
+}
+
+/// Verifies the whole stack and decrypts it in place: the source entry with `source_key`,
+/// then every entry with the key `key_for(index, entry)` returns (index 1 = first router
+/// entry). Returns the number of entries verified, source entry included.
+pub fn verify_stack<'k, T, F>(
+    idint: &mut IdInt<T>,
+    source_key: &Aes128,
+    mut key_for: F,
+) -> Result<usize, VerifyError>
+where
+    T: AsRef<[u8]> + AsMut<[u8]>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+{
+    let start = idint.stack_range().start;
+    let offsets = {
+        let mut offs = [0usize; 256];
+        let mut n = 0;
+        for (at, _) in idint.entries() {
+            if n == offs.len() {
+                break;
+            }
+            offs[n] = at;
+            n += 1;
+        }
+        (offs, n)
+    };
+    let (offs, n) = offsets;
+    if n == 0 || offs[0] != start {
+        return Err(VerifyError::NoSourceEntry);
+    }
+    // Source entry: decrypt if needed, then check the source MAC.
+    let mut prev = {
+        let mut src = idint.entry_at_mut(start)?;
+        let on_wire = src.mac();
+        apply_ctr(source_key, &mut src);
+        on_wire
+    };
+    {
+        let src = idint.entry_at(start)?;
+        let want = source_mac(source_key, idint.main().as_bytes(), src.as_bytes());
+        if !ct_eq(&want, &src.mac()) {
+            return Err(VerifyError::BadMac { index: 0 });
+        }
+    }
+    for (index, &at) in offs[..n].iter().enumerate().skip(1) {
+        let key = {
+            let e = idint.entry_at(at)?;
+            key_for(index, &e).ok_or(VerifyError::MissingKey { index })?
+        };
+        let mut e = idint.entry_at_mut(at)?;
+        prev = open_entry(key, &mut e, prev).ok_or(VerifyError::BadMac { index })?;
+    }
+    Ok(n)
+}

@@ -1,0 +1,222 @@
+//! The ID-INT options inside a hop-by-hop header: locating them, walking the telemetry stack,
+//! and appending entries inside the pre-allocated space (packets never grow).
+//!
+//! Layout inside the HBH header: the main option at an offset ≡ 2 (mod 4), then `StackLen * 4`
+//! bytes of stack: entries (the source entry first, newest last, TOS pointing at the newest)
+//! followed by Pad1/PadN up to the end of the stack. Other HBH options may follow the stack.
+
+use core::ops::Range;
+
+use super::entry::{Entry, EntryRepr};
+use super::main_option::MainOption;
+use crate::error::{Error, Layer, Result};
+use crate::ext::{self, ExtHeader, opt_type};
+
+/// What [`IdInt::push`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// The entry was written at this offset of the HBH header and TOS points at it.
+    Pushed {
+        /// Offset of the entry from the start of the HBH header.
+        offset: usize,
+    },
+    /// It did not fit: X was set and nothing else changed.
+    StackFull,
+}
+
+/// The ID-INT options of a hop-by-hop header. The buffer is the whole HBH header (NextHdr and
+/// ExtLen included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdInt<T: AsRef<[u8]>> {
+    buffer: T,
+    main: usize,
+}
+
+impl<T: AsRef<[u8]>> IdInt<T> {
+    /// Finds the ID-INT main option in the HBH header `buffer` and checks the whole ID-INT
+    /// structure. `Ok(None)` if the header carries no ID-INT.
+    pub fn locate(buffer: T) -> Result<Option<Self>> {
+        let hbh = ExtHeader::new_checked(buffer.as_ref(), Layer::HopByHop)?;
+        let mut main = None;
+        for o in hbh.options() {
+            let o = o?;
+            if o.opt_type == opt_type::IDINT_MAIN {
+                main = Some(o.offset);
+                break;
+            }
+        }
+        let Some(main) = main else { return Ok(None) };
+        let s = IdInt { buffer, main };
+        s.check()?;
+        Ok(Some(s))
+    }
+
+    /// Wraps an HBH header whose main option is at `main`, with the checks of
+    /// [`Self::locate`].
+    pub fn new_checked(buffer: T, main: usize) -> Result<Self> {
+        let s = IdInt { buffer, main };
+        s.check()?;
+        Ok(s)
+    }
+
+    fn hbh_len(&self) -> usize {
+        ExtHeader::new_unchecked(self.buffer.as_ref(), Layer::HopByHop).header_len()
+    }
+
+    /// Checks alignment, the main option, that the stack lies inside the HBH header, that it
+    /// holds valid entries (source entry first) followed only by padding up to its end, and
+    /// that TOS points at the newest entry.
+    pub fn check(&self) -> Result<()> {
+        let b = self.buffer.as_ref();
+        ExtHeader::new_checked(b, Layer::HopByHop)?;
+        let hbh_len = self.hbh_len();
+        if self.main % 4 != 2 || self.main >= hbh_len {
+            return Err(Error::invalid(Layer::IdIntMain, "alignment"));
+        }
+        let main = MainOption::new_checked(&b[self.main..hbh_len])?;
+        let stack = self.stack_range();
+        if stack.end > hbh_len {
+            return Err(Error::truncated(Layer::IdIntStack, stack.end, hbh_len));
+        }
+        let mut last = None;
+        let mut pos = stack.start;
+        while pos < stack.end && b[pos] == opt_type::IDINT_ENTRY {
+            let e = Entry::new_checked(&b[pos..stack.end])?;
+            if e.is_source() != (pos == stack.start) {
+                return Err(Error::invalid(Layer::IdIntEntry, "S"));
+            }
+            last = Some(pos - stack.start);
+            pos += e.total_len();
+        }
+        for o in ext::Options::new(&b[pos..stack.end], pos) {
+            if !o?.is_padding() {
+                return Err(Error::invalid(Layer::IdIntStack, "option inside stack"));
+            }
+        }
+        let tos = usize::from(main.tos_words()) * 4;
+        if tos != last.unwrap_or(0) {
+            return Err(Error::invalid(Layer::IdIntMain, "TOS"));
+        }
+        Ok(())
+    }
+
+    /// Gives the buffer back.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Offset of the main option in the HBH header.
+    pub fn main_offset(&self) -> usize {
+        self.main
+    }
+
+    /// The main option.
+    pub fn main(&self) -> MainOption<&[u8]> {
+        let b = self.buffer.as_ref();
+        MainOption::new_unchecked(&b[self.main..])
+    }
+
+    /// Byte range of the stack in the HBH header.
+    pub fn stack_range(&self) -> Range<usize> {
+        let m = self.main();
+        let start = self.main + m.total_len();
+        start..start + m.stack_len()
+    }
+
+    /// The stack bytes (entries and padding).
+    pub fn stack_bytes(&self) -> &[u8] {
+        &self.buffer.as_ref()[self.stack_range()]
+    }
+
+    /// Iterates over the entries, oldest (source entry) first, with their offsets in the HBH
+    /// header.
+    pub fn entries(&self) -> Entries<'_> {
+        let r = self.stack_range();
+        Entries {
+            buffer: self.buffer.as_ref(),
+            pos: r.start,
+            end: r.end,
+        }
+    }
+
+    /// Bytes used by entries.
+    pub fn used_len(&self) -> usize {
+        self.entries().map(|(_, e)| e.total_len()).sum()
+    }
+
+    /// Free bytes left in the stack.
+    pub fn free_len(&self) -> usize {
+        self.main().stack_len() - self.used_len()
+    }
+
+    /// The newest entry (the one TOS points at) and its offset, if there is any entry.
+    pub fn tos_entry(&self) -> Option<(usize, Entry<&[u8]>)> {
+        self.entries().last()
+    }
+
+    /// The entry at `offset` (as returned by [`Self::entries`]).
+    pub fn entry_at(&self, offset: usize) -> Result<Entry<&[u8]>> {
+        let end = self.stack_range().end;
+        let b = self.buffer.as_ref();
+        if offset >= end {
+            return Err(Error::invalid(Layer::IdIntEntry, "offset"));
+        }
+        Entry::new_checked(&b[offset..end])
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
+    /// The main option, writable.
+    pub fn main_mut(&mut self) -> MainOption<&mut [u8]> {
+        let m = self.main;
+        MainOption::new_unchecked(&mut self.buffer.as_mut()[m..])
+    }
+
+    /// The entry at `offset`, writable.
+    pub fn entry_at_mut(&mut self, offset: usize) -> Result<Entry<&mut [u8]>> {
+        self.entry_at(offset)?;
+        let end = self.stack_range().end;
+        Ok(Entry::new_unchecked(&mut self.buffer.as_mut()[offset..end]))
+    }
+
+    /// Appends `entry` where the padding starts, re-writes the padding after it and points TOS
+    /// at it. If it does not fit, sets X and writes nothing else.
+    pub fn push(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
+        let len = entry.buffer_len();
+        let stack = self.stack_range();
+        let at = stack.start + self.used_len();
+        if at + len > stack.end {
+            self.main_mut().set_stack_full(true);
+            return Ok(PushOutcome::StackFull);
+        }
+        let tos = (at - stack.start) / 4;
+        let tos = u8::try_from(tos).map_err(|_| Error::invalid(Layer::IdIntMain, "TOS"))?;
+        let b = self.buffer.as_mut();
+        entry.emit(&mut b[at..at + len])?;
+        ext::write_padding(&mut b[at + len..stack.end]);
+        self.main_mut().set_tos_words(tos);
+        Ok(PushOutcome::Pushed { offset: at })
+    }
+}
+
+/// Iterator over the entries of a stack.
+#[derive(Debug, Clone)]
+pub struct Entries<'a> {
+    buffer: &'a [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (usize, Entry<&'a [u8]>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.end || self.buffer[self.pos] != opt_type::IDINT_ENTRY {
+            return None;
+        }
+        let e = Entry::new_checked(&self.buffer[self.pos..self.end]).ok()?;
+        let at = self.pos;
+        self.pos += e.total_len();
+        Some((at, e))
+    }
+}
