@@ -36,6 +36,7 @@ fn main() -> ExitCode {
 fn run() -> Result<Tally> {
     let mut args = std::env::args_os().skip(1).peekable();
     let mut inputs = Vec::new();
+    let mut wrote_demo = false;
     while let Some(a) = args.next() {
         match a.to_str() {
             Some("-h" | "--help") => {
@@ -49,9 +50,13 @@ fn run() -> Result<Tally> {
                 let out = args.next().context("--write-demo needs a file name")?;
                 let n = wire_tools::demo::write_demo_pcap(Path::new(&out))?;
                 eprintln!("wrote {n} demo packets to {}", Path::new(&out).display());
+                wrote_demo = true;
             }
             _ => inputs.push(PathBuf::from(a)),
         }
+    }
+    if inputs.is_empty() && wrote_demo {
+        return Ok(Tally::default());
     }
     if inputs.is_empty() {
         bail!("no input: give pcap files, raw .bin packets or directories");
