@@ -22,6 +22,13 @@ seconds="${FUZZ_SECONDS:-600}"
 for t in "${targets[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     echo "== fuzz $t for ${seconds}s"
-    cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" -- \
-        -max_total_time="$seconds" -max_len=2048 -print_final_stats=1 2>&1 | tail -n 25
+    log="target/fuzz-$t.log"
+    mkdir -p target
+    if ! cargo +nightly fuzz run -O "$t" "fuzz/corpus/$t" -- \
+        -max_total_time="$seconds" -max_len=2048 -print_final_stats=1 >"$log" 2>&1; then
+        grep -E -A12 "panicked|ERROR: |SUMMARY" "$log" | head -n 60
+        echo "fuzz $t FAILED (full log: $log)" >&2
+        exit 1
+    fi
+    grep -E "^(stat::|Done)" "$log" | tail -n 12
 done

@@ -352,3 +352,28 @@ fn malformed_stacks_are_rejected() {
         let _ = IdInt::locate(&b[..]);
     }
 }
+
+#[test]
+fn push_enforces_source_entry_position() {
+    // Found by fuzzing: a stack without a source entry must not take a router entry.
+    let mut hbh = hbh_example();
+    let mut idint = IdInt::locate(&mut hbh[..]).unwrap().unwrap();
+    let mut src = EntryRepr {
+        source: true,
+        ..EntryRepr::default()
+    };
+    assert!(idint.push(&src).is_err(), "second source entry");
+    src.source = false;
+    let before = hbh.clone();
+    let req = RequestBuilder {
+        stack_len_words: 3,
+        ..RequestBuilder::new(0)
+    };
+    let mut fresh = vec![0u8; req.hbh_len()];
+    req.emit_hbh(&mut fresh, 17).unwrap();
+    // Turn the source entry into padding: an empty stack.
+    idint_wire::ext::write_padding(&mut fresh[2 + 22..]);
+    let mut idint = IdInt::locate(&mut fresh[..]).unwrap().unwrap();
+    assert!(idint.push(&src).is_err());
+    assert_eq!(hbh, before);
+}

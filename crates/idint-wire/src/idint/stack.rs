@@ -180,11 +180,17 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     }
 
     /// Appends `entry` where the padding starts, re-writes the padding after it and points TOS
-    /// at it. If it does not fit, sets X and writes nothing else.
+    /// at it. If it does not fit, sets X and writes nothing else. The first entry of a stack
+    /// must be the source entry and no later entry may be one; otherwise nothing is written
+    /// and the error says so.
     pub fn push(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
         let len = entry.buffer_len();
         let stack = self.stack_range();
-        let at = stack.start + self.used_len();
+        let used = self.used_len();
+        if entry.source != (used == 0) {
+            return Err(Error::invalid(Layer::IdIntStack, "source entry position"));
+        }
+        let at = stack.start + used;
         if at + len > stack.end {
             self.main_mut().set_stack_full(true);
             return Ok(PushOutcome::StackFull);
