@@ -29,6 +29,12 @@ fn wire(c: &mut Criterion) {
             black_box(&out);
         })
     });
+    g.bench_function("parse_scion_layers_only", |b| {
+        b.iter(|| {
+            let p = Packet::parse(black_box(&pkt)).unwrap();
+            black_box((p.header.dst_ia(), p.l4_offset))
+        })
+    });
     g.bench_function("parse_scion_udp_idint4", |b| {
         b.iter(|| {
             let p = Packet::parse(black_box(&pkt)).unwrap();

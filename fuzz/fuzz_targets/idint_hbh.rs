@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
             r.emit(&mut b).expect("entry emits");
         }
     }
+    let fully_valid = idint.check().is_ok();
     let stack = idint.stack_range();
     let mut copy = data.to_vec();
     let key = aes128(&[7; 16]);
@@ -41,7 +42,10 @@ fuzz_target!(|data: &[u8]| {
         PushOutcome::Pushed { offset } => {
             assert!(offset >= stack.start && offset + entry.buffer_len() <= stack.end);
             let _ = seal_entry_at(&mut s, offset, &key);
-            s.check().expect("stack still well-formed after push");
+            s.check_top().expect("top of stack well-formed after push");
+            if fully_valid {
+                s.check().expect("stack still well-formed after push");
+            }
         }
         PushOutcome::StackFull => assert!(s.main().stack_full()),
     }

@@ -170,9 +170,10 @@ impl<T: AsRef<[u8]>> ScionHeader<T> {
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need(Layer::Common, b, COMMON_LEN)?;
-        need(Layer::Address, b, COMMON_LEN + self.address_len())?;
+        let addr_end = COMMON_LEN + self.address_len();
+        need(Layer::Address, b, addr_end)?;
         let hl = self.header_len();
-        if hl < COMMON_LEN + self.address_len() {
+        if hl < addr_end {
             return Err(Error::invalid(Layer::Common, "HdrLen"));
         }
         need(Layer::Path, b, hl)

@@ -343,6 +343,15 @@ fn malformed_stacks_are_rejected() {
     assert!(IdInt::locate(&bad[..]).is_err());
     let mut bad = hbh.clone();
     bad[2 + 46 + 2] &= !eflags::S; // first entry is not a source entry
+    // locate() checks only the top of the stack (what a router touches); the full check
+    // (run by verifiers) walks every entry.
+    let top_only = IdInt::locate(&bad[..]).unwrap().unwrap();
+    assert!(top_only.check().is_err());
+    let mut bad = hbh.clone();
+    bad[2 + 46 + 24 + 32 + 2] |= eflags::S; // TOS entry claims to be the source entry
+    assert!(IdInt::locate(&bad[..]).is_err());
+    let mut bad = hbh.clone();
+    bad[168 - 32] = 0x1e; // garbage option in the free space after TOS
     assert!(IdInt::locate(&bad[..]).is_err());
     for cut in 0..hbh.len() {
         let mut b = hbh[..cut].to_vec();

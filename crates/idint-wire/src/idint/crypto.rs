@@ -178,6 +178,7 @@ where
     T: AsRef<[u8]> + AsMut<[u8]>,
     F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
 {
+    idint.check()?;
     let start = idint.stack_range().start;
     let offsets = {
         let mut offs = [0usize; 256];

@@ -30,6 +30,9 @@ pub enum PushOutcome {
 pub struct IdInt<T: AsRef<[u8]>> {
     buffer: T,
     main: usize,
+    /// Stack byte range, filled by `check_top` (StackLen and the main option length cannot be
+    /// changed through this view).
+    stack: (u16, u16),
 }
 
 impl<T: AsRef<[u8]>> IdInt<T> {
@@ -46,17 +49,69 @@ impl<T: AsRef<[u8]>> IdInt<T> {
             }
         }
         let Some(main) = main else { return Ok(None) };
-        let s = IdInt { buffer, main };
-        s.check()?;
+        let mut s = IdInt {
+            buffer,
+            main,
+            stack: (0, 0),
+        };
+        s.check_top()?;
         Ok(Some(s))
     }
 
     /// Wraps an HBH header whose main option is at `main`, with the checks of
     /// [`Self::locate`].
     pub fn new_checked(buffer: T, main: usize) -> Result<Self> {
-        let s = IdInt { buffer, main };
-        s.check()?;
+        let mut s = IdInt {
+            buffer,
+            main,
+            stack: (0, 0),
+        };
+        s.check_top()?;
         Ok(s)
+    }
+
+    /// The checks [`Self::locate`] runs, in O(1) entries: alignment, the main option, the
+    /// stack inside the HBH header, the entry TOS points at (a source entry iff TOS is 0), and
+    /// only padding between that entry and the end of the stack. This is what a router needs
+    /// to read the top entry and append safely; the entries below TOS are checked by
+    /// [`Self::check`] (verifiers run it: a forged TOS cannot survive the MAC chain).
+    pub fn check_top(&mut self) -> Result<()> {
+        let b = self.buffer.as_ref();
+        ExtHeader::new_checked(b, Layer::HopByHop)?;
+        let hbh_len = self.hbh_len();
+        if self.main % 4 != 2 || self.main >= hbh_len {
+            return Err(Error::invalid(Layer::IdIntMain, "alignment"));
+        }
+        let main = MainOption::new_checked(&b[self.main..hbh_len])?;
+        let start = self.main + main.total_len();
+        let stack = start..start + main.stack_len();
+        if stack.end > hbh_len {
+            return Err(Error::truncated(Layer::IdIntStack, stack.end, hbh_len));
+        }
+        let tos = usize::from(main.tos_words()) * 4;
+        let free_from = if b.get(stack.start) == Some(&opt_type::IDINT_ENTRY) {
+            if stack.start + tos >= stack.end {
+                return Err(Error::invalid(Layer::IdIntMain, "TOS"));
+            }
+            let e = Entry::new_checked(&b[stack.start + tos..stack.end])?;
+            if e.is_source() != (tos == 0) {
+                return Err(Error::invalid(Layer::IdIntEntry, "S"));
+            }
+            stack.start + tos + e.total_len()
+        } else {
+            if tos != 0 {
+                return Err(Error::invalid(Layer::IdIntMain, "TOS"));
+            }
+            stack.start
+        };
+        for o in ext::Options::new(&b[free_from..stack.end], free_from) {
+            if !o?.is_padding() {
+                return Err(Error::invalid(Layer::IdIntStack, "option inside stack"));
+            }
+        }
+        // Both fit in u16: the HBH header is at most 1024 bytes.
+        self.stack = (stack.start as u16, stack.end as u16);
+        Ok(())
     }
 
     fn hbh_len(&self) -> usize {
@@ -118,9 +173,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// Byte range of the stack in the HBH header.
     pub fn stack_range(&self) -> Range<usize> {
-        let m = self.main();
-        let start = self.main + m.total_len();
-        start..start + m.stack_len()
+        usize::from(self.stack.0)..usize::from(self.stack.1)
     }
 
     /// The stack bytes (entries and padding).
@@ -139,9 +192,11 @@ impl<T: AsRef<[u8]>> IdInt<T> {
         }
     }
 
-    /// Bytes used by entries.
+    /// Bytes used by entries (up to the end of the TOS entry).
     pub fn used_len(&self) -> usize {
-        self.entries().map(|(_, e)| e.total_len()).sum()
+        let start = self.stack_range().start;
+        self.tos_entry()
+            .map_or(0, |(at, e)| at + e.total_len() - start)
     }
 
     /// Free bytes left in the stack.
@@ -149,9 +204,16 @@ impl<T: AsRef<[u8]>> IdInt<T> {
         self.main().stack_len() - self.used_len()
     }
 
-    /// The newest entry (the one TOS points at) and its offset, if there is any entry.
+    /// The newest entry (the one TOS points at) and its offset, if there is any entry. O(1):
+    /// TOS was checked against the stack when this view was built.
     pub fn tos_entry(&self) -> Option<(usize, Entry<&[u8]>)> {
-        self.entries().last()
+        let stack = self.stack_range();
+        let b = self.buffer.as_ref();
+        if b.get(stack.start) != Some(&opt_type::IDINT_ENTRY) {
+            return None;
+        }
+        let at = stack.start + usize::from(self.main().tos_words()) * 4;
+        Entry::new_checked(&b[at..stack.end]).ok().map(|e| (at, e))
     }
 
     /// The entry at `offset` (as returned by [`Self::entries`]).
