@@ -21,4 +21,8 @@ if [ -d crates/drkey ]; then
 fi
 
 echo "== cargo test --workspace --all-features"
-cargo test --workspace --all-features
+mkdir -p target
+cargo test --workspace --all-features 2>&1 | tee target/test-output.txt
+# One closing line for the whole run (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' \
+    target/test-output.txt | tee target/test-summary.txt
