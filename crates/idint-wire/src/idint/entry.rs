@@ -156,14 +156,37 @@ impl Metadata {
     }
 }
 
+/// Bytes of bitmap metadata for each Mask value.
+const BITMAP_LEN: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut i = 0;
+        while i < BITMAP_ITEMS.len() {
+            if m as u8 & BITMAP_ITEMS[i].0 != 0 {
+                t[m] += BITMAP_ITEMS[i].1 as u8;
+            }
+            i += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
 /// Metadata length for a mask and slot lengths (bytes).
 pub fn metadata_len(mask: u8, slot_lens: [u8; 4]) -> usize {
-    let bitmap: usize = BITMAP_ITEMS
-        .iter()
-        .filter(|(b, _)| mask & b != 0)
-        .map(|(_, s)| s)
-        .sum();
-    bitmap + slot_lens.iter().map(|&l| usize::from(l)).sum::<usize>()
+    usize::from(BITMAP_LEN[usize::from(mask & 0xf)])
+        + slot_lens.iter().map(|&l| usize::from(l)).sum::<usize>()
+}
+
+/// Metadata length straight from the Mask/ML word (bytes 4-5 of an entry), and whether every
+/// ML value is valid (0-4).
+#[inline]
+fn metadata_len_from_word(w: u16) -> (usize, bool) {
+    let ml = [(w >> 9) & 7, (w >> 6) & 7, (w >> 3) & 7, w & 7];
+    let valid = ml.iter().all(|&v| v <= 4);
+    let slots = usize::from(ml[0] + ml[1] + ml[2] + ml[3]) * 2;
+    (usize::from(BITMAP_LEN[usize::from(w >> 12)]) + slots, valid)
 }
 
 /// Padding after `metadata_len` bytes of metadata so that metadata + padding ≡ 2 (mod 4).
@@ -212,11 +235,11 @@ impl<T: AsRef<[u8]>> Entry<T> {
             return Err(Error::invalid(Layer::IdIntEntry, "OptDataLen"));
         }
         need(Layer::IdIntEntry, b, total)?;
-        if unpack_3bit4(read_u16(b, 4)).iter().any(|&ml| ml > 4) {
+        let (md, ml_valid) = metadata_len_from_word(read_u16(b, 4));
+        if !ml_valid {
             return Err(Error::invalid(Layer::IdIntEntry, "ML"));
         }
         let fixed = self.metadata_offset() + MAC_LEN;
-        let md = metadata_len(self.mask(), self.slot_lens());
         match total.checked_sub(fixed + md) {
             Some(pad) if pad < 4 => Ok(()),
             _ => Err(Error::invalid(Layer::IdIntEntry, "OptDataLen")),
@@ -291,7 +314,7 @@ impl<T: AsRef<[u8]>> Entry<T> {
     }
     /// Metadata length (without padding).
     pub fn metadata_len(&self) -> usize {
-        metadata_len(self.mask(), self.slot_lens())
+        metadata_len_from_word(read_u16(self.b(), 4)).0
     }
     /// The metadata bytes (plaintext only if the entry is not encrypted or was decrypted).
     pub fn metadata_bytes(&self) -> &[u8] {
