@@ -10,11 +10,15 @@
 //!   [`generic_host_as`]) forms, level 3 host→host ([`host_host`]).
 //! * Keys ([`Key`]) never print their bytes and are zeroed when dropped; comparisons are
 //!   constant-time.
-#![no_std]
+#![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "std")]
+pub mod cache;
 pub mod epoch;
 pub mod keyfile;
+#[cfg(feature = "std")]
+pub mod provider;
 
 use core::fmt;
 
@@ -70,6 +74,7 @@ impl fmt::Display for Key {
 
 /// A DRKey protocol identifier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "std", derive(serde::Deserialize))]
 pub struct Protocol(pub u16);
 
 impl Protocol {
@@ -236,6 +241,7 @@ pub fn host_host(host_as_key: &Aes128, dst_host: &HostAddr) -> Result<Key, Deriv
 
 #[cfg(test)]
 mod tests {
+    #[cfg(not(feature = "std"))]
     extern crate std;
     use super::*;
     use std::format;

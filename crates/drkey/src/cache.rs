@@ -1,0 +1,208 @@
+//! A per-worker cache of level-2 AS→host keys for the data plane.
+//!
+//! Each worker core owns one [`KeyCache`] (no sharing, no lock): a lookup that hits computes a
+//! hash, compares one 2-entry set and returns the ready AES key schedule, allocating nothing.
+//! A miss asks the shared [`Level1Provider`] for the level-1 key (cached too) and derives the
+//! level-2 key. The table has a fixed number of sets chosen at construction; a full set
+//! evicts its least recently used entry. [`KeyCache::prefetch_next_epoch`] derives next-epoch
+//! keys ahead of an epoch change so the switch causes no misses.
+
+use std::sync::Arc;
+
+use idint_wire::crypto::Aes128;
+use idint_wire::{HostAddr, IsdAsn};
+
+use crate::provider::{Level1Provider, ProviderError};
+use crate::{Epoch, Protocol, as_host};
+
+/// Identity of a cached key: protocol, the key-issuing (fast side) AS, the host's AS, host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyId {
+    /// Protocol.
+    pub protocol: Protocol,
+    /// AS whose secret the key derives from (the router's own AS for ID-INT).
+    pub src: IsdAsn,
+    /// AS of the host.
+    pub dst: IsdAsn,
+    /// The host.
+    pub host: HostAddr,
+}
+
+struct Slot {
+    id: KeyId,
+    epoch: Epoch,
+    cipher: Aes128,
+    stamp: u64,
+}
+
+/// Counters of a cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from the cache.
+    pub hits: u64,
+    /// Lookups that derived a key.
+    pub misses: u64,
+    /// Entries replaced to make room.
+    pub evictions: u64,
+    /// Keys derived ahead of their epoch.
+    pub prefetched: u64,
+}
+
+/// Per-worker level-2 key cache (2-way set associative, LRU within a set).
+pub struct KeyCache {
+    provider: Arc<dyn Level1Provider>,
+    sets: Vec<[Option<Slot>; 2]>,
+    mask: usize,
+    clock: u64,
+    stats: CacheStats,
+}
+
+fn hash(id: &KeyId) -> u64 {
+    let (h, n) = id.host.to_bytes();
+    let mut x = id.src.to_u64() ^ id.dst.to_u64().rotate_left(17) ^ u64::from(id.protocol.0) << 48;
+    for c in h[..n].chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        x = (x ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    x ^ (x >> 29)
+}
+
+impl KeyCache {
+    /// A cache with room for about `capacity` keys (rounded up to a power of two, at least 2).
+    pub fn new(provider: Arc<dyn Level1Provider>, capacity: usize) -> Self {
+        let sets = (capacity.max(2) / 2).next_power_of_two();
+        KeyCache {
+            provider,
+            sets: (0..sets).map(|_| [None, None]).collect(),
+            mask: sets - 1,
+            clock: 0,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> CacheStats {
+        self.stats
+    }
+
+    /// Number of keys held.
+    pub fn len(&self) -> usize {
+        self.sets
+            .iter()
+            .map(|s| s.iter().filter(|x| x.is_some()).count())
+            .sum()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The AES key schedule of K(src -> dst:host) valid at `time` (Unix seconds), deriving it
+    /// on a miss.
+    pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128, ProviderError> {
+        self.clock += 1;
+        let set = (hash(id) as usize) & self.mask;
+        let hit = self.sets[set].iter().position(|s| {
+            s.as_ref()
+                .is_some_and(|s| s.id == *id && s.epoch.contains(time))
+        });
+        let way = match hit {
+            Some(w) => {
+                self.stats.hits += 1;
+                w
+            }
+            None => {
+                self.stats.misses += 1;
+                self.insert(set, id, time)?
+            }
+        };
+        let slot = self.sets[set][way]
+            .as_mut()
+            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))?;
+        slot.stamp = self.clock;
+        Ok(&slot.cipher)
+    }
+
+    fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
+        let (epoch, l1) = self.provider.level1(id.protocol, id.src, id.dst, time)?;
+        let key =
+            as_host(&l1.cipher(), &id.host).map_err(|e| ProviderError::Config(e.to_string()))?;
+        let ways = &mut self.sets[set];
+        // Prefer an empty way, then one holding the same id (other epoch), then the LRU one.
+        let way = ways
+            .iter()
+            .position(Option::is_none)
+            .or_else(|| {
+                ways.iter().position(|s| {
+                    s.as_ref().is_some_and(|s| {
+                        s.id == *id && !s.epoch.contains(time) && s.epoch.end as u64 <= time
+                    })
+                })
+            })
+            .unwrap_or_else(|| {
+                let a = ways[0].as_ref().map_or(0, |s| s.stamp);
+                let b = ways[1].as_ref().map_or(0, |s| s.stamp);
+                usize::from(b < a)
+            });
+        if ways[way].is_some() {
+            self.stats.evictions += 1;
+        }
+        ways[way] = Some(Slot {
+            id: *id,
+            epoch,
+            cipher: key.cipher(),
+            stamp: self.clock,
+        });
+        Ok(way)
+    }
+
+    /// For every cached key whose epoch ends within `window` seconds after `now`, derives the
+    /// next epoch's key into the other way of its set. Returns how many keys were derived.
+    pub fn prefetch_next_epoch(&mut self, now: u64, window: u64) -> usize {
+        let mut todo = Vec::new();
+        for set in &self.sets {
+            for s in set.iter().flatten() {
+                if u64::from(s.epoch.end) > now && u64::from(s.epoch.end) <= now + window {
+                    todo.push((s.id, u64::from(s.epoch.end)));
+                }
+            }
+        }
+        let mut n = 0;
+        for (id, next_time) in todo {
+            let set = (hash(&id) as usize) & self.mask;
+            let have = self.sets[set]
+                .iter()
+                .flatten()
+                .any(|s| s.id == id && s.epoch.contains(next_time));
+            if !have && self.insert_beside(set, &id, next_time).is_ok() {
+                n += 1;
+            }
+        }
+        self.stats.prefetched += n as u64;
+        n
+    }
+
+    fn insert_beside(&mut self, set: usize, id: &KeyId, time: u64) -> Result<(), ProviderError> {
+        let (epoch, l1) = self.provider.level1(id.protocol, id.src, id.dst, time)?;
+        let key =
+            as_host(&l1.cipher(), &id.host).map_err(|e| ProviderError::Config(e.to_string()))?;
+        let ways = &mut self.sets[set];
+        // Replace the way that is not the current key of `id`.
+        let way = ways
+            .iter()
+            .position(|s| s.as_ref().is_none_or(|s| s.id != *id))
+            .unwrap_or(1);
+        if ways[way].is_some() {
+            self.stats.evictions += 1;
+        }
+        ways[way] = Some(Slot {
+            id: *id,
+            epoch,
+            cipher: key.cipher(),
+            stamp: self.clock,
+        });
+        Ok(())
+    }
+}

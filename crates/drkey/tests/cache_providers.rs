@@ -1,0 +1,180 @@
+//! Key providers and the per-worker cache.
+#![cfg(feature = "std")]
+
+use std::sync::Arc;
+
+use drkey::cache::{KeyCache, KeyId};
+use drkey::provider::{Level1Provider, LocalProvider, ProviderError, StaticProvider};
+use drkey::{Epoch, Protocol, as_host, level1, secret_value};
+use idint_wire::crypto::cbc_mac;
+use idint_wire::{HostAddr, IsdAsn};
+
+fn ia(s: &str) -> IsdAsn {
+    s.parse().unwrap()
+}
+
+const T: u64 = 1_704_067_800;
+
+#[test]
+fn local_provider_matches_direct_derivation_and_rejects_other_ases() {
+    let p = LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap();
+    let (epoch, k) = p
+        .level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap();
+    assert_eq!(epoch, Epoch::containing(T, 3600).unwrap());
+    let sv = secret_value(&[5; 16], Protocol::IDINT, epoch).unwrap();
+    assert_eq!(k, level1(&sv, ia("1-ff00:0:111")));
+    // Another protocol gives another key.
+    let (_, k2) = p
+        .level1(Protocol::SCMP, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap();
+    assert_ne!(k, k2);
+    assert!(matches!(
+        p.level1(Protocol::IDINT, ia("1-ff00:0:120"), ia("1-ff00:0:111"), T),
+        Err(ProviderError::NotFound { .. })
+    ));
+    assert!(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 60).is_err());
+    assert!(LocalProvider::new(ia("1-ff00:0:110"), &[], 3600).is_err());
+}
+
+#[test]
+fn local_provider_reads_master_key_files() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/vectors/scion/config_examples/router_benchmark/keys/master0.key"
+    );
+    let p =
+        LocalProvider::from_key_file(ia("1-ff00:0:1"), std::path::Path::new(dir), 86400).unwrap();
+    assert!(
+        p.level1(Protocol::IDINT, ia("1-ff00:0:1"), ia("1-ff00:0:2"), T)
+            .is_ok()
+    );
+    let err = LocalProvider::from_key_file(
+        ia("1-ff00:0:1"),
+        std::path::Path::new("/nonexistent/master0.key"),
+        86400,
+    );
+    assert!(err.is_err());
+}
+
+#[test]
+fn static_provider_file_format_and_errors() {
+    let text = r#"[{"src_ia": "1-ff00:0:111", "dst_ia": "1-ff00:0:110", "protocol": 2,
+                    "epoch_begin": 1704067200, "epoch_end": 1704070800,
+                    "key_hex": "000102030405060708090a0b0c0d0e0f"}]"#;
+    let p = StaticProvider::from_json(text).unwrap();
+    let (e, k) = p
+        .level1(Protocol::IDINT, ia("1-ff00:0:111"), ia("1-ff00:0:110"), T)
+        .unwrap();
+    assert_eq!((e.begin, e.end), (1_704_067_200, 1_704_070_800));
+    assert_eq!(k.as_bytes()[15], 0x0f);
+    assert!(
+        p.level1(
+            Protocol::IDINT,
+            ia("1-ff00:0:111"),
+            ia("1-ff00:0:110"),
+            1_704_070_800
+        )
+        .is_err()
+    );
+    for bad in [
+        "not json",
+        r#"[{"src_ia": "x", "dst_ia": "1-ff00:0:110", "protocol": 2, "epoch_begin": 1, "epoch_end": 2, "key_hex": "000102030405060708090a0b0c0d0e0f"}]"#,
+        r#"[{"src_ia": "1-ff00:0:111", "dst_ia": "1-ff00:0:110", "protocol": 2, "epoch_begin": 2, "epoch_end": 2, "key_hex": "000102030405060708090a0b0c0d0e0f"}]"#,
+        r#"[{"src_ia": "1-ff00:0:111", "dst_ia": "1-ff00:0:110", "protocol": 2, "epoch_begin": 1, "epoch_end": 2, "key_hex": "0001"}]"#,
+    ] {
+        let e = StaticProvider::from_json(bad).err().expect("rejected");
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+fn id(host: u8) -> KeyId {
+    KeyId {
+        protocol: Protocol::IDINT,
+        src: ia("1-ff00:0:110"),
+        dst: ia("1-ff00:0:111"),
+        host: HostAddr::V4([10, 0, 0, host].into()),
+    }
+}
+
+#[test]
+fn cache_returns_the_derived_key_hits_and_evicts() {
+    let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    let mut cache = KeyCache::new(provider.clone(), 4);
+    let (_, l1) = provider
+        .level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap();
+    let want = as_host(&l1.cipher(), &id(1).host).unwrap();
+    let probe = [9u8; 16];
+    let got = cbc_mac(cache.get(&id(1), T).unwrap(), &probe);
+    assert_eq!(got, cbc_mac(&want.cipher(), &probe));
+    cache.get(&id(1), T).unwrap();
+    assert_eq!((cache.stats().hits, cache.stats().misses), (1, 1));
+    for h in 2..50 {
+        cache.get(&id(h), T).unwrap();
+    }
+    assert!(cache.len() <= 4);
+    assert!(cache.stats().evictions > 0);
+    // Still correct after evictions.
+    assert_eq!(
+        cbc_mac(cache.get(&id(1), T).unwrap(), &probe),
+        cbc_mac(&want.cipher(), &probe)
+    );
+}
+
+#[test]
+fn epoch_change_and_prefetch() {
+    let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    let mut cache = KeyCache::new(provider.clone(), 64);
+    let epoch = Epoch::containing(T, 3600).unwrap();
+    let probe = [1u8; 16];
+    let a = cbc_mac(cache.get(&id(1), T).unwrap(), &probe);
+    // Next epoch's key differs.
+    let next = u64::from(epoch.end);
+    assert_eq!(cache.prefetch_next_epoch(next - 10, 60), 1);
+    let misses = cache.stats().misses;
+    let b = cbc_mac(cache.get(&id(1), next).unwrap(), &probe);
+    assert_eq!(cache.stats().misses, misses, "prefetched key is a hit");
+    assert_ne!(a, b);
+    // And both epochs are held side by side.
+    assert_eq!(cbc_mac(cache.get(&id(1), next - 1).unwrap(), &probe), a);
+}
+
+#[test]
+fn concurrent_workers_each_with_a_cache() {
+    let provider: Arc<dyn Level1Provider> =
+        Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    let (_, l1) = provider
+        .level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap();
+    let want: Vec<[u8; 16]> = (0..32u8)
+        .map(|h| {
+            cbc_mac(
+                &as_host(&l1.cipher(), &id(h).host).unwrap().cipher(),
+                &[0; 16],
+            )
+        })
+        .collect();
+    let want = Arc::new(want);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let provider = provider.clone();
+            let want = want.clone();
+            std::thread::spawn(move || {
+                let mut cache = KeyCache::new(provider, 16);
+                for i in 0..5_000u32 {
+                    let h = ((i * 7 + t) % 32) as u8;
+                    assert_eq!(
+                        cbc_mac(cache.get(&id(h), T).unwrap(), &[0; 16]),
+                        want[usize::from(h)]
+                    );
+                }
+                cache.stats()
+            })
+        })
+        .collect();
+    for t in threads {
+        let s = t.join().unwrap();
+        assert_eq!(s.hits + s.misses, 5_000);
+    }
+}
