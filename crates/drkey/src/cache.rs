@@ -125,10 +125,16 @@ impl KeyCache {
         Ok(&slot.cipher)
     }
 
-    fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
+    /// Derives K(src -> dst:host) for `time` from the provider's level-1 key.
+    fn derive(&self, id: &KeyId, time: u64) -> Result<(Epoch, Aes128), ProviderError> {
         let (epoch, l1) = self.provider.level1(id.protocol, id.src, id.dst, time)?;
         let key =
             as_host(&l1.cipher(), &id.host).map_err(|e| ProviderError::Config(e.to_string()))?;
+        Ok((epoch, key.cipher()))
+    }
+
+    fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
+        let (epoch, cipher) = self.derive(id, time)?;
         let ways = &mut self.sets[set];
         // Prefer an empty way, then one holding the same id (other epoch), then the LRU one.
         let way = ways
@@ -152,7 +158,7 @@ impl KeyCache {
         ways[way] = Some(Slot {
             id: *id,
             epoch,
-            cipher: key.cipher(),
+            cipher,
             stamp: self.clock,
         });
         Ok(way)
@@ -185,9 +191,7 @@ impl KeyCache {
     }
 
     fn insert_beside(&mut self, set: usize, id: &KeyId, time: u64) -> Result<(), ProviderError> {
-        let (epoch, l1) = self.provider.level1(id.protocol, id.src, id.dst, time)?;
-        let key =
-            as_host(&l1.cipher(), &id.host).map_err(|e| ProviderError::Config(e.to_string()))?;
+        let (epoch, cipher) = self.derive(id, time)?;
         let ways = &mut self.sets[set];
         // Replace the way that is not the current key of `id`.
         let way = ways
@@ -200,7 +204,7 @@ impl KeyCache {
         ways[way] = Some(Slot {
             id: *id,
             epoch,
-            cipher: key.cipher(),
+            cipher,
             stamp: self.clock,
         });
         Ok(())
