@@ -61,6 +61,7 @@ pub struct Packet<'a> {
 
 impl<'a> Packet<'a> {
     /// Parses `bytes` (the SCION packet, common header first).
+    #[inline]
     pub fn parse(bytes: &'a [u8]) -> Result<Self> {
         let header = ScionHeader::new_checked(bytes)?;
         let hl = header.header_len();

@@ -38,6 +38,7 @@ pub struct IdInt<T: AsRef<[u8]>> {
 impl<T: AsRef<[u8]>> IdInt<T> {
     /// Finds the ID-INT main option in the HBH header `buffer` and checks the whole ID-INT
     /// structure. `Ok(None)` if the header carries no ID-INT.
+    #[inline]
     pub fn locate(buffer: T) -> Result<Option<Self>> {
         let hbh = ExtHeader::new_checked(buffer.as_ref(), Layer::HopByHop)?;
         let mut main = None;
@@ -206,6 +207,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// The newest entry (the one TOS points at) and its offset, if there is any entry. O(1):
     /// TOS was checked against the stack when this view was built.
+    #[inline]
     pub fn tos_entry(&self) -> Option<(usize, Entry<&[u8]>)> {
         let stack = self.stack_range();
         let b = self.buffer.as_ref();
