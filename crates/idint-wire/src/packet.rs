@@ -7,7 +7,7 @@
 use core::ops::Range;
 
 use crate::error::{Error, Layer, Result};
-use crate::ext::{self, ExtHeader};
+use crate::ext::ExtHeader;
 use crate::path::{EpicPath, ONEHOP_LEN, OneHopPath, ScionPath};
 use crate::scion::{NextHdr, PathType, ScionHeader};
 use crate::scmp::ScmpPacket;
@@ -171,6 +171,3 @@ impl<'a> Packet<'a> {
             .is_some_and(|h| h.options().any(|o| o.is_ok_and(|o| o.opt_type == opt_type)))
     }
 }
-
-/// Protocol number of the HBH header (re-exported for convenience).
-pub const HBH: u8 = ext::HBH;

@@ -119,21 +119,14 @@ impl<T: AsRef<[u8]>> IdInt<T> {
         ExtHeader::new_unchecked(self.buffer.as_ref(), Layer::HopByHop).header_len()
     }
 
-    /// Checks alignment, the main option, that the stack lies inside the HBH header, that it
-    /// holds valid entries (source entry first) followed only by padding up to its end, and
-    /// that TOS points at the newest entry.
+    /// Checks the whole stack: valid entries (the source entry first and only first) followed
+    /// only by padding up to its end, and TOS pointing at the newest entry.
     pub fn check(&self) -> Result<()> {
+        // Header, alignment, main option and stack bounds were checked by `check_top` when
+        // this view was built; the setters of this view cannot change them.
         let b = self.buffer.as_ref();
-        ExtHeader::new_checked(b, Layer::HopByHop)?;
-        let hbh_len = self.hbh_len();
-        if self.main % 4 != 2 || self.main >= hbh_len {
-            return Err(Error::invalid(Layer::IdIntMain, "alignment"));
-        }
-        let main = MainOption::new_checked(&b[self.main..hbh_len])?;
+        let main = self.main();
         let stack = self.stack_range();
-        if stack.end > hbh_len {
-            return Err(Error::truncated(Layer::IdIntStack, stack.end, hbh_len));
-        }
         let mut last = None;
         let mut pos = stack.start;
         while pos < stack.end && b[pos] == opt_type::IDINT_ENTRY {
