@@ -152,16 +152,22 @@ impl KeyCache {
                 let b = ways[1].as_ref().map_or(0, |s| s.stamp);
                 usize::from(b < a)
             });
-        if ways[way].is_some() {
+        self.store(set, way, *id, epoch, cipher);
+        Ok(way)
+    }
+
+    /// Puts a key into `way` of `set`, counting the eviction if the way was taken.
+    fn store(&mut self, set: usize, way: usize, id: KeyId, epoch: Epoch, cipher: Aes128) {
+        let slot = &mut self.sets[set][way];
+        if slot.is_some() {
             self.stats.evictions += 1;
         }
-        ways[way] = Some(Slot {
-            id: *id,
+        *slot = Some(Slot {
+            id,
             epoch,
             cipher,
             stamp: self.clock,
         });
-        Ok(way)
     }
 
     /// For every cached key whose epoch ends within `window` seconds after `now`, derives the
@@ -193,20 +199,15 @@ impl KeyCache {
     fn insert_beside(&mut self, set: usize, id: &KeyId, time: u64) -> Result<(), ProviderError> {
         let (epoch, cipher) = self.derive(id, time)?;
         let ways = &mut self.sets[set];
-        // Replace the way that is not the current key of `id`.
+        // Replace a way that does not hold `id`; if both do, the one with the older epoch.
         let way = ways
             .iter()
             .position(|s| s.as_ref().is_none_or(|s| s.id != *id))
-            .unwrap_or(1);
-        if ways[way].is_some() {
-            self.stats.evictions += 1;
-        }
-        ways[way] = Some(Slot {
-            id: *id,
-            epoch,
-            cipher,
-            stamp: self.clock,
-        });
+            .unwrap_or_else(|| {
+                let begin = |w: usize| ways[w].as_ref().map_or(0, |s| s.epoch.begin);
+                usize::from(begin(1) < begin(0))
+            });
+        self.store(set, way, *id, epoch, cipher);
         Ok(())
     }
 }
