@@ -411,6 +411,15 @@ impl From<Ipv4Addr> for HostAddr {
     }
 }
 
+impl From<core::net::IpAddr> for HostAddr {
+    fn from(a: core::net::IpAddr) -> Self {
+        match a {
+            core::net::IpAddr::V4(a) => HostAddr::V4(a),
+            core::net::IpAddr::V6(a) => HostAddr::V6(a),
+        }
+    }
+}
+
 impl From<Ipv6Addr> for HostAddr {
     fn from(a: Ipv6Addr) -> Self {
         HostAddr::V6(a)

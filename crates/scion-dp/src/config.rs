@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::net::SocketAddr;
 use core::str::FromStr;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use idint_wire::{IsdAsn, Svc};
 
@@ -203,6 +204,9 @@ pub struct Router {
     config: RouterConfig,
     /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured).
     by_id: Box<[u8]>,
+    /// Liveness of each interface's link (same index as `config.interfaces`), set by the
+    /// control plane (BFD) and read per packet with a relaxed load.
+    link_up: Box<[AtomicBool]>,
     hop_mac: HopMac,
 }
 
@@ -250,9 +254,15 @@ impl Router {
             }
         }
         let hop_mac = HopMac::new(&config.forwarding_key);
+        let link_up = config
+            .interfaces
+            .iter()
+            .map(|_| AtomicBool::new(true))
+            .collect();
         Ok(Router {
             config,
             by_id,
+            link_up,
             hop_mac,
         })
     }
@@ -273,6 +283,27 @@ impl Router {
         match self.by_id[usize::from(id)] {
             0 => None,
             k => self.config.interfaces.get(usize::from(k) - 1),
+        }
+    }
+
+    /// Whether the link of interface `id` is up (unknown interfaces are down). Links start up;
+    /// the control plane (BFD) reports changes with [`Router::set_link_up`].
+    #[inline]
+    pub fn link_up(&self, id: u16) -> bool {
+        match self.by_id[usize::from(id)] {
+            0 => false,
+            k => self.link_up[usize::from(k) - 1].load(Ordering::Relaxed),
+        }
+    }
+
+    /// Records the liveness of interface `id`'s link; false if `id` is not configured.
+    pub fn set_link_up(&self, id: u16, up: bool) -> bool {
+        match self.by_id[usize::from(id)] {
+            0 => false,
+            k => {
+                self.link_up[usize::from(k) - 1].store(up, Ordering::Relaxed);
+                true
+            }
         }
     }
 

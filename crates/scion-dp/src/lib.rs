@@ -1,4 +1,4 @@
-//! Sans-IO SCION border-router data plane (work in progress).
+//! Sans-IO SCION border-router data plane.
 //!
 //! No I/O and no clock: packets, configuration, time and keys are passed in, so the same code
 //! runs in the DPDK router, tests, benchmarks and fuzzers.
@@ -6,6 +6,8 @@
 //! * [`config`]: the router model (interfaces, owners, services, port range, keys).
 //! * [`hop_mac`]: the forwarding key and the hop-field AES-CMAC, one packet or a batch.
 //! * [`epic`]: EPIC-HP hop validation fields and timestamp freshness.
+//! * [`process`]: the packet processor (single packets and bursts) and its decisions
+//!   ([`outcome`]: dispositions, drop and SCMP reasons, counters).
 #![no_std]
 #![forbid(unsafe_code)]
 
@@ -15,3 +17,10 @@ extern crate alloc;
 pub mod config;
 pub mod epic;
 pub mod hop_mac;
+mod local;
+pub mod outcome;
+pub mod process;
+mod reply;
+
+pub use outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
+pub use process::{BurstPacket, PacketSlot, Processor};
