@@ -6,7 +6,10 @@
 //! in one call so that AES-NI/VAES keeps several blocks in flight.
 
 use aes::Aes128;
-use aes::cipher::{BlockCipherEncrypt, KeyInit};
+use aes::cipher::consts::U16;
+use aes::cipher::{
+    Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
+};
 
 /// Length of the MAC stored in a hop field.
 pub const HOP_MAC_LEN: usize = 6;
@@ -61,22 +64,15 @@ impl HopMac {
         b
     }
 
-    /// Replaces every input block in `blocks` by its CMAC, encrypting them together so the
-    /// AES units pipeline them.
+    /// Replaces every input block in `blocks` by its CMAC. All blocks go through one call
+    /// into the AES backend (its key setup is paid once per batch, not once per block) and are
+    /// independent, so the AES units pipeline them.
+    #[inline]
     pub fn compute_batch(&self, blocks: &mut [[u8; 16]]) {
-        for b in blocks.iter_mut() {
-            *b = xor16(b, &self.k1);
-        }
-        for chunk in blocks.chunks_mut(8) {
-            let mut arr: [aes::Block; 8] = Default::default();
-            for (a, b) in arr.iter_mut().zip(chunk.iter()) {
-                *a = (*b).into();
-            }
-            self.cipher.encrypt_blocks(&mut arr[..chunk.len()]);
-            for (b, a) in chunk.iter_mut().zip(arr.iter()) {
-                *b = (*a).into();
-            }
-        }
+        self.cipher.encrypt_with_backend(CmacBatch {
+            blocks,
+            k1: &self.k1,
+        });
     }
 
     /// Whether `mac` (the 6 bytes of a hop field) matches the CMAC of `block`, compared in
@@ -84,6 +80,27 @@ impl HopMac {
     pub fn verify(&self, block: &[u8; 16], mac: &[u8; HOP_MAC_LEN]) -> bool {
         let full = self.compute(block);
         idint_wire::crypto::ct_eq(&full[..HOP_MAC_LEN], mac)
+    }
+}
+
+/// The batch as a closure the AES backend runs with its key schedule loaded.
+struct CmacBatch<'a> {
+    blocks: &'a mut [[u8; 16]],
+    k1: &'a [u8; 16],
+}
+
+impl BlockSizeUser for CmacBatch<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for CmacBatch<'_> {
+    #[inline(always)]
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
+        for b in self.blocks.iter_mut() {
+            let mut x = Array::from(xor16(b, self.k1));
+            backend.encrypt_block_inplace(&mut x);
+            *b = x.into();
+        }
     }
 }
 

@@ -18,12 +18,13 @@
 //! SCMP pointers are byte offsets into the offending packet; for EPIC-HP they include the 16
 //! bytes of EPIC fields before the SCION path (the reference router omits them).
 
-use idint_wire::crypto::ct_eq;
+use idint_wire::path::PathMeta;
 use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
 use idint_wire::path::{HopField, InfoField, OneHopPath};
-use idint_wire::path::{PathMeta, ScionPath};
 use idint_wire::scion::{PathType, ScionHeader};
 use idint_wire::{AddrType, HostAddr};
+
+use alloc::boxed::Box;
 
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
@@ -110,15 +111,226 @@ enum EpicRole {
     Last,
 }
 
+/// The path meta header as its raw 32-bit word (the fast path never unpacks it into a struct:
+/// byte-wise stores followed by wide loads stall store forwarding).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Meta(u32);
+
+impl Meta {
+    #[inline(always)]
+    fn curr_inf(self) -> usize {
+        (self.0 >> 30) as usize
+    }
+    #[inline(always)]
+    fn curr_hf(self) -> usize {
+        ((self.0 >> 24) & 0x3f) as usize
+    }
+    #[inline(always)]
+    fn seg_len(self, i: usize) -> usize {
+        ((self.0 >> (12 - 6 * i)) & 0x3f) as usize
+    }
+    #[inline(always)]
+    fn num_infos(self) -> usize {
+        if self.seg_len(2) > 0 {
+            3
+        } else if self.seg_len(1) > 0 {
+            2
+        } else if self.seg_len(0) > 0 {
+            1
+        } else {
+            0
+        }
+    }
+    #[inline(always)]
+    fn num_hops(self) -> usize {
+        self.seg_len(0) + self.seg_len(1) + self.seg_len(2)
+    }
+    #[inline(always)]
+    fn path_len(self) -> usize {
+        META_LEN + INFO_LEN * self.num_infos() + HOP_LEN * self.num_hops()
+    }
+    /// The structural rules of [`PathMeta::validate`].
+    #[inline(always)]
+    fn valid(self) -> bool {
+        let n = self.num_infos();
+        n > 0
+            && !(self.seg_len(0) == 0 && n > 1)
+            && !(self.seg_len(1) == 0 && n > 2)
+            && self.curr_inf() < n
+            && self.curr_hf() < self.num_hops()
+    }
+    #[inline(always)]
+    fn segment_of(self, hop: usize) -> usize {
+        let s0 = self.seg_len(0);
+        if hop < s0 {
+            0
+        } else if hop < s0 + self.seg_len(1) {
+            1
+        } else {
+            2
+        }
+    }
+    #[inline(always)]
+    fn is_last_hop(self) -> bool {
+        self.curr_hf() + 1 == self.num_hops()
+    }
+    #[inline(always)]
+    fn is_xover(self) -> bool {
+        let next = self.curr_hf() + 1;
+        next < self.num_hops() && self.segment_of(next) != self.segment_of(self.curr_hf())
+    }
+    #[inline(always)]
+    fn is_first_hop_of_segment(self) -> bool {
+        let h = self.curr_hf();
+        h == 0 || self.segment_of(h - 1) != self.segment_of(h)
+    }
+    /// Moved to the next hop field (CurrINF follows); `None` at the last hop.
+    #[inline(always)]
+    fn advanced(self) -> Option<Meta> {
+        let next = self.curr_hf() + 1;
+        if next >= self.num_hops() {
+            return None;
+        }
+        let inf = self.segment_of(next) as u32;
+        Some(Meta(
+            (self.0 & 0x00ff_ffff) | (inf << 30) | ((next as u32) << 24),
+        ))
+    }
+    /// Whether the current hop is a peering hop (see [`peering_of`]).
+    #[inline(always)]
+    fn peering(self, info: Info) -> Option<bool> {
+        if !info.peer() {
+            return Some(false);
+        }
+        let (s0, s1, s2) = (self.seg_len(0), self.seg_len(1), self.seg_len(2));
+        if s0 == 0 || s1 == 0 || s2 != 0 {
+            return None;
+        }
+        Some(self.curr_hf() + 1 == s0 || self.curr_hf() == s0)
+    }
+}
+
+/// An info field as its raw 8 bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Info(u64);
+
+impl Info {
+    #[inline(always)]
+    fn peer(self) -> bool {
+        (self.0 >> 56) & 0x02 != 0
+    }
+    #[inline(always)]
+    fn cons_dir(self) -> bool {
+        (self.0 >> 56) & 0x01 != 0
+    }
+    #[inline(always)]
+    fn seg_id(self) -> u16 {
+        (self.0 >> 32) as u16
+    }
+    #[inline(always)]
+    fn timestamp(self) -> u32 {
+        self.0 as u32
+    }
+    #[inline(always)]
+    fn with_seg_id(self, seg: u16) -> Info {
+        Info((self.0 & !(0xffff << 32)) | (u64::from(seg) << 32))
+    }
+}
+
+/// A hop field as its raw 12 bytes (first 8, last 4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Hop {
+    hi: u64,
+    lo: u32,
+}
+
+impl Hop {
+    #[inline(always)]
+    fn ingress_alert(self) -> bool {
+        (self.hi >> 56) & 0x02 != 0
+    }
+    #[inline(always)]
+    fn egress_alert(self) -> bool {
+        (self.hi >> 56) & 0x01 != 0
+    }
+    #[inline(always)]
+    fn exp_time(self) -> u8 {
+        (self.hi >> 48) as u8
+    }
+    #[inline(always)]
+    fn cons_ingress(self) -> u16 {
+        (self.hi >> 32) as u16
+    }
+    #[inline(always)]
+    fn cons_egress(self) -> u16 {
+        (self.hi >> 16) as u16
+    }
+    /// The 6 MAC bytes as the low 48 bits.
+    #[inline(always)]
+    fn mac48(self) -> u64 {
+        ((self.hi & 0xffff) << 32) | u64::from(self.lo)
+    }
+    /// The first two MAC bytes (the SegID update).
+    #[inline(always)]
+    fn mac_head(self) -> u16 {
+        self.hi as u16
+    }
+    /// Expiry in Unix nanoseconds for an info timestamp.
+    #[inline(always)]
+    fn expiry_ns(self, info: Info) -> u64 {
+        u64::from(info.timestamp()) * 1_000_000_000
+            + (1 + u64::from(self.exp_time())) * 337_500_000_000
+    }
+    /// The CMAC input block `0 0 | SegID | Timestamp | 0 | ExpTime | ConsIngress |
+    /// ConsEgress | 0 0` built from registers.
+    #[inline(always)]
+    fn mac_input(self, info: Info) -> [u8; 16] {
+        let v = (u128::from(info.seg_id()) << 96)
+            | (u128::from(info.timestamp()) << 64)
+            | (u128::from(self.exp_time()) << 48)
+            | (u128::from(self.cons_ingress()) << 32)
+            | (u128::from(self.cons_egress()) << 16);
+        v.to_be_bytes()
+    }
+    /// Whether the first 6 bytes of `full` equal the hop's MAC (no early exit).
+    #[inline(always)]
+    fn mac_matches(self, full: &[u8; 16]) -> bool {
+        let got = u64::from_be_bytes([0, 0, full[0], full[1], full[2], full[3], full[4], full[5]]);
+        (got ^ self.mac48()) == 0
+    }
+}
+
+#[inline(always)]
+fn read_u64(buf: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&buf[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
+#[inline(always)]
+fn read_u32(buf: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&buf[at..at + 4]);
+    u32::from_be_bytes(b)
+}
+
+#[inline(always)]
+fn read_hop(buf: &[u8], at: usize) -> Hop {
+    Hop {
+        hi: read_u64(buf, at),
+        lo: read_u32(buf, at + 8),
+    }
+}
+
 /// What stage one learned about a SCION-path packet.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     ingress: Ingress,
     /// Offset of the SCION path (after the EPIC fields for EPIC).
     sp: usize,
-    meta: PathMeta,
-    info: InfoField,
-    hop: HopField,
+    meta: Meta,
+    info: Info,
+    hop: Hop,
     peering: bool,
     dst_local: bool,
     epic: EpicRole,
@@ -129,9 +341,9 @@ impl Default for Pending {
         Pending {
             ingress: Ingress::Internal,
             sp: 0,
-            meta: PathMeta::default(),
-            info: InfoField::default(),
-            hop: HopField::default(),
+            meta: Meta::default(),
+            info: Info::default(),
+            hop: Hop::default(),
             peering: false,
             dst_local: false,
             epic: EpicRole::None,
@@ -140,41 +352,61 @@ impl Default for Pending {
 }
 
 impl Pending {
-    fn info_at(&self, i: u8) -> usize {
-        self.sp + META_LEN + INFO_LEN * usize::from(i)
+    #[inline(always)]
+    fn info_at(&self, i: usize) -> usize {
+        self.sp + META_LEN + INFO_LEN * i
     }
-    fn hop_at(&self, j: u8) -> usize {
-        self.sp + META_LEN + INFO_LEN * self.meta.num_infos() + HOP_LEN * usize::from(j)
+    #[inline(always)]
+    fn hop_at(&self, j: usize) -> usize {
+        self.sp + META_LEN + INFO_LEN * self.meta.num_infos() + HOP_LEN * j
     }
+    #[inline(always)]
     fn hop_ptr(&self) -> u16 {
-        self.hop_at(self.meta.curr_hf) as u16
+        self.hop_at(self.meta.curr_hf()) as u16
     }
 }
 
-enum Stage {
-    Done(Disposition),
-    NeedMac(Pending, [u8; 16]),
+/// Per-burst working memory, allocated once per processor so a burst costs no initialisation.
+struct Scratch {
+    pending: [Pending; MAX_BURST],
+    blocks: [[u8; 16]; MAX_BURST],
+    index: [u8; MAX_BURST],
 }
 
-/// A worker's packet processor: the shared router model plus this worker's counters.
-#[derive(Debug)]
+/// A worker's packet processor: the shared router model plus this worker's counters and
+/// burst scratch space. One per worker core; the [`Router`] is shared.
 pub struct Processor<'r> {
-    router: &'r Router,
+    engine: Engine<'r>,
     counters: Counters,
+    scratch: Box<Scratch>,
+}
+
+impl core::fmt::Debug for Processor<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Processor")
+            .field("router", self.engine.router)
+            .field("counters", &self.counters)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'r> Processor<'r> {
     /// A processor for `router` with zeroed counters.
     pub fn new(router: &'r Router) -> Self {
         Processor {
-            router,
+            engine: Engine { router },
             counters: Counters::default(),
+            scratch: Box::new(Scratch {
+                pending: [Pending::default(); MAX_BURST],
+                blocks: [[0u8; 16]; MAX_BURST],
+                index: [0u8; MAX_BURST],
+            }),
         }
     }
 
     /// The router model.
     pub fn router(&self) -> &'r Router {
-        self.router
+        self.engine.router
     }
 
     /// Counters of everything processed so far.
@@ -185,6 +417,7 @@ impl<'r> Processor<'r> {
     /// Processes one packet in place. `buf[..len]` is the SCION packet (common header first)
     /// as it arrived at `ingress`; `buf` may be longer (room for an SCMP reply). `now_ns` is
     /// the current Unix time in nanoseconds.
+    #[inline]
     pub fn process(
         &mut self,
         buf: &mut [u8],
@@ -192,11 +425,14 @@ impl<'r> Processor<'r> {
         ingress: Ingress,
         now_ns: u64,
     ) -> Disposition {
-        let d = match self.stage_one(buf, len, ingress, now_ns) {
-            Stage::Done(d) => d,
-            Stage::NeedMac(p, block) => {
-                let mac = self.router.hop_mac().compute(&block);
-                self.stage_two(buf, len, &p, &mac, now_ns)
+        let e = self.engine;
+        let mut p = Pending::default();
+        let mut block = [0u8; 16];
+        let d = match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
+            Some(d) => d,
+            None => {
+                let mac = e.router.hop_mac().compute(&block);
+                e.stage_two(buf, len, &p, &mac, now_ns)
             }
         };
         self.counters.record(&d);
@@ -207,38 +443,46 @@ impl<'r> Processor<'r> {
     /// [`BurstPacket::set_disposition`]. The hop-field MACs of the whole batch are computed in
     /// one pipelined AES pass.
     pub fn process_burst<P: BurstPacket>(&mut self, pkts: &mut [P], now_ns: u64) {
+        let e = self.engine;
+        let s = &mut *self.scratch;
         for chunk in pkts.chunks_mut(MAX_BURST) {
-            let mut pending = [Pending::default(); MAX_BURST];
-            let mut blocks = [[0u8; 16]; MAX_BURST];
-            let mut index = [0u8; MAX_BURST];
             let mut n = 0;
             for (i, pkt) in chunk.iter_mut().enumerate() {
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                match self.stage_one(pkt.buffer(), len, ingress, now_ns) {
-                    Stage::Done(d) => {
+                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
+                match e.stage_one(pkt.buffer(), len, ingress, now_ns, p, block) {
+                    Some(d) => {
                         self.counters.record(&d);
                         pkt.set_disposition(d);
                     }
-                    Stage::NeedMac(p, block) => {
-                        pending[n] = p;
-                        blocks[n] = block;
-                        index[n] = i as u8;
+                    None => {
+                        s.index[n] = i as u8;
                         n += 1;
                     }
                 }
             }
-            self.router.hop_mac().compute_batch(&mut blocks[..n]);
+            e.router.hop_mac().compute_batch(&mut s.blocks[..n]);
             for k in 0..n {
-                let pkt = &mut chunk[usize::from(index[k])];
+                let pkt = &mut chunk[usize::from(s.index[k])];
                 let len = pkt.len();
-                let d = self.stage_two(pkt.buffer(), len, &pending[k], &blocks[k], now_ns);
+                let d = e.stage_two(pkt.buffer(), len, &s.pending[k], &s.blocks[k], now_ns);
                 self.counters.record(&d);
                 pkt.set_disposition(d);
             }
         }
     }
+}
 
+/// The processing steps; needs only the shared router model.
+#[derive(Clone, Copy)]
+struct Engine<'r> {
+    router: &'r Router,
+}
+
+impl Engine<'_> {
+    #[cold]
+    #[inline(never)]
     fn reply(
         &self,
         buf: &mut [u8],
@@ -260,6 +504,8 @@ impl<'r> Processor<'r> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn error(
         &self,
         buf: &mut [u8],
@@ -278,9 +524,20 @@ impl<'r> Processor<'r> {
     }
 
     /// Steps 0-10: decode, path sanity, expiry, ingress interface, length, transit source,
-    /// ISD-AS and source address checks, the C=0 SegID update; yields the MAC input block.
-    fn stage_one(&self, buf: &mut [u8], len: usize, ingress: Ingress, now_ns: u64) -> Stage {
-        let done = Stage::Done;
+    /// ISD-AS and source address checks, the C=0 SegID update. Returns the decision if one is
+    /// reached without the MAC; otherwise fills `out` and the MAC input `block` and returns
+    /// `None`.
+    #[inline]
+    fn stage_one(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        now_ns: u64,
+        out: &mut Pending,
+        block: &mut [u8; 16],
+    ) -> Option<Disposition> {
+        let done = Some;
         if len > buf.len() {
             return done(Disposition::Drop(DropReason::Malformed));
         }
@@ -310,57 +567,60 @@ impl<'r> Processor<'r> {
         let src_type = hdr.src_addr_type();
 
         // Step 2: the path and its current fields.
-        let Ok(path) = ScionPath::new_checked(&buf[sp..hl]) else {
-            return done(Disposition::Drop(DropReason::Malformed));
-        };
-        let meta = path.meta();
-        if meta.validate().is_err() {
+        if hl < sp + META_LEN {
             return done(Disposition::Drop(DropReason::Malformed));
         }
-        if usize::from(meta.curr_inf) != meta.segment_of(usize::from(meta.curr_hf)) {
+        let meta = Meta(read_u32(buf, sp));
+        if !meta.valid() || sp + meta.path_len() > hl {
+            return done(Disposition::Drop(DropReason::Malformed));
+        }
+        if meta.curr_inf() != meta.segment_of(meta.curr_hf()) {
             return done(Disposition::Drop(DropReason::CurrInfMismatch));
         }
-        let (Ok(mut info), Ok(hop)) = (path.current_info(), path.current_hop()) else {
-            return done(Disposition::Drop(DropReason::Malformed));
-        };
-        if !info.peer && meta.seg_len[..meta.num_infos()].iter().any(|&l| l < 2) {
-            return done(Disposition::Drop(DropReason::SingletonSegment));
-        }
-        // Step 3: peering.
-        let Some(peering) = peering_of(&meta, &info) else {
-            return done(Disposition::Drop(DropReason::BadPeeringPath));
-        };
-        let epic = if !epic_path {
-            EpicRole::None
-        } else if meta.is_last_hop() {
-            EpicRole::Last
-        } else if usize::from(meta.curr_hf) + 2 == meta.num_hops() {
-            EpicRole::Penultimate
-        } else {
-            EpicRole::Transit
-        };
-        let mut p = Pending {
+        let p = out;
+        *p = Pending {
             ingress,
             sp,
             meta,
-            info,
-            hop,
-            peering,
+            info: Info::default(),
+            hop: Hop::default(),
+            peering: false,
             dst_local,
-            epic,
+            epic: EpicRole::None,
         };
+        let mut info = Info(read_u64(buf, p.info_at(meta.curr_inf())));
+        let hop = read_hop(buf, p.hop_at(meta.curr_hf()));
+        if !info.peer() && (0..meta.num_infos()).any(|i| meta.seg_len(i) < 2) {
+            return done(Disposition::Drop(DropReason::SingletonSegment));
+        }
+        // Step 3: peering.
+        let Some(peering) = meta.peering(info) else {
+            return done(Disposition::Drop(DropReason::BadPeeringPath));
+        };
+        p.peering = peering;
+        p.info = info;
+        p.hop = hop;
+        if epic_path {
+            p.epic = if meta.is_last_hop() {
+                EpicRole::Last
+            } else if meta.curr_hf() + 2 == meta.num_hops() {
+                EpicRole::Penultimate
+            } else {
+                EpicRole::Transit
+            };
+        }
 
         // Step 4: expiry.
-        if hop.expiry_unix_ns(info.timestamp) < now_ns {
+        if hop.expiry_ns(info) < now_ns {
             return done(self.error(buf, len, ingress, ScmpReason::PathExpired, p.hop_ptr()));
         }
         // Step 5: the hop field names the interface the packet arrived on.
         let in_if = ingress.ifid();
         if in_if != 0 {
-            let (expected, reason) = if info.cons_dir {
-                (hop.cons_ingress, ScmpReason::UnknownHopFieldIngress)
+            let (expected, reason) = if info.cons_dir() {
+                (hop.cons_ingress(), ScmpReason::UnknownHopFieldIngress)
             } else {
-                (hop.cons_egress, ScmpReason::UnknownHopFieldEgress)
+                (hop.cons_egress(), ScmpReason::UnknownHopFieldEgress)
             };
             if expected != in_if {
                 return done(self.error(buf, len, ingress, reason, p.hop_ptr()));
@@ -372,11 +632,8 @@ impl<'r> Processor<'r> {
         }
         // Step 7: a packet in AS transit must come over the sibling link of the interface it
         // entered the AS on.
-        if in_if == 0 && meta.curr_hf != 0 {
-            let entry = match self.entry_interface(&buf[sp..hl], &p) {
-                Some(e) => e,
-                None => return done(Disposition::Drop(DropReason::Malformed)),
-            };
+        if in_if == 0 && meta.curr_hf() != 0 {
+            let entry = self.entry_interface(buf, p);
             let via_sibling = matches!(ingress, Ingress::Sibling(k) if k == entry)
                 && matches!(
                     self.router.interface(entry).map(|i| i.owner),
@@ -388,7 +645,7 @@ impl<'r> Processor<'r> {
         }
         // Step 8: source and destination ISD-AS.
         if in_if == 0 {
-            if meta.curr_hf == 0 && !src_local {
+            if meta.curr_hf() == 0 && !src_local {
                 return done(self.error(buf, len, ingress, ScmpReason::InvalidSourceAddress, 20));
             }
             if dst_local {
@@ -419,34 +676,38 @@ impl<'r> Processor<'r> {
             return done(self.error(buf, len, ingress, ScmpReason::InvalidSourceAddress, 0));
         }
         // Step 10: against construction direction, the ingress router restores the SegID.
-        if !info.cons_dir && in_if != 0 && !peering {
-            info.seg_id ^= u16::from_be_bytes([hop.mac[0], hop.mac[1]]);
-            write_seg_id(buf, p.info_at(meta.curr_inf), info.seg_id);
+        if !info.cons_dir() && in_if != 0 && !peering {
+            info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
+            write_seg_id(buf, p.info_at(meta.curr_inf()), info.seg_id());
             p.info = info;
         }
-        Stage::NeedMac(p, hop.mac_input(info.seg_id, info.timestamp))
+        *block = hop.mac_input(info);
+        None
     }
 
-    /// The interface the packet entered this AS on, read from the path (step 7).
-    fn entry_interface(&self, path: &[u8], p: &Pending) -> Option<u16> {
-        let view = ScionPath::new_unchecked(path);
-        let (info, hop) = if !p.peering && p.meta.curr_hf > 0 && p.meta.is_first_hop_of_segment() {
-            let i = view
-                .info(usize::from(p.meta.curr_inf).checked_sub(1)?)
-                .ok()?;
-            let h = view.hop(usize::from(p.meta.curr_hf) - 1).ok()?;
+    /// The interface the packet entered this AS on, read from the path (step 7): for the first
+    /// hop after a non-peering segment change, the previous hop in its own segment's direction.
+    #[cold]
+    #[inline(never)]
+    fn entry_interface(&self, buf: &[u8], p: &Pending) -> u16 {
+        let (info, hop) = if !p.peering && p.meta.curr_hf() > 0 && p.meta.is_first_hop_of_segment()
+        {
+            // CurrINF > 0 here: the previous hop is in an earlier segment.
+            let i = Info(read_u64(buf, p.info_at(p.meta.curr_inf() - 1)));
+            let h = read_hop(buf, p.hop_at(p.meta.curr_hf() - 1));
             (i, h)
         } else {
             (p.info, p.hop)
         };
-        Some(if info.cons_dir {
-            hop.cons_ingress
+        if info.cons_dir() {
+            hop.cons_ingress()
         } else {
-            hop.cons_egress
-        })
+            hop.cons_egress()
+        }
     }
 
     /// Steps 11-21 with the current hop's full CMAC.
+    #[inline]
     fn stage_two(
         &self,
         buf: &mut [u8],
@@ -459,7 +720,7 @@ impl<'r> Processor<'r> {
         let in_if = ingress.ifid();
         let router = self.router;
         // Step 11: hop-field MAC.
-        if !ct_eq(&mac[..6], &p.hop.mac) {
+        if !p.hop.mac_matches(mac) {
             return self.error(
                 buf,
                 len,
@@ -470,38 +731,34 @@ impl<'r> Processor<'r> {
         }
         let mut last_mac = *mac;
         // Step 12: router alert for the ingress router.
-        if in_if != 0 && alert_for_ingress(&p.hop, &p.info) {
-            clear_alert(buf, p.hop_at(p.meta.curr_hf), p.info.cons_dir, true);
+        if in_if != 0 && alert_for_ingress(p.hop, p.info) {
+            clear_alert(buf, p.hop_at(p.meta.curr_hf()), p.info.cons_dir(), true);
             return self.traceroute(buf, len, ingress, in_if);
         }
         // Step 13: local delivery.
         if p.dst_local {
             let d = self.deliver(buf, len, ingress);
+            if p.epic == EpicRole::None {
+                return d;
+            }
             return self.epic_gate(buf, len, p, &last_mac, now_ns, d);
         }
         // Step 14: segment crossover.
         let mut q = *p;
         let xover = p.meta.is_xover() && !p.peering;
         if xover {
-            if q.meta.increment().is_err() {
-                return Disposition::Drop(DropReason::Malformed);
-            }
-            write_meta(buf, q.sp, &q.meta);
-            let (Ok(info), Ok(hop)) = (
-                InfoField::parse(&buf[q.info_at(q.meta.curr_inf)..]),
-                HopField::parse(&buf[q.hop_at(q.meta.curr_hf)..]),
-            ) else {
+            let Some(m) = q.meta.advanced() else {
                 return Disposition::Drop(DropReason::Malformed);
             };
-            q.info = info;
-            q.hop = hop;
-            if hop.expiry_unix_ns(info.timestamp) < now_ns {
+            q.meta = m;
+            write_meta(buf, q.sp, m);
+            q.info = Info(read_u64(buf, q.info_at(m.curr_inf())));
+            q.hop = read_hop(buf, q.hop_at(m.curr_hf()));
+            if q.hop.expiry_ns(q.info) < now_ns {
                 return self.error(buf, len, ingress, ScmpReason::PathExpired, q.hop_ptr());
             }
-            last_mac = router
-                .hop_mac()
-                .compute(&hop.mac_input(info.seg_id, info.timestamp));
-            if !ct_eq(&last_mac[..6], &hop.mac) {
+            last_mac = router.hop_mac().compute(&q.hop.mac_input(q.info));
+            if !q.hop.mac_matches(&last_mac) {
                 return self.error(
                     buf,
                     len,
@@ -512,10 +769,10 @@ impl<'r> Processor<'r> {
             }
         }
         // Step 15-16: the egress interface.
-        let (egress, bad_egress) = if q.info.cons_dir {
-            (q.hop.cons_egress, ScmpReason::UnknownHopFieldEgress)
+        let (egress, bad_egress) = if q.info.cons_dir() {
+            (q.hop.cons_egress(), ScmpReason::UnknownHopFieldEgress)
         } else {
-            (q.hop.cons_ingress, ScmpReason::UnknownHopFieldIngress)
+            (q.hop.cons_ingress(), ScmpReason::UnknownHopFieldIngress)
         };
         if egress == 0 {
             // D7: the specification has no egress 0 for a remote destination.
@@ -541,7 +798,7 @@ impl<'r> Processor<'r> {
                         | (LinkType::Child, LinkType::Core)
                         | (LinkType::Child, LinkType::Child)
                 ) {
-                    let ptr = q.info_at(q.meta.curr_inf) as u16;
+                    let ptr = q.info_at(q.meta.curr_inf()) as u16;
                     return self.error(buf, len, ingress, ScmpReason::InvalidSegmentChange, ptr);
                 }
             } else if !matches!(
@@ -556,8 +813,8 @@ impl<'r> Processor<'r> {
             }
         }
         // Step 18: router alert for the egress router.
-        if owned && alert_for_egress(&q.hop, &q.info) {
-            clear_alert(buf, q.hop_at(q.meta.curr_hf), q.info.cons_dir, false);
+        if owned && alert_for_egress(q.hop, q.info) {
+            clear_alert(buf, q.hop_at(q.meta.curr_hf()), q.info.cons_dir(), false);
             return self.traceroute(buf, len, ingress, egress);
         }
         // Step 19: the egress link must be up.
@@ -578,22 +835,21 @@ impl<'r> Processor<'r> {
         // Step 20-21: leave through this router's link, or hand over to the sibling.
         let d = match out.owner {
             Owner::Local => {
-                if q.meta.is_last_hop() {
+                let Some(next) = q.meta.advanced() else {
                     return Disposition::Drop(DropReason::PathAtEnd);
+                };
+                if q.info.cons_dir() && !q.peering {
+                    let seg = q.info.seg_id() ^ q.hop.mac_head();
+                    write_seg_id(buf, q.info_at(q.meta.curr_inf()), seg);
                 }
-                if q.info.cons_dir && !q.peering {
-                    let seg = q.info.seg_id ^ u16::from_be_bytes([q.hop.mac[0], q.hop.mac[1]]);
-                    write_seg_id(buf, q.info_at(q.meta.curr_inf), seg);
-                }
-                let mut m = q.meta;
-                if m.increment().is_err() {
-                    return Disposition::Drop(DropReason::PathAtEnd);
-                }
-                write_meta(buf, q.sp, &m);
+                write_meta(buf, q.sp, next);
                 Disposition::Forward { ifid: egress }
             }
             Owner::Sibling(addr) => Disposition::Sibling { ifid: egress, addr },
         };
+        if p.epic == EpicRole::None {
+            return d;
+        }
         self.epic_gate(buf, len, p, &last_mac, now_ns, d)
     }
 
@@ -617,6 +873,8 @@ impl<'r> Processor<'r> {
 
     /// A traceroute reply for a router alert (slow path); anything but a traceroute request
     /// carrying an alert is dropped (D5).
+    #[cold]
+    #[inline(never)]
     fn traceroute(&self, buf: &mut [u8], len: usize, ingress: Ingress, ifid: u16) -> Disposition {
         let req = ReplyRequest {
             reason: ScmpReason::TracerouteReply,
@@ -630,6 +888,7 @@ impl<'r> Processor<'r> {
     /// EPIC-HP at the penultimate and last hop: a packet the SCION rules would send on is
     /// dropped unless its timestamp is fresh and its PHVF/LHVF verifies under the full CMAC of
     /// the hop verified last.
+    #[inline(never)]
     fn epic_gate(
         &self,
         buf: &[u8],
@@ -674,6 +933,7 @@ impl<'r> Processor<'r> {
     }
 
     /// OneHop paths (§2.9): all failures are silent drops.
+    #[inline(never)]
     fn onehop(&self, buf: &mut [u8], len: usize, ingress: Ingress) -> Disposition {
         let reject = Disposition::Drop(DropReason::OneHopRejected);
         if final_next_header(&buf[..len]) == Some(BFD) {
@@ -737,20 +997,22 @@ impl<'r> Processor<'r> {
 }
 
 /// Whether the hop carries a router alert for the router where the packet enters the AS.
-fn alert_for_ingress(hop: &HopField, info: &InfoField) -> bool {
-    if info.cons_dir {
-        hop.ingress_alert
+#[inline(always)]
+fn alert_for_ingress(hop: Hop, info: Info) -> bool {
+    if info.cons_dir() {
+        hop.ingress_alert()
     } else {
-        hop.egress_alert
+        hop.egress_alert()
     }
 }
 
 /// Whether the hop carries a router alert for the router where the packet leaves the AS.
-fn alert_for_egress(hop: &HopField, info: &InfoField) -> bool {
-    if info.cons_dir {
-        hop.egress_alert
+#[inline(always)]
+fn alert_for_egress(hop: Hop, info: Info) -> bool {
+    if info.cons_dir() {
+        hop.egress_alert()
     } else {
-        hop.ingress_alert
+        hop.ingress_alert()
     }
 }
 
@@ -765,17 +1027,21 @@ fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
     buf[info_at + 2..info_at + 4].copy_from_slice(&seg_id.to_be_bytes());
 }
 
-fn write_meta(buf: &mut [u8], sp: usize, meta: &PathMeta) {
-    buf[sp..sp + META_LEN].copy_from_slice(&meta.to_u32().to_be_bytes());
+fn write_meta(buf: &mut [u8], sp: usize, meta: Meta) {
+    buf[sp..sp + META_LEN].copy_from_slice(&meta.0.to_be_bytes());
 }
 
 /// Whether a local source host address is usable (step 9): a known type, and not an
 /// IPv4-mapped IPv6 address.
+#[inline]
 fn valid_source_host(t: AddrType, pkt: &[u8]) -> bool {
-    let hdr = ScionHeader::new_unchecked(pkt);
-    match HostAddr::parse(t, hdr.src_host_bytes()) {
-        Ok(HostAddr::V4(_) | HostAddr::Svc(_)) => true,
-        Ok(HostAddr::V6(a)) => a.to_ipv4_mapped().is_none(),
+    match t {
+        AddrType::IPV4 | AddrType::SVC => true,
+        AddrType::IPV6 => {
+            let hdr = ScionHeader::new_unchecked(pkt);
+            let a = hdr.src_host_bytes();
+            !(a[..10].iter().all(|&b| b == 0) && a[10] == 0xff && a[11] == 0xff)
+        }
         _ => false,
     }
 }
