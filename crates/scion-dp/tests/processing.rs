@@ -1,0 +1,291 @@
+//! Properties of the processor on the reference router cases: bursts equal single packets,
+//! forwarded packets and SCMP replies are well-formed, flipped path bits never redirect a
+//! packet, link state and counters.
+
+use idint_wire::packet::{L4, Packet};
+use idint_wire::scion::ScionHeader;
+use idint_wire::scmp::ScmpPacket;
+use proptest::prelude::*;
+use scion_dp::{Disposition, DropReason, Ingress, PacketSlot, Processor, ScmpReason};
+use scion_dp_replay::{Case, CaseFile};
+
+const CASES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/vectors/scion/router_cases.json"
+);
+const ROOM: usize = 2048;
+
+/// A fresh copy (for tests that change router state such as link liveness).
+fn fresh_file() -> CaseFile {
+    CaseFile::parse(&std::fs::read_to_string(CASES).unwrap()).unwrap()
+}
+
+/// The shared copy (key derivation is PBKDF2, so it is loaded once).
+fn file() -> &'static CaseFile {
+    static FILE: std::sync::OnceLock<CaseFile> = std::sync::OnceLock::new();
+    FILE.get_or_init(fresh_file)
+}
+
+fn run(file: &CaseFile, case: &Case, input: &[u8]) -> (Disposition, Vec<u8>) {
+    let mut p = Processor::new(&file.routers[&case.router]);
+    let mut buf = vec![0u8; ROOM];
+    buf[..input.len()].copy_from_slice(input);
+    let d = p.process(&mut buf, input.len(), case.ingress, file.now_ns);
+    let out_len = match d {
+        Disposition::Reply { len, .. } => len,
+        _ => input.len(),
+    };
+    buf.truncate(out_len);
+    (d, buf)
+}
+
+/// What every decision must satisfy, whatever the input.
+fn check_well_formed(d: &Disposition, out: &[u8]) -> Result<(), String> {
+    match *d {
+        Disposition::Forward { .. } | Disposition::Sibling { .. } | Disposition::Deliver { .. } => {
+            ScionHeader::new_checked(out).map_err(|e| format!("forwarded packet: {e:?}"))?;
+        }
+        Disposition::Reply { len, .. } => {
+            if len > 1232 {
+                return Err(format!("SCMP reply of {len} bytes"));
+            }
+            let p = Packet::parse(out).map_err(|e| format!("SCMP reply: {e:?}"))?;
+            if !p.payload_len_matches() {
+                return Err("SCMP reply PayloadLen".into());
+            }
+            let L4::Scmp(m) = p.l4 else {
+                return Err("reply is not SCMP".into());
+            };
+            let m = ScmpPacket::new_unchecked(m.into_inner());
+            if !m.verify_checksum(&p.header) {
+                return Err("SCMP reply checksum".into());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[test]
+fn burst_equals_single_packet_processing() {
+    let file = file();
+    // All cases of one router in one burst (mixed dispositions), compared with one by one.
+    for router in ["R", "C"] {
+        let cases: Vec<&Case> = file.cases.iter().filter(|c| c.router == router).collect();
+        let singles: Vec<(Disposition, Vec<u8>)> =
+            cases.iter().map(|c| run(file, c, &c.input)).collect();
+        let mut bufs: Vec<Vec<u8>> = cases
+            .iter()
+            .map(|c| {
+                let mut b = vec![0u8; ROOM];
+                b[..c.input.len()].copy_from_slice(&c.input);
+                b
+            })
+            .collect();
+        let mut slots: Vec<PacketSlot<'_>> = bufs
+            .iter_mut()
+            .zip(&cases)
+            .map(|(b, c)| PacketSlot {
+                buf: &mut b[..],
+                len: c.input.len(),
+                ingress: c.ingress,
+                disposition: None,
+            })
+            .collect();
+        let mut p = Processor::new(&file.routers[router]);
+        p.process_burst(&mut slots, file.now_ns);
+        for ((slot, (d, out)), c) in slots.iter().zip(&singles).zip(&cases) {
+            assert_eq!(slot.disposition.as_ref(), Some(d), "{}", c.name);
+            assert_eq!(&slot.buf[..out.len()], &out[..], "{}", c.name);
+        }
+        assert_eq!(p.counters().total(), cases.len() as u64);
+    }
+}
+
+#[test]
+fn every_outcome_is_well_formed() {
+    let file = file();
+    for c in &file.cases {
+        let (d, out) = run(file, c, &c.input);
+        check_well_formed(&d, &out).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+    }
+}
+
+/// Flipping any single bit of the path of a forwarded packet never makes the router send it
+/// out of an interface that the packet's authenticated hop fields at this AS do not name.
+/// The interface IDs are under the MAC; the bits that are not (flags, CurrHF/CurrINF, SegID)
+/// are caught by the ingress-interface check and the SegID chaining. What a flip can do, by
+/// SCION's design, is reverse the direction flag C of a packet that starts in this AS (ingress
+/// 0, no ingress check): a hop field authorises both of its interfaces, so the packet may then
+/// leave on the hop field's other interface, as a path using it as an up segment would.
+#[test]
+fn path_bit_flips_never_redirect() {
+    let file = file();
+    let mut flips = 0;
+    for c in &file.cases {
+        let (d, _) = run(file, c, &c.input);
+        let egress = match d {
+            Disposition::Forward { ifid } | Disposition::Sibling { ifid, .. } => ifid,
+            Disposition::Deliver { .. } => 0,
+            _ => continue,
+        };
+        let hdr = ScionHeader::new_checked(&c.input[..]).unwrap();
+        // Interfaces named by this AS's hop fields: the current one and, for a segment
+        // change, the next one.
+        let mut allowed = vec![egress];
+        if let idint_wire::packet::PathView::Scion(path) = Packet::parse(&c.input).unwrap().path {
+            let hf = usize::from(path.meta().curr_hf);
+            for j in [hf, hf + 1] {
+                if let Ok(h) = path.hop(j) {
+                    allowed.extend([h.cons_ingress, h.cons_egress]);
+                }
+            }
+        }
+        for byte in hdr.path_offset()..hdr.header_len() {
+            for bit in 0..8 {
+                let mut m = c.input.clone();
+                m[byte] ^= 1 << bit;
+                let (d2, out) = run(file, c, &m);
+                flips += 1;
+                check_well_formed(&d2, &out)
+                    .unwrap_or_else(|e| panic!("{} byte {byte} bit {bit}: {e}", c.name));
+                let redirected = match d2 {
+                    Disposition::Forward { ifid } | Disposition::Sibling { ifid, .. } => {
+                        !allowed.contains(&ifid)
+                    }
+                    Disposition::Deliver { .. } => egress != 0,
+                    _ => false,
+                };
+                assert!(
+                    !redirected,
+                    "{}: byte {byte} bit {bit} redirects {d:?} to {d2:?}",
+                    c.name
+                );
+            }
+        }
+    }
+    assert!(flips > 10_000, "only {flips} flips tried");
+}
+
+#[test]
+fn link_down_answers_with_interface_down() {
+    let file = &fresh_file();
+    let router = &file.routers["R"];
+    let case = |n: &str| file.cases.iter().find(|c| c.name == n).unwrap();
+    // Own link down: SCMP 5 (External Interface Down) naming the interface.
+    let transit = case("transit_parent_to_child");
+    assert!(router.set_link_up(2, false));
+    let (d, out) = run(file, transit, &transit.input);
+    router.set_link_up(2, true);
+    let Disposition::Reply { scmp, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(scmp, ScmpReason::ExternalInterfaceDown);
+    check_well_formed(&d, &out).unwrap();
+    let p = Packet::parse(&out).unwrap();
+    let L4::Scmp(m) = p.l4 else { panic!() };
+    let body = m.body();
+    assert_eq!(&body[..8], &router.local_ia().to_bytes());
+    assert_eq!(u64::from_be_bytes(body[8..16].try_into().unwrap()), 2);
+    // Sibling-owned egress down: SCMP 6 (Internal Connectivity Down) with ingress and egress.
+    let to_sibling = case("as_transit_in_to_sibling");
+    router.set_link_up(5, false);
+    let (d, out) = run(file, to_sibling, &to_sibling.input);
+    router.set_link_up(5, true);
+    let Disposition::Reply { scmp, .. } = d else {
+        panic!("{d:?}")
+    };
+    assert_eq!(scmp, ScmpReason::InternalConnectivityDown);
+    let p = Packet::parse(&out).unwrap();
+    let L4::Scmp(m) = p.l4 else { panic!() };
+    let body = m.body();
+    assert_eq!(u64::from_be_bytes(body[8..16].try_into().unwrap()), 1);
+    assert_eq!(u64::from_be_bytes(body[16..24].try_into().unwrap()), 5);
+    // Back up: forwarded again.
+    assert!(matches!(
+        run(file, transit, &transit.input).0,
+        Disposition::Forward { ifid: 2 }
+    ));
+    assert!(!router.set_link_up(99, false), "unknown interface accepted");
+}
+
+#[test]
+fn counters_follow_dispositions() {
+    let file = file();
+    let mut p = Processor::new(&file.routers["R"]);
+    let mut expect_fwd = 0;
+    let mut expect_drop = 0;
+    for c in file.cases.iter().filter(|c| c.router == "R") {
+        let mut buf = vec![0u8; ROOM];
+        buf[..c.input.len()].copy_from_slice(&c.input);
+        match p.process(&mut buf, c.input.len(), c.ingress, file.now_ns) {
+            Disposition::Forward { .. } => expect_fwd += 1,
+            Disposition::Drop(_) | Disposition::Suppressed { .. } => expect_drop += 1,
+            _ => {}
+        }
+    }
+    let k = p.counters();
+    assert_eq!(k.forwarded, expect_fwd);
+    assert_eq!(k.drops.iter().sum::<u64>(), expect_drop);
+    assert_eq!(k.drops_for(DropReason::ScmpSuppressed), 1);
+    assert_eq!(k.replies_for(ScmpReason::InvalidHopFieldMac), 1);
+    assert_eq!(k.drops_for(DropReason::EpicBadHvf), 1);
+}
+
+#[test]
+fn short_buffers_and_lengths_are_rejected_not_panicking() {
+    let file = file();
+    let c = &file.cases[0];
+    let mut p = Processor::new(&file.routers[&c.router]);
+    for cut in 0..c.input.len() {
+        let mut buf = c.input[..cut].to_vec();
+        let d = p.process(&mut buf, cut, c.ingress, file.now_ns);
+        assert!(
+            !matches!(d, Disposition::Forward { .. }),
+            "cut {cut}: {d:?}"
+        );
+    }
+    // A length beyond the buffer is malformed input, not a panic.
+    let mut buf = c.input.clone();
+    let d = p.process(&mut buf, c.input.len() + 1, c.ingress, file.now_ns);
+    assert_eq!(d, Disposition::Drop(DropReason::Malformed));
+    // A reply that does not fit the buffer is dropped, counted, never written out of bounds.
+    let bad = file.cases.iter().find(|c| c.name == "err_bad_mac").unwrap();
+    let mut tight = bad.input.clone();
+    let d = p.process(&mut tight, bad.input.len(), bad.ingress, file.now_ns);
+    assert!(
+        matches!(d, Disposition::Reply { len, .. } if len <= tight.len())
+            || d == Disposition::Drop(DropReason::ScmpUnbuildable),
+        "{d:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Random byte changes anywhere in any case packet: no panic, and every packet that
+    /// leaves (forwarded or as SCMP) is well-formed.
+    #[test]
+    fn mutated_cases_stay_well_formed(
+        idx in 0usize..41,
+        edits in proptest::collection::vec((any::<u16>(), any::<u8>()), 1..6),
+        ingress_kind in 0u8..4,
+    ) {
+        let file = file();
+        let c = &file.cases[idx % file.cases.len()];
+        let mut m = c.input.clone();
+        for (at, v) in edits {
+            let i = usize::from(at) % m.len();
+            m[i] = v;
+        }
+        let mut case = c.clone();
+        case.ingress = match ingress_kind {
+            0 => c.ingress,
+            1 => Ingress::Internal,
+            2 => Ingress::Sibling(5),
+            _ => Ingress::External(1),
+        };
+        let (d, out) = run(file, &case, &m);
+        prop_assert!(check_well_formed(&d, &out).is_ok(), "{:?}", check_well_formed(&d, &out));
+    }
+}
