@@ -1,6 +1,6 @@
 //! Level-1 key providers behind one trait: the local master secret (keys of the own AS) and
-//! statically imported level-1 keys of other ASes. (A SCION control-service client is the
-//! deployment path and is not written yet.)
+//! statically imported level-1 keys of other ASes. The third implementation, over the SCION
+//! control service's gRPC API, lives in the `drkey-grpc` crate (it needs tokio and tonic).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,0 +1,643 @@
+//! DRKey over the SCION control service's gRPC API.
+//!
+//! * [`ControlServiceClient`]: async client of the intra-AS service (`DRKeyIntraLevel1`,
+//!   `DRKeyASHost`, `DRKeyHostAS`, `DRKeyHostHost`) and of the inter-AS `DRKeyLevel1`.
+//! * [`ControlServiceProvider`]: a blocking [`Level1Provider`] over the client, with its own
+//!   runtime and a per-epoch cache, for routers and tools that are not async.
+//! * [`ControlServiceServer`]: the same API served from a [`LocalProvider`] (the AS's master
+//!   secret), for tests, labs and standalone deployments.
+//!
+//! The messages and field numbers are those of SCION's `proto.control_plane.v1` and
+//! `proto.drkey.v1` packages (protocol 2 = ID-INT as in the ID-INT fork). Predefined protocols
+//! (SCMP 1, ID-INT 2) use the protocol-specific derivation; any other number is derived
+//! generically from the protocol-0 level-1 key with the number inside the level-2 input, as
+//! SCION's control service does.
+//!
+//! Authentication of the peer (TLS with the AS certificate in SCION) is the deployment's job:
+//! the inter-AS server takes the requesting AS from the `scion-ia` request metadata instead of
+//! a TLS identity and must only be exposed where that is acceptable (loopback, labs).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use drkey::provider::{Level1Provider, LocalProvider, ProviderError};
+use drkey::{Epoch, Key, Protocol};
+use idint_wire::{HostAddr, IsdAsn};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Response, Status};
+
+/// Generated protobuf and gRPC code.
+#[allow(missing_docs, clippy::all)]
+pub mod pb {
+    /// SCION's `proto.*` packages.
+    pub mod proto {
+        /// `proto.drkey.*`.
+        pub mod drkey {
+            /// `proto.drkey.v1`: protocol identifiers.
+            pub mod v1 {
+                tonic::include_proto!("proto.drkey.v1");
+            }
+        }
+        /// `proto.control_plane.*`.
+        pub mod control_plane {
+            /// `proto.control_plane.v1`: the DRKey services.
+            pub mod v1 {
+                tonic::include_proto!("proto.control_plane.v1");
+            }
+        }
+    }
+}
+
+use cp::dr_key_inter_service_client::DrKeyInterServiceClient;
+use cp::dr_key_intra_service_client::DrKeyIntraServiceClient;
+use pb::proto::control_plane::v1 as cp;
+
+/// Metadata key carrying the requesting ISD-AS on the inter-AS service (stand-in for the TLS
+/// identity SCION uses).
+pub const REQUESTER_IA_METADATA: &str = "scion-ia";
+
+/// Why a key could not be fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrpcError {
+    /// The address is not a valid URI.
+    BadAddress(String),
+    /// No connection to the control service (refused, unreachable, timed out).
+    Unavailable(String),
+    /// The control service answered with an error status.
+    Status {
+        /// gRPC status code.
+        code: tonic::Code,
+        /// Its message.
+        message: String,
+    },
+    /// The answer is not a usable key (wrong length, missing or inverted epoch).
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for GrpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrpcError::BadAddress(a) => write!(f, "bad control service address: {a}"),
+            GrpcError::Unavailable(m) => write!(f, "control service unavailable: {m}"),
+            GrpcError::Status { code, message } => {
+                write!(f, "control service error {code:?}: {message}")
+            }
+            GrpcError::Malformed(m) => write!(f, "malformed key response: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for GrpcError {}
+
+impl From<Status> for GrpcError {
+    fn from(s: Status) -> Self {
+        match s.code() {
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                GrpcError::Unavailable(s.message().to_string())
+            }
+            code => GrpcError::Status {
+                code,
+                message: s.message().to_string(),
+            },
+        }
+    }
+}
+
+fn timestamp(t: u64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: t.min(i64::MAX as u64) as i64,
+        nanos: 0,
+    }
+}
+
+fn epoch_of(
+    begin: Option<prost_types::Timestamp>,
+    end: Option<prost_types::Timestamp>,
+) -> Result<Epoch, GrpcError> {
+    let secs = |t: Option<prost_types::Timestamp>| {
+        t.and_then(|t| u32::try_from(t.seconds).ok())
+            .ok_or(GrpcError::Malformed("epoch time missing or out of range"))
+    };
+    Epoch::new(secs(begin)?, secs(end)?).ok_or(GrpcError::Malformed("epoch end before begin"))
+}
+
+fn key_of(b: &[u8]) -> Result<Key, GrpcError> {
+    let k: [u8; 16] = b
+        .try_into()
+        .map_err(|_| GrpcError::Malformed("key is not 16 bytes"))?;
+    Ok(Key::from_bytes(k))
+}
+
+/// Async client of a control service's DRKey API.
+#[derive(Debug, Clone)]
+pub struct ControlServiceClient {
+    intra: DrKeyIntraServiceClient<Channel>,
+    inter: DrKeyInterServiceClient<Channel>,
+}
+
+impl ControlServiceClient {
+    /// A client for the control service at `url` (e.g. `http://127.0.0.1:30252`). Connects
+    /// lazily; each request fails after `timeout`.
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, GrpcError> {
+        let channel = Endpoint::from_shared(url.to_string())
+            .map_err(|e| GrpcError::BadAddress(format!("{url}: {e}")))?
+            .connect_timeout(timeout)
+            .timeout(timeout)
+            .connect_lazy();
+        Ok(ControlServiceClient {
+            intra: DrKeyIntraServiceClient::new(channel.clone()),
+            inter: DrKeyInterServiceClient::new(channel),
+        })
+    }
+
+    /// Level-1 key K(src -> dst) valid at `time` (Unix seconds), from the local control
+    /// service (`DRKeyIntraLevel1`).
+    pub async fn level1(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let r = self
+            .intra
+            .clone()
+            .dr_key_intra_level1(cp::DrKeyIntraLevel1Request {
+                val_time: Some(timestamp(time)),
+                protocol_id: i32::from(protocol.0),
+                src_ia: src.to_u64(),
+                dst_ia: dst.to_u64(),
+            })
+            .await?
+            .into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+
+    /// Level-1 key K(remote -> requester) from a remote AS's control service
+    /// (`DRKeyLevel1`), naming the requesting AS in the request metadata.
+    pub async fn remote_level1(
+        &self,
+        protocol: Protocol,
+        requester: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let mut req = Request::new(cp::DrKeyLevel1Request {
+            val_time: Some(timestamp(time)),
+            protocol_id: i32::from(protocol.0),
+        });
+        let ia = requester
+            .to_string()
+            .parse()
+            .map_err(|_| GrpcError::Malformed("ISD-AS not usable as metadata"))?;
+        req.metadata_mut().insert(REQUESTER_IA_METADATA, ia);
+        let r = self.inter.clone().dr_key_level1(req).await?.into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+
+    /// Level-2 AS->host key K(src -> dst:dst_host) (what a router of `src` uses for ID-INT
+    /// entries verified by `dst_host`).
+    pub async fn as_host(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        dst_host: IpAddr,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let r = self
+            .intra
+            .clone()
+            .dr_key_as_host(cp::DrKeyAsHostRequest {
+                val_time: Some(timestamp(time)),
+                protocol_id: i32::from(protocol.0),
+                src_ia: src.to_u64(),
+                dst_ia: dst.to_u64(),
+                dst_host: dst_host.to_string(),
+            })
+            .await?
+            .into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+
+    /// Level-2 host->AS key K(src:src_host -> dst).
+    pub async fn host_as(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        src_host: IpAddr,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let r = self
+            .intra
+            .clone()
+            .dr_key_host_as(cp::DrKeyHostAsRequest {
+                val_time: Some(timestamp(time)),
+                protocol_id: i32::from(protocol.0),
+                src_ia: src.to_u64(),
+                dst_ia: dst.to_u64(),
+                src_host: src_host.to_string(),
+            })
+            .await?
+            .into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+
+    /// Level-3 host->host key K(src:src_host -> dst:dst_host).
+    pub async fn host_host(
+        &self,
+        protocol: Protocol,
+        (src, src_host): (IsdAsn, IpAddr),
+        (dst, dst_host): (IsdAsn, IpAddr),
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let r = self
+            .intra
+            .clone()
+            .dr_key_host_host(cp::DrKeyHostHostRequest {
+                val_time: Some(timestamp(time)),
+                protocol_id: i32::from(protocol.0),
+                src_ia: src.to_u64(),
+                dst_ia: dst.to_u64(),
+                src_host: src_host.to_string(),
+                dst_host: dst_host.to_string(),
+            })
+            .await?
+            .into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+}
+
+/// Cache key of fetched level-1 keys.
+type Level1Id = (Protocol, IsdAsn, IsdAsn);
+
+/// A blocking [`Level1Provider`] backed by the local control service: each key is fetched
+/// once per epoch and then served from memory. Owns a small runtime; do not call it from
+/// inside an async runtime (use [`ControlServiceClient`] there).
+pub struct ControlServiceProvider {
+    client: ControlServiceClient,
+    runtime: tokio::runtime::Runtime,
+    cache: Mutex<HashMap<Level1Id, Vec<(Epoch, Key)>>>,
+    fetches: AtomicU64,
+}
+
+impl ControlServiceProvider {
+    /// Epochs kept per (protocol, src, dst): the current and the next one.
+    const KEPT: usize = 2;
+
+    /// A provider for the control service at `url`.
+    pub fn new(url: &str, timeout: Duration) -> Result<Self, GrpcError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| GrpcError::Unavailable(format!("runtime: {e}")))?;
+        let client = {
+            let _guard = runtime.enter();
+            ControlServiceClient::new(url, timeout)?
+        };
+        Ok(ControlServiceProvider {
+            client,
+            runtime,
+            cache: Mutex::new(HashMap::new()),
+            fetches: AtomicU64::new(0),
+        })
+    }
+
+    /// Requests sent to the control service so far (cache misses).
+    pub fn fetches(&self) -> u64 {
+        self.fetches.load(Ordering::Relaxed)
+    }
+
+    /// Like [`Level1Provider::level1`] with the transport error kept.
+    pub fn fetch_level1(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let id = (protocol, src, dst);
+        if let Some(hit) = self.lookup(&id, time) {
+            return Ok(hit);
+        }
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        let (epoch, key) = self
+            .runtime
+            .block_on(self.client.level1(protocol, src, dst, time))?;
+        if !epoch.contains(time) {
+            return Err(GrpcError::Malformed(
+                "epoch does not contain the requested time",
+            ));
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = cache.entry(id).or_default();
+        slot.retain(|(e, _)| e.end > epoch.begin.saturating_sub(1) && *e != epoch);
+        slot.push((epoch, key.clone()));
+        slot.sort_by_key(|(e, _)| e.begin);
+        while slot.len() > Self::KEPT {
+            slot.remove(0);
+        }
+        Ok((epoch, key))
+    }
+
+    fn lookup(&self, id: &Level1Id, time: u64) -> Option<(Epoch, Key)> {
+        let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache
+            .get(id)?
+            .iter()
+            .find(|(e, _)| e.contains(time))
+            .map(|(e, k)| (*e, k.clone()))
+    }
+}
+
+impl Level1Provider for ControlServiceProvider {
+    fn level1(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), ProviderError> {
+        self.fetch_level1(protocol, src, dst, time)
+            .map_err(|e| match e {
+                GrpcError::Status {
+                    code: tonic::Code::NotFound,
+                    ..
+                } => ProviderError::NotFound {
+                    src,
+                    dst,
+                    protocol,
+                    time,
+                },
+                other => ProviderError::Config(other.to_string()),
+            })
+    }
+}
+
+/// Whether SCION derives keys of this protocol with the protocol-specific scheme.
+fn predefined(p: Protocol) -> bool {
+    p == Protocol::SCMP || p == Protocol::IDINT
+}
+
+/// Serves the DRKey API of one AS from its master secret.
+pub struct ControlServiceServer {
+    local_ia: IsdAsn,
+    keys: LocalProvider,
+    requests: AtomicU64,
+}
+
+impl ControlServiceServer {
+    /// A server for AS `local_ia` deriving from `keys`.
+    pub fn new(local_ia: IsdAsn, keys: LocalProvider) -> Self {
+        ControlServiceServer {
+            local_ia,
+            keys,
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// Requests answered or refused so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    fn now_secs() -> u64 {
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+    }
+
+    fn protocol(id: i32) -> Result<Protocol, Status> {
+        u16::try_from(id)
+            .map(Protocol)
+            .map_err(|_| Status::invalid_argument(format!("protocol {id} is not 16-bit")))
+    }
+
+    fn time(t: Option<prost_types::Timestamp>) -> Result<u64, Status> {
+        match t {
+            Some(t) => u64::try_from(t.seconds)
+                .map_err(|_| Status::invalid_argument("val_time before 1970")),
+            None => Ok(Self::now_secs()),
+        }
+    }
+
+    fn host(s: &str) -> Result<HostAddr, Status> {
+        s.parse::<IpAddr>()
+            .map(HostAddr::from)
+            .map_err(|_| Status::invalid_argument(format!("host {s:?} is not an IP address")))
+    }
+
+    /// K(local -> dst) for `protocol` at `time`; `Err` NOT_FOUND for another source AS.
+    fn level1_from_local(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), Status> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if src != self.local_ia {
+            return Err(Status::not_found(format!(
+                "this control service serves keys of {} only, not {src}",
+                self.local_ia
+            )));
+        }
+        self.keys
+            .level1(protocol, src, dst, time)
+            .map_err(|e| Status::not_found(e.to_string()))
+    }
+
+    /// A level-2 key (AS->host or host->AS) with SCION's choice of derivation scheme.
+    fn level2(
+        &self,
+        protocol: Protocol,
+        (src, dst): (IsdAsn, IsdAsn),
+        host: &HostAddr,
+        time: u64,
+        as_host: bool,
+    ) -> Result<(Epoch, Key), Status> {
+        let bad = |e: drkey::DeriveError| Status::invalid_argument(e.to_string());
+        if predefined(protocol) {
+            let (epoch, l1) = self.level1_from_local(protocol, src, dst, time)?;
+            let k = if as_host {
+                drkey::as_host(&l1.cipher(), host)
+            } else {
+                drkey::host_as(&l1.cipher(), host)
+            };
+            Ok((epoch, k.map_err(bad)?))
+        } else {
+            let (epoch, l1) = self.level1_from_local(Protocol::GENERIC, src, dst, time)?;
+            let k = if as_host {
+                drkey::generic_as_host(&l1.cipher(), protocol, host)
+            } else {
+                drkey::generic_host_as(&l1.cipher(), protocol, host)
+            };
+            Ok((epoch, k.map_err(bad)?))
+        }
+    }
+
+    /// Serves both services on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), tonic::transport::Error> {
+        let this = std::sync::Arc::new(self);
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        tonic::transport::Server::builder()
+            .add_service(
+                cp::dr_key_intra_service_server::DrKeyIntraServiceServer::from_arc(this.clone()),
+            )
+            .add_service(cp::dr_key_inter_service_server::DrKeyInterServiceServer::from_arc(this))
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await
+    }
+
+    /// Binds `addr` (port 0 for any) and serves in a task of the current runtime until
+    /// `shutdown` completes; returns the bound address.
+    pub async fn spawn(
+        self,
+        addr: SocketAddr,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<SocketAddr> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        tokio::spawn(async move {
+            let _ = self.serve(listener, shutdown).await;
+        });
+        Ok(bound)
+    }
+}
+
+macro_rules! key_response {
+    ($ty:ident, $epoch:expr, $key:expr) => {
+        cp::$ty {
+            epoch_begin: Some(timestamp(u64::from($epoch.begin))),
+            epoch_end: Some(timestamp(u64::from($epoch.end))),
+            key: $key.as_bytes().to_vec(),
+        }
+    };
+}
+
+#[tonic::async_trait]
+impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer {
+    async fn dr_key_intra_level1(
+        &self,
+        req: Request<cp::DrKeyIntraLevel1Request>,
+    ) -> Result<Response<cp::DrKeyIntraLevel1Response>, Status> {
+        let r = req.into_inner();
+        let (epoch, key) = self.level1_from_local(
+            Self::protocol(r.protocol_id)?,
+            IsdAsn::from_u64(r.src_ia),
+            IsdAsn::from_u64(r.dst_ia),
+            Self::time(r.val_time)?,
+        )?;
+        Ok(Response::new(key_response!(
+            DrKeyIntraLevel1Response,
+            epoch,
+            key
+        )))
+    }
+
+    async fn dr_key_as_host(
+        &self,
+        req: Request<cp::DrKeyAsHostRequest>,
+    ) -> Result<Response<cp::DrKeyAsHostResponse>, Status> {
+        let r = req.into_inner();
+        let (epoch, key) = self.level2(
+            Self::protocol(r.protocol_id)?,
+            (IsdAsn::from_u64(r.src_ia), IsdAsn::from_u64(r.dst_ia)),
+            &Self::host(&r.dst_host)?,
+            Self::time(r.val_time)?,
+            true,
+        )?;
+        Ok(Response::new(key_response!(
+            DrKeyAsHostResponse,
+            epoch,
+            key
+        )))
+    }
+
+    async fn dr_key_host_as(
+        &self,
+        req: Request<cp::DrKeyHostAsRequest>,
+    ) -> Result<Response<cp::DrKeyHostAsResponse>, Status> {
+        let r = req.into_inner();
+        let (epoch, key) = self.level2(
+            Self::protocol(r.protocol_id)?,
+            (IsdAsn::from_u64(r.src_ia), IsdAsn::from_u64(r.dst_ia)),
+            &Self::host(&r.src_host)?,
+            Self::time(r.val_time)?,
+            false,
+        )?;
+        Ok(Response::new(key_response!(
+            DrKeyHostAsResponse,
+            epoch,
+            key
+        )))
+    }
+
+    async fn dr_key_host_host(
+        &self,
+        req: Request<cp::DrKeyHostHostRequest>,
+    ) -> Result<Response<cp::DrKeyHostHostResponse>, Status> {
+        let r = req.into_inner();
+        let (epoch, host_as) = self.level2(
+            Self::protocol(r.protocol_id)?,
+            (IsdAsn::from_u64(r.src_ia), IsdAsn::from_u64(r.dst_ia)),
+            &Self::host(&r.src_host)?,
+            Self::time(r.val_time)?,
+            false,
+        )?;
+        let key = drkey::host_host(&host_as.cipher(), &Self::host(&r.dst_host)?)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        Ok(Response::new(key_response!(
+            DrKeyHostHostResponse,
+            epoch,
+            key
+        )))
+    }
+
+    async fn dr_key_secret_value(
+        &self,
+        _req: Request<cp::DrKeySecretValueRequest>,
+    ) -> Result<Response<cp::DrKeySecretValueResponse>, Status> {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        // SCION hands secret values only to delegated infrastructure, authenticated by
+        // TLS; without that identity this server refuses.
+        Err(Status::permission_denied(
+            "secret values are only given to authenticated delegates",
+        ))
+    }
+}
+
+#[tonic::async_trait]
+impl cp::dr_key_inter_service_server::DrKeyInterService for ControlServiceServer {
+    async fn dr_key_level1(
+        &self,
+        req: Request<cp::DrKeyLevel1Request>,
+    ) -> Result<Response<cp::DrKeyLevel1Response>, Status> {
+        let requester: IsdAsn = req
+            .metadata()
+            .get(REQUESTER_IA_METADATA)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Status::unauthenticated("requesting ISD-AS missing"))?;
+        let r = req.into_inner();
+        let (epoch, key) = self.level1_from_local(
+            Self::protocol(r.protocol_id)?,
+            self.local_ia,
+            requester,
+            Self::time(r.val_time)?,
+        )?;
+        Ok(Response::new(key_response!(
+            DrKeyLevel1Response,
+            epoch,
+            key
+        )))
+    }
+}
