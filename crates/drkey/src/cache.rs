@@ -48,24 +48,49 @@ pub struct CacheStats {
     pub prefetched: u64,
 }
 
+/// What a lookup compares first: the key's hash and validity window, 16 bytes per way, so a
+/// set's tags share one cache line and the large slots are touched only on a hit.
+#[derive(Clone, Copy, Default)]
+struct Tag {
+    /// Hash of the key id (never 0; 0 marks an empty way).
+    hash: u64,
+    begin: u32,
+    end: u32,
+}
+
 /// Per-worker level-2 key cache (2-way set associative, LRU within a set).
 pub struct KeyCache {
     provider: Arc<dyn Level1Provider>,
+    tags: Vec<[Tag; 2]>,
     sets: Vec<[Option<Slot>; 2]>,
     mask: usize,
     clock: u64,
     stats: CacheStats,
 }
 
+#[inline]
 fn hash(id: &KeyId) -> u64 {
-    let (h, n) = id.host.to_bytes();
-    let mut x = id.src.to_u64() ^ id.dst.to_u64().rotate_left(17) ^ u64::from(id.protocol.0) << 48;
-    for c in h[..n].chunks(8) {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        x = (x ^ u64::from_le_bytes(w)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-    x ^ (x >> 29)
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let (a, b) = match id.host {
+        HostAddr::V4(v) => (u64::from(u32::from(v)), 4),
+        HostAddr::V6(v) => {
+            let x = u128::from(v);
+            ((x as u64) ^ ((x >> 64) as u64).rotate_left(29), 6)
+        }
+        HostAddr::Svc(v) => (u64::from(v.0), 1),
+        HostAddr::Other { raw, addr_type } => {
+            let x = u128::from_le_bytes(raw);
+            (
+                (x as u64) ^ ((x >> 64) as u64),
+                u64::from(addr_type.nibble()),
+            )
+        }
+    };
+    let mut x =
+        id.src.to_u64() ^ id.dst.to_u64().rotate_left(17) ^ (u64::from(id.protocol.0) << 48);
+    x = (x ^ a).wrapping_mul(K);
+    x = (x ^ b).wrapping_mul(K);
+    (x ^ (x >> 29)) | 1
 }
 
 impl KeyCache {
@@ -74,6 +99,7 @@ impl KeyCache {
         let sets = (capacity.max(2) / 2).next_power_of_two();
         KeyCache {
             provider,
+            tags: vec![[Tag::default(); 2]; sets],
             sets: (0..sets).map(|_| [None, None]).collect(),
             mask: sets - 1,
             clock: 0,
@@ -103,10 +129,16 @@ impl KeyCache {
     /// on a miss.
     pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128, ProviderError> {
         self.clock += 1;
-        let set = (hash(id) as usize) & self.mask;
-        let hit = self.sets[set].iter().position(|s| {
-            s.as_ref()
-                .is_some_and(|s| s.id == *id && s.epoch.contains(time))
+        let h = hash(id);
+        let set = (h as usize >> 1) & self.mask;
+        let tags = &self.tags[set];
+        let ways = &self.sets[set];
+        let hit = (0..2).find(|&w| {
+            let t = tags[w];
+            t.hash == h
+                && u64::from(t.begin) <= time
+                && time < u64::from(t.end)
+                && ways[w].as_ref().is_some_and(|s| s.id == *id)
         });
         let way = match hit {
             Some(w) => {
@@ -158,6 +190,11 @@ impl KeyCache {
 
     /// Puts a key into `way` of `set`, counting the eviction if the way was taken.
     fn store(&mut self, set: usize, way: usize, id: KeyId, epoch: Epoch, cipher: Aes128) {
+        self.tags[set][way] = Tag {
+            hash: hash(&id),
+            begin: epoch.begin,
+            end: epoch.end,
+        };
         let slot = &mut self.sets[set][way];
         if slot.is_some() {
             self.stats.evictions += 1;
@@ -183,7 +220,7 @@ impl KeyCache {
         }
         let mut n = 0;
         for (id, next_time) in todo {
-            let set = (hash(&id) as usize) & self.mask;
+            let set = (hash(&id) as usize >> 1) & self.mask;
             let have = self.sets[set]
                 .iter()
                 .flatten()
