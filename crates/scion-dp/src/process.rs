@@ -124,39 +124,66 @@ enum EpicRole {
     Last,
 }
 
-/// The path meta header as its raw 32-bit word (the fast path never unpacks it into a struct:
-/// byte-wise stores followed by wide loads stall store forwarding).
+/// The path meta header: its raw 32-bit word plus the segment geometry decoded once (every
+/// later question about the path is then one or two compares, not a re-decode of the word).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Meta(u32);
+struct Meta {
+    raw: u32,
+    /// SegLen of segments 0 and 1 (segment 2 is implied by `n_hops`).
+    s0: u8,
+    s1: u8,
+    n_inf: u8,
+    n_hops: u8,
+    hf: u8,
+    inf: u8,
+}
 
 impl Meta {
     #[inline(always)]
-    fn curr_inf(self) -> usize {
-        (self.0 >> 30) as usize
-    }
-    #[inline(always)]
-    fn curr_hf(self) -> usize {
-        ((self.0 >> 24) & 0x3f) as usize
-    }
-    #[inline(always)]
-    fn seg_len(self, i: usize) -> usize {
-        ((self.0 >> (12 - 6 * i)) & 0x3f) as usize
-    }
-    #[inline(always)]
-    fn num_infos(self) -> usize {
-        if self.seg_len(2) > 0 {
+    fn decode(raw: u32) -> Meta {
+        let s0 = ((raw >> 12) & 0x3f) as u8;
+        let s1 = ((raw >> 6) & 0x3f) as u8;
+        let s2 = (raw & 0x3f) as u8;
+        let n_inf = if s2 > 0 {
             3
-        } else if self.seg_len(1) > 0 {
+        } else if s1 > 0 {
             2
-        } else if self.seg_len(0) > 0 {
-            1
         } else {
-            0
+            u8::from(s0 > 0)
+        };
+        Meta {
+            raw,
+            s0,
+            s1,
+            n_inf,
+            n_hops: s0 + s1 + s2,
+            hf: ((raw >> 24) & 0x3f) as u8,
+            inf: (raw >> 30) as u8,
         }
     }
     #[inline(always)]
+    fn curr_inf(self) -> usize {
+        usize::from(self.inf)
+    }
+    #[inline(always)]
+    fn curr_hf(self) -> usize {
+        usize::from(self.hf)
+    }
+    #[inline(always)]
+    fn seg_len(self, i: usize) -> usize {
+        match i {
+            0 => usize::from(self.s0),
+            1 => usize::from(self.s1),
+            _ => usize::from(self.n_hops - self.s0 - self.s1),
+        }
+    }
+    #[inline(always)]
+    fn num_infos(self) -> usize {
+        usize::from(self.n_inf)
+    }
+    #[inline(always)]
     fn num_hops(self) -> usize {
-        self.seg_len(0) + self.seg_len(1) + self.seg_len(2)
+        usize::from(self.n_hops)
     }
     #[inline(always)]
     fn path_len(self) -> usize {
@@ -165,32 +192,28 @@ impl Meta {
     /// The structural rules of [`PathMeta::validate`].
     #[inline(always)]
     fn valid(self) -> bool {
-        let n = self.num_infos();
+        let n = self.n_inf;
         n > 0
-            && !(self.seg_len(0) == 0 && n > 1)
-            && !(self.seg_len(1) == 0 && n > 2)
-            && self.curr_inf() < n
-            && self.curr_hf() < self.num_hops()
+            && !(self.s0 == 0 && n > 1)
+            && !(self.s1 == 0 && n > 2)
+            && self.inf < n
+            && self.hf < self.n_hops
+            && usize::from(self.n_hops) <= idint_wire::path::scion::MAX_HOPS
     }
+    /// Segment of hop `hop` (< `n_hops`).
     #[inline(always)]
     fn segment_of(self, hop: usize) -> usize {
-        let s0 = self.seg_len(0);
-        if hop < s0 {
-            0
-        } else if hop < s0 + self.seg_len(1) {
-            1
-        } else {
-            2
-        }
+        let s0 = usize::from(self.s0);
+        usize::from(hop >= s0) + usize::from(hop >= s0 + usize::from(self.s1))
     }
     #[inline(always)]
     fn is_last_hop(self) -> bool {
-        self.curr_hf() + 1 == self.num_hops()
+        self.hf + 1 == self.n_hops
     }
     #[inline(always)]
     fn is_xover(self) -> bool {
         let next = self.curr_hf() + 1;
-        next < self.num_hops() && self.segment_of(next) != self.segment_of(self.curr_hf())
+        next < self.num_hops() && self.segment_of(next) != self.curr_inf()
     }
     #[inline(always)]
     fn is_first_hop_of_segment(self) -> bool {
@@ -204,10 +227,13 @@ impl Meta {
         if next >= self.num_hops() {
             return None;
         }
-        let inf = self.segment_of(next) as u32;
-        Some(Meta(
-            (self.0 & 0x00ff_ffff) | (inf << 30) | ((next as u32) << 24),
-        ))
+        let inf = self.segment_of(next) as u8;
+        Some(Meta {
+            raw: (self.raw & 0x00ff_ffff) | (u32::from(inf) << 30) | ((next as u32) << 24),
+            hf: next as u8,
+            inf,
+            ..self
+        })
     }
     /// Whether the current hop is a peering hop (see [`peering_of`]).
     #[inline(always)]
@@ -215,11 +241,10 @@ impl Meta {
         if !info.peer() {
             return Some(false);
         }
-        let (s0, s1, s2) = (self.seg_len(0), self.seg_len(1), self.seg_len(2));
-        if s0 == 0 || s1 == 0 || s2 != 0 {
+        if self.s0 == 0 || self.s1 == 0 || self.n_inf != 2 {
             return None;
         }
-        Some(self.curr_hf() + 1 == s0 || self.curr_hf() == s0)
+        Some(self.hf + 1 == self.s0 || self.hf == self.s0)
     }
 }
 
@@ -589,7 +614,7 @@ impl Engine<'_> {
         if hl < sp + META_LEN {
             return done(Disposition::Drop(DropReason::Malformed));
         }
-        let meta = Meta(read_u32(buf, sp));
+        let meta = Meta::decode(read_u32(buf, sp));
         if !meta.valid() || sp + meta.path_len() > hl {
             return done(Disposition::Drop(DropReason::Malformed));
         }
@@ -1047,7 +1072,7 @@ fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
 }
 
 fn write_meta(buf: &mut [u8], sp: usize, meta: Meta) {
-    buf[sp..sp + META_LEN].copy_from_slice(&meta.0.to_be_bytes());
+    buf[sp..sp + META_LEN].copy_from_slice(&meta.raw.to_be_bytes());
 }
 
 /// Whether a local source host address is usable (step 9): a known type, and not an
