@@ -27,18 +27,16 @@ fn main() {
     if burst {
         let mut bufs = vec![[0u8; 2048]; 32];
         for _ in 0..n / 32 {
-            let mut slots: Vec<PacketSlot<'_>> = bufs
-                .iter_mut()
-                .map(|b| {
-                    b[..len].copy_from_slice(&case.input);
-                    PacketSlot {
-                        buf: &mut b[..],
-                        len,
-                        ingress: case.ingress,
-                        disposition: None,
-                    }
-                })
-                .collect();
+            let mut slots: [PacketSlot<'_>; 32] = std::array::from_fn(|_| PacketSlot {
+                buf: &mut [],
+                len,
+                ingress: case.ingress,
+                disposition: None,
+            });
+            for (s, b) in slots.iter_mut().zip(bufs.iter_mut()) {
+                b[..len].copy_from_slice(std::hint::black_box(&case.input));
+                s.buf = &mut b[..];
+            }
             p.process_burst(&mut slots, file.now_ns);
             std::hint::black_box(&slots);
         }
