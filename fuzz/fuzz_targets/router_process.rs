@@ -1,6 +1,6 @@
 //! Arbitrary packets (or mutations of the reference router cases) through the processor of
 //! routers R and C of `router_cases.json`, arriving from every kind of link. Checks: no panic;
-//! single and burst processing agree; whatever leaves is well-formed (forwarded packets parse,
+//! single and burst processing agree, and so do the transit fast path and the general pipeline; whatever leaves is well-formed (forwarded packets parse,
 //! SCMP replies parse, fit 1232 bytes and carry a correct checksum).
 //!
 //! Input: byte 0 = selector (bit 0 router, bits 1-2 ingress kind, bit 7 mutation mode),
@@ -69,6 +69,13 @@ fuzz_target!(|data: &[u8]| {
     p.process_burst(&mut slots, file.now_ns);
     assert_eq!(slots[0].disposition, Some(d), "burst and single disagree");
     assert_eq!(&burst[..], &single[..], "burst and single wrote different bytes");
+
+    let mut general = vec![0u8; ROOM];
+    general[..len].copy_from_slice(&packet);
+    let mut g = Processor::new(router).without_fast_path();
+    let dg = g.process(&mut general, len, ingress, file.now_ns);
+    assert_eq!(dg, d, "fast path and general pipeline disagree");
+    assert_eq!(&general[..], &single[..], "fast path and general pipeline wrote different bytes");
 
     match d {
         Disposition::Forward { .. } | Disposition::Sibling { .. } | Disposition::Deliver { .. } => {

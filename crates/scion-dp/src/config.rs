@@ -207,7 +207,21 @@ pub struct Router {
     /// Liveness of each interface's link (same index as `config.interfaces`), set by the
     /// control plane (BFD) and read per packet with a relaxed load.
     link_up: Box<[AtomicBool]>,
+    /// The per-packet facts of each interface (same index), a few bytes each.
+    ports: Box<[Port]>,
     hop_mac: HopMac,
+}
+
+/// What the fast path needs to know about an interface: where its state lives, its link type
+/// and whether this router owns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Port {
+    /// Index into the interface tables.
+    pub idx: u8,
+    /// Link type.
+    pub link: LinkType,
+    /// Whether this router owns the link (else a sibling does).
+    pub local: bool,
 }
 
 impl fmt::Debug for Router {
@@ -259,10 +273,21 @@ impl Router {
             .iter()
             .map(|_| AtomicBool::new(true))
             .collect();
+        let ports = config
+            .interfaces
+            .iter()
+            .enumerate()
+            .map(|(i, ifc)| Port {
+                idx: i as u8,
+                link: ifc.link_type,
+                local: ifc.owner == Owner::Local,
+            })
+            .collect();
         Ok(Router {
             config,
             by_id,
             link_up,
+            ports,
             hop_mac,
         })
     }
@@ -294,6 +319,23 @@ impl Router {
             0 => false,
             k => self.link_up[usize::from(k) - 1].load(Ordering::Relaxed),
         }
+    }
+
+    /// The interface with this ID as the fast path sees it.
+    #[inline(always)]
+    pub(crate) fn port(&self, id: u16) -> Option<Port> {
+        match self.by_id[usize::from(id)] {
+            0 => None,
+            k => self.ports.get(usize::from(k) - 1).copied(),
+        }
+    }
+
+    /// Whether a port's link is up.
+    #[inline(always)]
+    pub(crate) fn port_up(&self, port: Port) -> bool {
+        self.link_up
+            .get(usize::from(port.idx))
+            .is_some_and(|u| u.load(Ordering::Relaxed))
     }
 
     /// Records the liveness of interface `id`'s link; false if `id` is not configured.

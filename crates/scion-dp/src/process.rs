@@ -48,6 +48,15 @@ fn prefetch(buf: &[u8]) {
     core::hint::black_box(buf.get(64).copied());
 }
 
+/// Link-type pairs (bit `4 * ingress + egress`, in [`LinkType`] order core, parent, child,
+/// peer) allowed without a segment change (§2.5): core-core, child-parent, parent-child,
+/// child-peer, peer-child.
+const TRANSIT_ALLOWED: u16 = 1 << (4 * LinkType::Core as u16 + LinkType::Core as u16)
+    | 1 << (4 * LinkType::Child as u16 + LinkType::Parent as u16)
+    | 1 << (4 * LinkType::Parent as u16 + LinkType::Child as u16)
+    | 1 << (4 * LinkType::Child as u16 + LinkType::Peer as u16)
+    | 1 << (4 * LinkType::Peer as u16 + LinkType::Child as u16);
+
 /// BFD protocol number.
 const BFD: u8 = 203;
 
@@ -372,6 +381,8 @@ struct Pending {
     peering: bool,
     dst_local: bool,
     epic: EpicRole,
+    /// Egress interface when the packet took the transit fast path, else 0.
+    fast_egress: u16,
 }
 
 impl Default for Pending {
@@ -385,6 +396,7 @@ impl Default for Pending {
             peering: false,
             dst_local: false,
             epic: EpicRole::None,
+            fast_egress: 0,
         }
     }
 }
@@ -432,7 +444,7 @@ impl<'r> Processor<'r> {
     /// A processor for `router` with zeroed counters.
     pub fn new(router: &'r Router) -> Self {
         Processor {
-            engine: Engine { router },
+            engine: Engine { router, fast: true },
             counters: Counters::default(),
             scratch: Box::new(Scratch {
                 pending: [Pending::default(); MAX_BURST],
@@ -440,6 +452,14 @@ impl<'r> Processor<'r> {
                 index: [0u8; MAX_BURST],
             }),
         }
+    }
+
+    /// The same processor without the transit fast path (every packet through the general
+    /// pipeline); for tests that check the two agree.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Self {
+        self.engine.fast = false;
+        self
     }
 
     /// The router model.
@@ -464,13 +484,21 @@ impl<'r> Processor<'r> {
         now_ns: u64,
     ) -> Disposition {
         let e = self.engine;
-        let mut p = Pending::default();
-        let mut block = [0u8; 16];
-        let d = match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
-            Some(d) => d,
-            None => {
-                let mac = e.router.hop_mac().compute(&block);
-                e.stage_two(buf, len, &p, &mac, now_ns)
+        let d = if let Some((p, block)) = e.fast_one(buf, len, ingress, now_ns) {
+            let mac = e.router.hop_mac().compute(&block);
+            match e.fast_two(buf, len, &p, &mac) {
+                Ok(ifid) => Disposition::Forward { ifid },
+                Err(d) => d,
+            }
+        } else {
+            let mut p = Pending::default();
+            let mut block = [0u8; 16];
+            match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
+                Some(d) => d,
+                None => {
+                    let mac = e.router.hop_mac().compute(&block);
+                    e.stage_two(buf, len, &p, &mac, now_ns)
+                }
             }
         };
         self.counters.record(&d);
@@ -494,6 +522,13 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
+                if let Some((p, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
+                    s.pending[n] = p;
+                    s.blocks[n] = block;
+                    s.index[n] = i as u8;
+                    n += 1;
+                    continue;
+                }
                 let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
                 match e.stage_one(pkt.buffer(), len, ingress, now_ns, p, block) {
                     Some(d) => {
@@ -510,7 +545,19 @@ impl<'r> Processor<'r> {
             for k in 0..n {
                 let pkt = &mut chunk[usize::from(s.index[k])];
                 let len = pkt.len();
-                let d = e.stage_two(pkt.buffer(), len, &s.pending[k], &s.blocks[k], now_ns);
+                let p = &s.pending[k];
+                let d = if p.fast_egress != 0 {
+                    match e.fast_two(pkt.buffer(), len, p, &s.blocks[k]) {
+                        Ok(ifid) => {
+                            self.counters.forwarded += 1;
+                            *pkt.disposition_mut() = Some(Disposition::Forward { ifid });
+                            continue;
+                        }
+                        Err(d) => d,
+                    }
+                } else {
+                    e.stage_two(pkt.buffer(), len, p, &s.blocks[k], now_ns)
+                };
                 self.counters.record(&d);
                 *pkt.disposition_mut() = Some(d);
             }
@@ -522,6 +569,8 @@ impl<'r> Processor<'r> {
 #[derive(Clone, Copy)]
 struct Engine<'r> {
     router: &'r Router,
+    /// Whether the transit fast path is tried first.
+    fast: bool,
 }
 
 impl Engine<'_> {
@@ -631,6 +680,7 @@ impl Engine<'_> {
             peering: false,
             dst_local,
             epic: EpicRole::None,
+            fast_egress: 0,
         };
         let mut info = Info(read_u64(buf, p.info_at(meta.curr_inf())));
         let hop = read_hop(buf, p.hop_at(meta.curr_hf()));
@@ -727,6 +777,130 @@ impl Engine<'_> {
         }
         *block = hop.mac_input(info);
         None
+    }
+
+    /// Transit fast path, stage one: a packet from an own external link that leaves on another
+    /// own link in the same segment, with nothing unusual (no peering, crossover, router alert,
+    /// local source or destination, EPIC, expiry or interface problem). Every condition the
+    /// general pipeline could act on is a reason to leave the fast path, so the outcome is
+    /// always the one the general pipeline gives (tested). Writes nothing unless taken.
+    #[inline(always)]
+    fn fast_one(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        now_ns: u64,
+    ) -> Option<(Pending, [u8; 16])> {
+        if !self.fast {
+            return None;
+        }
+        let Ingress::External(in_if) = ingress else {
+            return None;
+        };
+        let pkt = buf.get(..len)?;
+        if pkt.len() < 12 || pkt[8] != 1 {
+            return None;
+        }
+        let types = pkt[9];
+        let addr = 16 + 4 * (usize::from((types >> 4) & 3) + 1) + 4 * (usize::from(types & 3) + 1);
+        let sp = 12 + addr;
+        let hl = usize::from(pkt[5]) * 4;
+        let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]]));
+        if hl < sp + META_LEN || hl > len || payload != len - hl {
+            return None;
+        }
+        let local = self.router.local_ia().to_u64();
+        if read_u64(pkt, 12) == local || read_u64(pkt, 20) == local {
+            return None;
+        }
+        let meta = Meta::decode(read_u32(pkt, sp));
+        let (s0, s1, s2) = (meta.seg_len(0), meta.seg_len(1), meta.seg_len(2));
+        if !meta.valid()
+            || sp + meta.path_len() > hl
+            || meta.curr_inf() != meta.segment_of(meta.curr_hf())
+            || meta.is_last_hop()
+            || meta.is_xover()
+            || s0 < 2
+            || s1 == 1
+            || s2 == 1
+        {
+            return None;
+        }
+        let info_at = sp + META_LEN + INFO_LEN * meta.curr_inf();
+        let hop_at = sp + META_LEN + INFO_LEN * meta.num_infos() + HOP_LEN * meta.curr_hf();
+        let info = Info(read_u64(pkt, info_at));
+        let hop = read_hop(pkt, hop_at);
+        if info.peer() || hop.ingress_alert() || hop.egress_alert() || hop.expiry_ns(info) < now_ns
+        {
+            return None;
+        }
+        let (arrived, egress) = if info.cons_dir() {
+            (hop.cons_ingress(), hop.cons_egress())
+        } else {
+            (hop.cons_egress(), hop.cons_ingress())
+        };
+        if arrived != in_if || egress == 0 {
+            return None;
+        }
+        let (inc, out_port) = (self.router.port(in_if)?, self.router.port(egress)?);
+        let pair = 1u16 << (4 * inc.link as u16 + out_port.link as u16);
+        if !out_port.local || pair & TRANSIT_ALLOWED == 0 || !self.router.port_up(out_port) {
+            return None;
+        }
+        // Taken: the C=0 SegID update (step 10), then the MAC input.
+        let mut info = info;
+        if !info.cons_dir() {
+            info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
+            write_seg_id(buf, info_at, info.seg_id());
+        }
+        let p = Pending {
+            ingress,
+            sp,
+            meta,
+            info,
+            hop,
+            peering: false,
+            dst_local: false,
+            epic: EpicRole::None,
+            fast_egress: egress,
+        };
+        Some((p, hop.mac_input(info)))
+    }
+
+    /// Transit fast path, stage two: MAC check, the C=1 SegID update, next hop. `Ok` is the
+    /// egress interface of a forward (kept a scalar so callers store the decision directly
+    /// instead of moving a whole `Disposition` through the stack).
+    #[inline(always)]
+    fn fast_two(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        p: &Pending,
+        mac: &[u8; 16],
+    ) -> Result<u16, Disposition> {
+        if !p.hop.mac_matches(mac) {
+            let d = self.error(
+                buf,
+                len,
+                p.ingress,
+                ScmpReason::InvalidHopFieldMac,
+                p.hop_ptr(),
+            );
+            return Err(d);
+        }
+        if p.info.cons_dir() {
+            write_seg_id(
+                buf,
+                p.info_at(p.meta.curr_inf()),
+                p.info.seg_id() ^ p.hop.mac_head(),
+            );
+        }
+        // Not the last hop and no segment change (checked in stage one): CurrHF + 1, same
+        // CurrINF.
+        let raw = p.meta.raw + (1 << 24);
+        buf[p.sp..p.sp + META_LEN].copy_from_slice(&raw.to_be_bytes());
+        Ok(p.fast_egress)
     }
 
     /// The interface the packet entered this AS on, read from the path (step 7): for the first

@@ -260,6 +260,42 @@ fn short_buffers_and_lengths_are_rejected_not_panicking() {
     );
 }
 
+/// The transit fast path gives exactly the general pipeline's outcome and bytes.
+fn fast_equals_general(file: &CaseFile, case: &Case, input: &[u8]) -> Result<(), String> {
+    let router = &file.routers[&case.router];
+    let mut outs = Vec::new();
+    for fast in [true, false] {
+        let mut p = Processor::new(router);
+        if !fast {
+            p = p.without_fast_path();
+        }
+        let mut buf = vec![0u8; ROOM];
+        buf[..input.len()].copy_from_slice(input);
+        let d = p.process(&mut buf, input.len(), case.ingress, file.now_ns);
+        outs.push((d, buf));
+    }
+    if outs[0] != outs[1] {
+        return Err(format!("fast {:?} vs general {:?}", outs[0].0, outs[1].0));
+    }
+    Ok(())
+}
+
+#[test]
+fn fast_path_agrees_with_general_pipeline_on_cases_and_bit_flips() {
+    let file = file();
+    for c in &file.cases {
+        fast_equals_general(file, c, &c.input).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        for byte in 0..c.input.len().min(160) {
+            for bit in 0..8 {
+                let mut m = c.input.clone();
+                m[byte] ^= 1 << bit;
+                fast_equals_general(file, c, &m)
+                    .unwrap_or_else(|e| panic!("{} byte {byte} bit {bit}: {e}", c.name));
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -287,5 +323,7 @@ proptest! {
         };
         let (d, out) = run(file, &case, &m);
         prop_assert!(check_well_formed(&d, &out).is_ok(), "{:?}", check_well_formed(&d, &out));
+        let same = fast_equals_general(file, &case, &m);
+        prop_assert!(same.is_ok(), "{:?}", same);
     }
 }
