@@ -69,16 +69,7 @@ fn router(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("baseline_burst32_setup", label), |b| {
             let mut bufs = vec![[0u8; ROOM]; BURST];
             b.iter(|| {
-                let mut slots: [PacketSlot<'_>; BURST] = std::array::from_fn(|_| PacketSlot {
-                    buf: &mut [],
-                    len,
-                    ingress: case.ingress,
-                    disposition: None,
-                });
-                for (s, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
-                    buf[..len].copy_from_slice(black_box(&input));
-                    s.buf = &mut buf[..];
-                }
+                let mut slots = fill_slots(&mut bufs, &input, case.ingress);
                 black_box(&mut slots);
                 black_box(slots[BURST - 1].disposition)
             })
@@ -87,22 +78,33 @@ fn router(c: &mut Criterion) {
             let mut p = Processor::new(router);
             let mut bufs = vec![[0u8; ROOM]; BURST];
             b.iter(|| {
-                let mut slots: [PacketSlot<'_>; BURST] = std::array::from_fn(|_| PacketSlot {
-                    buf: &mut [],
-                    len,
-                    ingress: case.ingress,
-                    disposition: None,
-                });
-                for (s, buf) in slots.iter_mut().zip(bufs.iter_mut()) {
-                    buf[..len].copy_from_slice(black_box(&input));
-                    s.buf = &mut buf[..];
-                }
+                let mut slots = fill_slots(&mut bufs, &input, case.ingress);
                 p.process_burst(&mut slots, now);
                 black_box(slots[BURST - 1].disposition)
             })
         });
     }
     g.finish();
+}
+
+/// Copies `input` into every buffer and wraps them as burst slots (what a burst iteration and
+/// its baseline both do).
+fn fill_slots<'a>(
+    bufs: &'a mut [[u8; ROOM]],
+    input: &[u8],
+    ingress: scion_dp::Ingress,
+) -> [PacketSlot<'a>; BURST] {
+    let mut it = bufs.iter_mut();
+    std::array::from_fn(|_| {
+        let buf = it.next().expect("BURST buffers");
+        buf[..input.len()].copy_from_slice(black_box(input));
+        PacketSlot {
+            buf: &mut buf[..],
+            len: input.len(),
+            ingress,
+            disposition: None,
+        }
+    })
 }
 
 criterion_group!(benches, router);
