@@ -323,6 +323,12 @@ impl ControlServiceProvider {
         if let Some(hit) = self.lookup(&id, time) {
             return Ok(hit);
         }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // block_on would panic inside a runtime.
+            return Err(GrpcError::Unavailable(
+                "blocking provider called from an async runtime; use ControlServiceClient".into(),
+            ));
+        }
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let (epoch, key) = self
             .runtime

@@ -104,6 +104,14 @@ async fn client_keys_equal_local_derivations() {
             .as_bytes()
     );
 
+    // The blocking provider refuses (instead of panicking) inside a runtime.
+    let b = ControlServiceProvider::new(&format!("http://{addr}"), Duration::from_secs(1)).unwrap();
+    let e = b.fetch_level1(Protocol::IDINT, src, dst, T).unwrap_err();
+    assert!(matches!(e, GrpcError::Unavailable(_)), "{e}");
+    assert_eq!(b.fetches(), 0);
+    // Dropping a runtime inside a runtime panics: hand it to a plain thread.
+    std::thread::spawn(move || drop(b)).join().unwrap();
+
     // The inter-AS service gives K(local -> requester).
     let (_, k) = client.remote_level1(Protocol::IDINT, dst, T).await.unwrap();
     assert_eq!(k.as_bytes(), l1_direct.as_bytes());
