@@ -8,10 +8,11 @@
 //!   secret), for tests, labs and standalone deployments.
 //!
 //! The messages and field numbers are those of SCION's `proto.control_plane.v1` and
-//! `proto.drkey.v1` packages (protocol 2 = ID-INT as in the ID-INT fork). Predefined protocols
-//! (SCMP 1, ID-INT 2) use the protocol-specific derivation; any other number is derived
-//! generically from the protocol-0 level-1 key with the number inside the level-2 input, as
-//! SCION's control service does.
+//! `proto.drkey.v1` packages (protocol 2 = ID-INT as in the ID-INT fork). As in SCION's control
+//! service, the protocols named in the `Protocol` enum (generic 0, SCMP 1, ID-INT 2; see
+//! [`is_predefined`]) use the protocol-specific level-2 derivation on their own level-1 key;
+//! any other number is derived generically from the protocol-0 level-1 key with the number
+//! inside the level-2 input.
 //!
 //! Authentication of the peer (TLS with the AS certificate in SCION) is the deployment's job:
 //! the inter-AS server takes the requesting AS from the `scion-ia` request metadata instead of
@@ -19,8 +20,8 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use drkey::provider::{Level1Provider, LocalProvider, ProviderError};
@@ -106,6 +107,25 @@ impl From<Status> for GrpcError {
     }
 }
 
+/// The `proto.drkey.v1.Protocol` wire value of a protocol id (SCION puts the 16-bit number on
+/// the wire unchanged, named or not).
+pub fn protocol_to_pb(p: Protocol) -> i32 {
+    i32::from(p.0)
+}
+
+/// The protocol id of a `proto.drkey.v1.Protocol` wire value, or `None` outside the 16-bit
+/// range SCION allows (the enum reserves 65536 and up; negative values are invalid).
+pub fn protocol_from_pb(v: i32) -> Option<Protocol> {
+    u16::try_from(v).ok().map(Protocol)
+}
+
+/// Whether `p` is named in SCION's `Protocol` enum (generic 0, SCMP 1, ID-INT 2): such
+/// protocols get protocol-specific level-2 keys and may be asked for across ASes; others are
+/// derived generically (SCION's `IsPredefined`).
+pub fn is_predefined(p: Protocol) -> bool {
+    pb::proto::drkey::v1::Protocol::try_from(protocol_to_pb(p)).is_ok()
+}
+
 fn timestamp(t: u64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: t.min(i64::MAX as u64) as i64,
@@ -167,7 +187,7 @@ impl ControlServiceClient {
             .clone()
             .dr_key_intra_level1(cp::DrKeyIntraLevel1Request {
                 val_time: Some(timestamp(time)),
-                protocol_id: i32::from(protocol.0),
+                protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
             })
@@ -186,7 +206,7 @@ impl ControlServiceClient {
     ) -> Result<(Epoch, Key), GrpcError> {
         let mut req = Request::new(cp::DrKeyLevel1Request {
             val_time: Some(timestamp(time)),
-            protocol_id: i32::from(protocol.0),
+            protocol_id: protocol_to_pb(protocol),
         });
         let ia = requester
             .to_string()
@@ -194,6 +214,25 @@ impl ControlServiceClient {
             .map_err(|_| GrpcError::Malformed("ISD-AS not usable as metadata"))?;
         req.metadata_mut().insert(REQUESTER_IA_METADATA, ia);
         let r = self.inter.clone().dr_key_level1(req).await?.into_inner();
+        Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
+    }
+
+    /// The local AS's secret value of `protocol` at `time` (`DRKeySecretValue`); control
+    /// services give it only to hosts delegated for the protocol.
+    pub async fn secret_value(
+        &self,
+        protocol: Protocol,
+        time: u64,
+    ) -> Result<(Epoch, Key), GrpcError> {
+        let r = self
+            .intra
+            .clone()
+            .dr_key_secret_value(cp::DrKeySecretValueRequest {
+                val_time: Some(timestamp(time)),
+                protocol_id: protocol_to_pb(protocol),
+            })
+            .await?
+            .into_inner();
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -212,7 +251,7 @@ impl ControlServiceClient {
             .clone()
             .dr_key_as_host(cp::DrKeyAsHostRequest {
                 val_time: Some(timestamp(time)),
-                protocol_id: i32::from(protocol.0),
+                protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 dst_host: dst_host.to_string(),
@@ -236,7 +275,7 @@ impl ControlServiceClient {
             .clone()
             .dr_key_host_as(cp::DrKeyHostAsRequest {
                 val_time: Some(timestamp(time)),
-                protocol_id: i32::from(protocol.0),
+                protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 src_host: src_host.to_string(),
@@ -259,7 +298,7 @@ impl ControlServiceClient {
             .clone()
             .dr_key_host_host(cp::DrKeyHostHostRequest {
                 val_time: Some(timestamp(time)),
-                protocol_id: i32::from(protocol.0),
+                protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 src_host: src_host.to_string(),
@@ -274,12 +313,21 @@ impl ControlServiceClient {
 /// Cache key of fetched level-1 keys.
 type Level1Id = (Protocol, IsdAsn, IsdAsn);
 
+/// Where the blocking provider runs its requests.
+enum Exec {
+    /// A current-thread runtime of its own (`None` only while dropping).
+    Owned(Option<tokio::runtime::Runtime>),
+    /// A runtime owned elsewhere.
+    Shared(tokio::runtime::Handle),
+}
+
 /// A blocking [`Level1Provider`] backed by the local control service: each key is fetched
-/// once per epoch and then served from memory. Owns a small runtime; do not call it from
-/// inside an async runtime (use [`ControlServiceClient`] there).
+/// once per epoch and then served from memory. Runs its requests on a runtime of its own or
+/// on a shared one ([`ControlServiceProvider::with_handle`]); calls from inside an async
+/// runtime are refused with an error (use [`ControlServiceClient`] there).
 pub struct ControlServiceProvider {
     client: ControlServiceClient,
-    runtime: tokio::runtime::Runtime,
+    exec: Exec,
     cache: Mutex<HashMap<Level1Id, Vec<(Epoch, Key)>>>,
     fetches: AtomicU64,
 }
@@ -298,12 +346,36 @@ impl ControlServiceProvider {
             let _guard = runtime.enter();
             ControlServiceClient::new(url, timeout)?
         };
-        Ok(ControlServiceProvider {
+        Ok(Self::with_exec(client, Exec::Owned(Some(runtime))))
+    }
+
+    /// A provider that runs its requests on the runtime behind `handle`, which must be a
+    /// multi-thread runtime (a current-thread runtime only makes progress inside its own
+    /// `block_on`).
+    pub fn with_handle(
+        url: &str,
+        timeout: Duration,
+        handle: tokio::runtime::Handle,
+    ) -> Result<Self, GrpcError> {
+        let client = {
+            let _guard = handle.enter();
+            ControlServiceClient::new(url, timeout)?
+        };
+        Ok(Self::with_exec(client, Exec::Shared(handle)))
+    }
+
+    fn with_exec(client: ControlServiceClient, exec: Exec) -> Self {
+        ControlServiceProvider {
             client,
-            runtime,
+            exec,
             cache: Mutex::new(HashMap::new()),
             fetches: AtomicU64::new(0),
-        })
+        }
+    }
+
+    /// The async client the provider uses.
+    pub fn client(&self) -> &ControlServiceClient {
+        &self.client
     }
 
     /// Requests sent to the control service so far (cache misses).
@@ -330,9 +402,12 @@ impl ControlServiceProvider {
             ));
         }
         self.fetches.fetch_add(1, Ordering::Relaxed);
-        let (epoch, key) = self
-            .runtime
-            .block_on(self.client.level1(protocol, src, dst, time))?;
+        let fetch = self.client.level1(protocol, src, dst, time);
+        let (epoch, key) = match &self.exec {
+            Exec::Owned(Some(rt)) => rt.block_on(fetch),
+            Exec::Owned(None) => Err(GrpcError::Unavailable("runtime shut down".into())),
+            Exec::Shared(handle) => handle.block_on(fetch),
+        }?;
         if !epoch.contains(time) {
             return Err(GrpcError::Malformed(
                 "epoch does not contain the requested time",
@@ -356,6 +431,18 @@ impl ControlServiceProvider {
             .iter()
             .find(|(e, _)| e.contains(time))
             .map(|(e, k)| (*e, k.clone()))
+    }
+}
+
+impl Drop for ControlServiceProvider {
+    fn drop(&mut self) {
+        // Dropping a runtime inside another one panics; shutting it down in the background
+        // does not, so the provider may be dropped anywhere.
+        if let Exec::Owned(rt) = &mut self.exec
+            && let Some(rt) = rt.take()
+        {
+            rt.shutdown_background();
+        }
     }
 }
 
@@ -383,16 +470,27 @@ impl Level1Provider for ControlServiceProvider {
     }
 }
 
-/// Whether SCION derives keys of this protocol with the protocol-specific scheme.
-fn predefined(p: Protocol) -> bool {
-    p == Protocol::SCMP || p == Protocol::IDINT
+/// Number of RPCs a [`ControlServiceServer`] has received; a clone stays readable after the
+/// server has been moved into [`ControlServiceServer::serve`] or [`ControlServiceServer::spawn`].
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+impl RequestCounter {
+    /// RPCs received so far (answered or refused).
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn bump(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Serves the DRKey API of one AS from its master secret.
 pub struct ControlServiceServer {
     local_ia: IsdAsn,
     keys: LocalProvider,
-    requests: AtomicU64,
+    requests: RequestCounter,
 }
 
 impl ControlServiceServer {
@@ -401,13 +499,18 @@ impl ControlServiceServer {
         ControlServiceServer {
             local_ia,
             keys,
-            requests: AtomicU64::new(0),
+            requests: RequestCounter::default(),
         }
     }
 
-    /// Requests answered or refused so far.
+    /// RPCs received so far (answered or refused).
     pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.requests.get()
+    }
+
+    /// A handle on the request count that outlives moving the server into a task.
+    pub fn request_counter(&self) -> RequestCounter {
+        self.requests.clone()
     }
 
     fn now_secs() -> u64 {
@@ -418,9 +521,8 @@ impl ControlServiceServer {
     }
 
     fn protocol(id: i32) -> Result<Protocol, Status> {
-        u16::try_from(id)
-            .map(Protocol)
-            .map_err(|_| Status::invalid_argument(format!("protocol {id} is not 16-bit")))
+        protocol_from_pb(id)
+            .ok_or_else(|| Status::invalid_argument(format!("protocol {id} is not 16-bit")))
     }
 
     fn time(t: Option<prost_types::Timestamp>) -> Result<u64, Status> {
@@ -445,7 +547,6 @@ impl ControlServiceServer {
         dst: IsdAsn,
         time: u64,
     ) -> Result<(Epoch, Key), Status> {
-        self.requests.fetch_add(1, Ordering::Relaxed);
         if src != self.local_ia {
             return Err(Status::not_found(format!(
                 "this control service serves keys of {} only, not {src}",
@@ -467,7 +568,7 @@ impl ControlServiceServer {
         as_host: bool,
     ) -> Result<(Epoch, Key), Status> {
         let bad = |e: drkey::DeriveError| Status::invalid_argument(e.to_string());
-        if predefined(protocol) {
+        if is_predefined(protocol) {
             let (epoch, l1) = self.level1_from_local(protocol, src, dst, time)?;
             let k = if as_host {
                 drkey::as_host(&l1.cipher(), host)
@@ -492,7 +593,7 @@ impl ControlServiceServer {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), tonic::transport::Error> {
-        let this = std::sync::Arc::new(self);
+        let this = Arc::new(self);
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
         tonic::transport::Server::builder()
             .add_service(
@@ -535,6 +636,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer
         &self,
         req: Request<cp::DrKeyIntraLevel1Request>,
     ) -> Result<Response<cp::DrKeyIntraLevel1Response>, Status> {
+        self.requests.bump();
         let r = req.into_inner();
         let (epoch, key) = self.level1_from_local(
             Self::protocol(r.protocol_id)?,
@@ -553,6 +655,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer
         &self,
         req: Request<cp::DrKeyAsHostRequest>,
     ) -> Result<Response<cp::DrKeyAsHostResponse>, Status> {
+        self.requests.bump();
         let r = req.into_inner();
         let (epoch, key) = self.level2(
             Self::protocol(r.protocol_id)?,
@@ -572,6 +675,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer
         &self,
         req: Request<cp::DrKeyHostAsRequest>,
     ) -> Result<Response<cp::DrKeyHostAsResponse>, Status> {
+        self.requests.bump();
         let r = req.into_inner();
         let (epoch, key) = self.level2(
             Self::protocol(r.protocol_id)?,
@@ -591,6 +695,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer
         &self,
         req: Request<cp::DrKeyHostHostRequest>,
     ) -> Result<Response<cp::DrKeyHostHostResponse>, Status> {
+        self.requests.bump();
         let r = req.into_inner();
         let (epoch, host_as) = self.level2(
             Self::protocol(r.protocol_id)?,
@@ -612,7 +717,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for ControlServiceServer
         &self,
         _req: Request<cp::DrKeySecretValueRequest>,
     ) -> Result<Response<cp::DrKeySecretValueResponse>, Status> {
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.requests.bump();
         // SCION hands secret values only to delegated infrastructure, authenticated by
         // TLS; without that identity this server refuses.
         Err(Status::permission_denied(
@@ -627,6 +732,7 @@ impl cp::dr_key_inter_service_server::DrKeyInterService for ControlServiceServer
         &self,
         req: Request<cp::DrKeyLevel1Request>,
     ) -> Result<Response<cp::DrKeyLevel1Response>, Status> {
+        self.requests.bump();
         let requester: IsdAsn = req
             .metadata()
             .get(REQUESTER_IA_METADATA)
@@ -634,16 +740,71 @@ impl cp::dr_key_inter_service_server::DrKeyInterService for ControlServiceServer
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| Status::unauthenticated("requesting ISD-AS missing"))?;
         let r = req.into_inner();
-        let (epoch, key) = self.level1_from_local(
-            Self::protocol(r.protocol_id)?,
-            self.local_ia,
-            requester,
-            Self::time(r.val_time)?,
-        )?;
+        let protocol = Self::protocol(r.protocol_id)?;
+        // As in SCION, only protocols named in the enum are handed to other ASes.
+        if !is_predefined(protocol) {
+            return Err(Status::invalid_argument(format!(
+                "protocol {} is not predefined; other ASes derive it from the generic key",
+                protocol.0
+            )));
+        }
+        let (epoch, key) =
+            self.level1_from_local(protocol, self.local_ia, requester, Self::time(r.val_time)?)?;
         Ok(Response::new(key_response!(
             DrKeyLevel1Response,
             epoch,
             key
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_ids_convert_both_ways() {
+        use pb::proto::drkey::v1::Protocol as Pb;
+        for (ours, theirs) in [
+            (Protocol::GENERIC, Pb::GenericUnspecified),
+            (Protocol::SCMP, Pb::Scmp),
+            (Protocol::IDINT, Pb::Idint),
+        ] {
+            assert_eq!(protocol_to_pb(ours), theirs as i32);
+            assert_eq!(protocol_from_pb(theirs as i32), Some(ours));
+            assert!(is_predefined(ours));
+        }
+        assert_eq!(
+            Pb::GenericUnspecified.as_str_name(),
+            "PROTOCOL_GENERIC_UNSPECIFIED"
+        );
+        assert_eq!(Pb::Scmp.as_str_name(), "PROTOCOL_SCMP");
+        assert_eq!(Pb::Idint.as_str_name(), "PROTOCOL_IDINT");
+        // Niche protocols travel as their number and are derived generically.
+        assert_eq!(protocol_from_pb(65_535), Some(Protocol(65_535)));
+        assert_eq!(protocol_to_pb(Protocol(65_535)), 65_535);
+        assert!(!is_predefined(Protocol(3)));
+        assert_eq!(protocol_from_pb(65_536), None);
+        assert_eq!(protocol_from_pb(-1), None);
+    }
+
+    #[test]
+    fn responses_are_checked() {
+        let t = |s| Some(timestamp(s));
+        assert_eq!(epoch_of(t(10), t(20)), Ok(Epoch::new(10, 20).unwrap()));
+        assert!(epoch_of(t(20), t(20)).is_err());
+        assert!(epoch_of(None, t(20)).is_err());
+        assert!(epoch_of(t(10), t(u64::from(u32::MAX) + 1)).is_err());
+        let neg = Some(prost_types::Timestamp {
+            seconds: -1,
+            nanos: 0,
+        });
+        assert!(epoch_of(neg, t(20)).is_err());
+        assert!(key_of(&[0; 16]).is_ok());
+        assert_eq!(
+            key_of(&[0; 17]).unwrap_err(),
+            GrpcError::Malformed("key is not 16 bytes")
+        );
+        assert!(key_of(&[]).is_err());
     }
 }

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use drkey::provider::{Level1Provider, LocalProvider};
 use drkey::{Protocol, as_host, generic_as_host, host_as, host_host};
 use drkey_grpc::pb::proto::control_plane::v1 as cp;
-use drkey_grpc::{ControlServiceClient, ControlServiceProvider, ControlServiceServer, GrpcError};
+use drkey_grpc::{
+    ControlServiceClient, ControlServiceProvider, ControlServiceServer, GrpcError, RequestCounter,
+};
 use idint_wire::{HostAddr, IsdAsn};
 use tonic::{Request, Response, Status};
 
@@ -22,8 +24,9 @@ fn local() -> LocalProvider {
     LocalProvider::new(ia("1-ff00:0:110"), SECRET, EPOCH).unwrap()
 }
 
-/// Starts the server on a runtime thread of its own; returns its URL.
-fn start_server() -> (String, std::sync::mpsc::Sender<()>) {
+/// Starts the server on a runtime thread of its own; returns its URL, a stop switch and its
+/// request counter.
+fn start_server() -> (String, std::sync::mpsc::Sender<()>, RequestCounter) {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
     std::thread::spawn(move || {
@@ -31,13 +34,14 @@ fn start_server() -> (String, std::sync::mpsc::Sender<()>) {
         rt.block_on(async move {
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let server = ControlServiceServer::new(ia("1-ff00:0:110"), local());
+            let counter = server.request_counter();
             let addr = server
                 .spawn("127.0.0.1:0".parse().unwrap(), async {
                     let _ = rx.await;
                 })
                 .await
                 .unwrap();
-            addr_tx.send(addr).unwrap();
+            addr_tx.send((addr, counter)).unwrap();
             tokio::task::spawn_blocking(move || {
                 let _ = stop_rx.recv();
                 let _ = tx.send(());
@@ -46,8 +50,8 @@ fn start_server() -> (String, std::sync::mpsc::Sender<()>) {
             .unwrap();
         });
     });
-    let addr: SocketAddr = addr_rx.recv().unwrap();
-    (format!("http://{addr}"), stop_tx)
+    let (addr, counter): (SocketAddr, RequestCounter) = addr_rx.recv().unwrap();
+    (format!("http://{addr}"), stop_tx, counter)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -109,8 +113,8 @@ async fn client_keys_equal_local_derivations() {
     let e = b.fetch_level1(Protocol::IDINT, src, dst, T).unwrap_err();
     assert!(matches!(e, GrpcError::Unavailable(_)), "{e}");
     assert_eq!(b.fetches(), 0);
-    // Dropping a runtime inside a runtime panics: hand it to a plain thread.
-    std::thread::spawn(move || drop(b)).join().unwrap();
+    // Dropping it here, inside a runtime, must not panic either.
+    drop(b);
 
     // The inter-AS service gives K(local -> requester).
     let (_, k) = client.remote_level1(Protocol::IDINT, dst, T).await.unwrap();
@@ -135,27 +139,34 @@ async fn client_keys_equal_local_derivations() {
 
 #[test]
 fn blocking_provider_fetches_once_per_epoch() {
-    let (url, stop) = start_server();
+    let (url, stop, served) = start_server();
     let p = ControlServiceProvider::new(&url, Duration::from_secs(5)).unwrap();
     let (src, dst) = (ia("1-ff00:0:110"), ia("1-ff00:0:113"));
     let (e1, k1) = p.level1(Protocol::IDINT, src, dst, T).unwrap();
+    assert_eq!(served.get(), 1);
     let (e2, k2) = p.level1(Protocol::IDINT, src, dst, T + 60).unwrap();
     assert_eq!(
         p.fetches(),
         1,
         "second request in the same epoch must be cached"
     );
+    assert_eq!(served.get(), 1, "a cache hit must not reach the server");
     assert_eq!((e1, k1.as_bytes()), (e2, k2.as_bytes()));
     // The epoch boundary: the last second is still this epoch, the end is the next one.
     let last = u64::from(e1.end) - 1;
     assert_eq!(p.level1(Protocol::IDINT, src, dst, last).unwrap().0, e1);
     assert_eq!(p.fetches(), 1);
+    assert_eq!(served.get(), 1);
     let (e3, k3) = p
         .level1(Protocol::IDINT, src, dst, u64::from(e1.end))
         .unwrap();
     assert_eq!(e3.begin, e1.end);
     assert_ne!(k3.as_bytes(), k1.as_bytes());
     assert_eq!(p.fetches(), 2);
+    assert_eq!(served.get(), 2);
+    // Both epochs stay cached: going back to the first costs no round trip.
+    assert_eq!(p.level1(Protocol::IDINT, src, dst, T).unwrap().0, e1);
+    assert_eq!(served.get(), 2);
     let direct = local()
         .level1(Protocol::IDINT, src, dst, u64::from(e1.end))
         .unwrap();
