@@ -329,6 +329,8 @@ pub struct ControlServiceProvider {
     client: ControlServiceClient,
     exec: Exec,
     cache: Mutex<HashMap<Level1Id, Vec<(Epoch, Key)>>>,
+    /// One gate per key id: concurrent misses of the same key wait for one fetch.
+    inflight: Mutex<HashMap<Level1Id, Arc<Mutex<()>>>>,
     fetches: AtomicU64,
 }
 
@@ -369,6 +371,7 @@ impl ControlServiceProvider {
             client,
             exec,
             cache: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashMap::new()),
             fetches: AtomicU64::new(0),
         }
     }
@@ -400,6 +403,18 @@ impl ControlServiceProvider {
             return Err(GrpcError::Unavailable(
                 "blocking provider called from an async runtime; use ControlServiceClient".into(),
             ));
+        }
+        // Single flight: whoever waited for another thread's fetch finds the key cached.
+        let gate = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id)
+            .or_default()
+            .clone();
+        let _turn = gate.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(hit) = self.lookup(&id, time) {
+            return Ok(hit);
         }
         self.fetches.fetch_add(1, Ordering::Relaxed);
         let fetch = self.client.level1(protocol, src, dst, time);

@@ -303,6 +303,67 @@ fn provider_on_a_shared_runtime() {
 }
 
 #[test]
+fn concurrent_misses_fetch_once() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (addr, served) = rt.block_on(spawn());
+    let p = ControlServiceProvider::new(&format!("http://{addr}"), Duration::from_secs(5)).unwrap();
+    let (src, dst) = (ia("1-ff00:0:110"), ia("1-ff00:0:120"));
+    let keys: Vec<[u8; 16]> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8u64)
+            .map(|i| {
+                let p = &p;
+                s.spawn(move || {
+                    *p.level1(Protocol::IDINT, src, dst, T + i)
+                        .unwrap()
+                        .1
+                        .as_bytes()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(keys.iter().all(|k| *k == keys[0]));
+    assert_eq!(p.fetches(), 1);
+    assert_eq!(served.get(), 1, "eight threads, one epoch, one request");
+}
+
+/// Accepts connections and never answers.
+fn silent_listener() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        // Bounded: a handful of connections is all a test makes; they stay open, unanswered,
+        // until the test process ends.
+        for c in l.incoming().take(8).flatten() {
+            held.push(c);
+        }
+    });
+    addr
+}
+
+#[test]
+fn silent_server_times_out() {
+    let addr = silent_listener();
+    let p =
+        ControlServiceProvider::new(&format!("http://{addr}"), Duration::from_millis(500)).unwrap();
+    let t0 = std::time::Instant::now();
+    let e = p
+        .fetch_level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap_err();
+    assert!(matches!(e, GrpcError::Unavailable(_)), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert!(matches!(
+        p.level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T),
+        Err(drkey::provider::ProviderError::Config(_))
+    ));
+}
+
+#[test]
 fn wire_encoding_matches_scion_field_numbers() {
     use prost::Message;
     let req = cp::DrKeyHostHostRequest {
