@@ -6,6 +6,9 @@
 //! * [`config`]: the router model (interfaces, owners, services, port range, keys).
 //! * [`hop_mac`]: the forwarding key and the hop-field AES-CMAC, one packet or a batch.
 //! * [`epic`]: EPIC-HP hop validation fields and timestamp freshness.
+//! * [`idint`]: ID-INT telemetry written after the forwarding decision (push, aggregate, MAC
+//!   chain, encryption) and the infrastructure-mode sink; [`telemetry`]: what a router
+//!   measures ([`telemetry::TelemetrySource`]).
 //! * [`process`]: the packet processor (single packets and bursts) and its decisions
 //!   ([`outcome`]: dispositions, drop and SCMP reasons, counters).
 #![no_std]
@@ -13,14 +16,18 @@
 
 // Configuration is built once with the heap; the per-packet path never allocates.
 extern crate alloc;
+#[cfg(feature = "drkey")]
+extern crate std;
 
 pub mod config;
 pub mod epic;
 pub mod hop_mac;
+pub mod idint;
 mod local;
 pub mod outcome;
 pub mod process;
 mod reply;
+pub mod telemetry;
 
 pub use outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
 pub use process::{BurstPacket, PacketSlot, Processor};

@@ -211,11 +211,14 @@ pub enum DropReason {
     EpicStale,
     /// An EPIC packet whose hop validation field does not verify.
     EpicBadHvf,
+    /// An ID-INT infrastructure-mode packet with the D flag ended at its sink: its telemetry
+    /// was exported and the packet is not delivered, as requested (not an error).
+    TelemetryConsumed,
 }
 
 impl DropReason {
     /// Number of reasons (size of counter arrays).
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 17;
     /// Every reason, in counter order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Malformed,
@@ -234,6 +237,7 @@ impl DropReason {
         DropReason::UnknownIngress,
         DropReason::EpicStale,
         DropReason::EpicBadHvf,
+        DropReason::TelemetryConsumed,
     ];
 
     /// A short stable name for metrics labels.
@@ -255,6 +259,7 @@ impl DropReason {
             DropReason::UnknownIngress => "unknown_ingress",
             DropReason::EpicStale => "epic_stale",
             DropReason::EpicBadHvf => "epic_bad_hvf",
+            DropReason::TelemetryConsumed => "telemetry_consumed",
         }
     }
 }

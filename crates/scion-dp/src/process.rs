@@ -28,6 +28,7 @@ use alloc::boxed::Box;
 
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
+use crate::idint::ForwardingHook;
 use crate::local::{self, LocalError, upper_layer};
 use crate::outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
 use crate::reply::{self, EPIC_PREFIX, ReplyRequest};
@@ -474,7 +475,8 @@ impl<'r> Processor<'r> {
 
     /// Processes one packet in place. `buf[..len]` is the SCION packet (common header first)
     /// as it arrived at `ingress`; `buf` may be longer (room for an SCMP reply). `now_ns` is
-    /// the current Unix time in nanoseconds.
+    /// the current Unix time in nanoseconds. ID-INT options are left untouched (see
+    /// [`Self::process_with`]).
     #[inline]
     pub fn process(
         &mut self,
@@ -483,13 +485,30 @@ impl<'r> Processor<'r> {
         ingress: Ingress,
         now_ns: u64,
     ) -> Disposition {
+        self.process_with(buf, len, ingress, now_ns, &mut ())
+    }
+
+    /// As [`Self::process`], then runs `hook` (for example an
+    /// [`IdIntStage`](crate::idint::IdIntStage)) on a packet that is forwarded or delivered.
+    #[inline]
+    pub fn process_with<H: ForwardingHook>(
+        &mut self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        now_ns: u64,
+        hook: &mut H,
+    ) -> Disposition {
         let e = self.engine;
         let d = if let Some((p, block)) = e.fast_one(buf, len, ingress, now_ns) {
             let mac = e.router.hop_mac().compute(&block);
-            match e.fast_two(buf, len, &p, &mac) {
+            let mut d = match e.fast_two(buf, len, &p, &mac) {
                 Ok(ifid) => Disposition::Forward { ifid },
                 Err(d) => d,
-            }
+            };
+            let hop = p.meta.curr_hf() as u8;
+            hook.after_forwarding(e.router, buf, len, ingress, hop, &mut d, now_ns);
+            d
         } else {
             let mut p = Pending::default();
             let mut block = [0u8; 16];
@@ -497,7 +516,10 @@ impl<'r> Processor<'r> {
                 Some(d) => d,
                 None => {
                     let mac = e.router.hop_mac().compute(&block);
-                    e.stage_two(buf, len, &p, &mac, now_ns)
+                    let mut d = e.stage_two(buf, len, &p, &mac, now_ns);
+                    let hop = p.meta.curr_hf() as u8;
+                    hook.after_forwarding(e.router, buf, len, ingress, hop, &mut d, now_ns);
+                    d
                 }
             }
         };
@@ -507,8 +529,19 @@ impl<'r> Processor<'r> {
 
     /// Processes a batch: every packet's decision is given to it with
     /// [`BurstPacket::disposition_mut`]. The hop-field MACs of the whole batch are computed in
-    /// one pipelined AES pass.
+    /// one pipelined AES pass. ID-INT options are left untouched.
     pub fn process_burst<P: BurstPacket>(&mut self, pkts: &mut [P], now_ns: u64) {
+        self.process_burst_with(pkts, now_ns, &mut ());
+    }
+
+    /// As [`Self::process_burst`], then runs `hook` on every packet that is forwarded or
+    /// delivered.
+    pub fn process_burst_with<P: BurstPacket, H: ForwardingHook>(
+        &mut self,
+        pkts: &mut [P],
+        now_ns: u64,
+        hook: &mut H,
+    ) {
         let e = self.engine;
         let s = &mut *self.scratch;
         for chunk in pkts.chunks_mut(MAX_BURST) {
@@ -546,18 +579,16 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[usize::from(s.index[k])];
                 let len = pkt.len();
                 let p = &s.pending[k];
-                let d = if p.fast_egress != 0 {
+                let mut d = if p.fast_egress != 0 {
                     match e.fast_two(pkt.buffer(), len, p, &s.blocks[k]) {
-                        Ok(ifid) => {
-                            self.counters.forwarded += 1;
-                            *pkt.disposition_mut() = Some(Disposition::Forward { ifid });
-                            continue;
-                        }
+                        Ok(ifid) => Disposition::Forward { ifid },
                         Err(d) => d,
                     }
                 } else {
                     e.stage_two(pkt.buffer(), len, p, &s.blocks[k], now_ns)
                 };
+                let hop = p.meta.curr_hf() as u8;
+                hook.after_forwarding(e.router, pkt.buffer(), len, p.ingress, hop, &mut d, now_ns);
                 self.counters.record(&d);
                 *pkt.disposition_mut() = Some(d);
             }

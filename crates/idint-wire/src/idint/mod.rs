@@ -1,7 +1,7 @@
 //! ID-INT (inter-domain in-band network telemetry) in the SCION hop-by-hop extension: the main
 //! option (type 253), telemetry stack entries (type 254), the instruction table, operations on
-//! the pre-allocated stack, the host request builder and, with feature `crypto`, the MAC chain
-//! and entry encryption.
+//! the pre-allocated stack, the host request builder and, with feature `crypto`, the MAC chain,
+//! entry encryption and the verifier's side (verify, decrypt, decode, replay window).
 //!
 //! Wire-level decisions where the specification is open (`idint.md` §14):
 //! * option types 253/254 and OptDataLen = option length minus 2, as in the reference code;
@@ -21,6 +21,8 @@ pub mod stack;
 
 #[cfg(feature = "crypto")]
 pub mod crypto;
+#[cfg(feature = "crypto")]
+pub mod verify;
 
 pub use entry::{Entry, EntryRepr, Metadata};
 pub use instruction::{INSTRUCTIONS, Instruction, InstructionInfo, Stage};

@@ -123,4 +123,23 @@ impl RequestBuilder {
         ext::write_padding(&mut buf[stack + source.buffer_len()..total]);
         Ok(total)
     }
+
+    /// [`Self::emit_hbh`], then signs the source entry with `key` (the host-to-host DRKey of
+    /// the source and the verifier; see `idint.md` §10).
+    #[cfg(feature = "crypto")]
+    pub fn emit_signed(
+        &self,
+        buf: &mut [u8],
+        next_header: u8,
+        key: &crate::crypto::Aes128,
+    ) -> Result<usize> {
+        let n = self.emit_hbh(buf, next_header)?;
+        let mut idint = super::IdInt::locate(&mut buf[..n])?
+            .ok_or(Error::invalid(Layer::IdIntMain, "missing"))?;
+        super::crypto::sign_source(&mut idint, key).map_err(|e| match e {
+            super::crypto::VerifyError::Malformed(e) => e,
+            _ => Error::invalid(Layer::IdIntEntry, "source entry"),
+        })?;
+        Ok(n)
+    }
 }

@@ -262,6 +262,59 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     }
 }
 
+impl<T: AsRef<[u8]>> IdInt<T> {
+    /// The on-wire MAC of the entry just below the one at `offset` (the value the entry at
+    /// `offset` chains to), or `None` if `offset` is the source entry or not an entry start.
+    pub fn mac_below(&self, offset: usize) -> Option<[u8; super::entry::MAC_LEN]> {
+        let mut prev = None;
+        for (at, e) in self.entries() {
+            if at == offset {
+                return prev;
+            }
+            if at > offset {
+                return None;
+            }
+            prev = Some(e.mac());
+        }
+        None
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
+    /// Replaces the newest (TOS) entry by `entry`, which may be longer or shorter, and
+    /// re-writes the padding after it; TOS is unchanged. If the new entry does not fit in the
+    /// stack, sets X and writes nothing else. Replacing the source entry, or writing a source
+    /// entry above it, is refused with an error.
+    pub fn replace_tos(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
+        let stack = self.stack_range();
+        let Some((at, old)) = self.tos_entry() else {
+            return Err(Error::invalid(Layer::IdIntStack, "no entry to replace"));
+        };
+        if old.is_source() || entry.source {
+            return Err(Error::invalid(Layer::IdIntStack, "source entry position"));
+        }
+        let len = entry.buffer_len();
+        if at + len > stack.end {
+            self.main_mut().set_stack_full(true);
+            return Ok(PushOutcome::StackFull);
+        }
+        let b = self.buffer.as_mut();
+        entry.emit(&mut b[at..at + len])?;
+        ext::write_padding(&mut b[at + len..stack.end]);
+        Ok(PushOutcome::Pushed { offset: at })
+    }
+
+    /// Turns the ID-INT options (main option and the whole stack) into padding, leaving the
+    /// rest of the hop-by-hop header and the packet length unchanged. The view is consumed:
+    /// what remains is no longer ID-INT.
+    pub fn strip(mut self) -> T {
+        let start = self.main;
+        let end = self.stack_range().end;
+        ext::write_padding(&mut self.buffer.as_mut()[start..end]);
+        self.buffer
+    }
+}
+
 /// Iterator over the entries of a stack.
 #[derive(Debug, Clone)]
 pub struct Entries<'a> {

@@ -1,0 +1,342 @@
+//! The verifier's side: check and decrypt a received telemetry stack, decode every entry, and
+//! refuse replays.
+//!
+//! ```text
+//! let mut idint = IdInt::locate(&mut hbh[..])?.unwrap();
+//! window.check(main.source_timestamp(), main.source_port(), now_ns)?;   // replay / freshness
+//! let n = verify_stack(&mut idint, &source_key, |i, e| keys.for_hop(e.hop()))?;  // MACs, in place
+//! for entry in decode_entries(&idint) { let entry = entry?; ... }      // plaintext metadata
+//! ```
+//!
+//! [`open`] runs the three steps in that order.
+
+use core::fmt;
+
+use super::crypto::{VerifyError, verify_stack};
+use super::entry::Entry;
+use super::main_option::MainOption;
+use super::stack::IdInt;
+use super::{Instruction, Metadata};
+use crate::crypto::Aes128;
+
+/// One verified, decrypted entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodedEntry {
+    /// Position in stack order (0 = source entry).
+    pub index: usize,
+    /// Source entry (S).
+    pub source: bool,
+    /// Written by the AS-ingress router (I).
+    pub ingress: bool,
+    /// Written or closed by the AS-egress router (E).
+    pub egress: bool,
+    /// Aggregated from several routers (A).
+    pub aggregated: bool,
+    /// Was encrypted on the wire (C).
+    pub encrypted: bool,
+    /// Hop-field index the entry relates to.
+    pub hop: u8,
+    /// The metadata (node id, count, interfaces, slots 1-4 in the main option's order).
+    pub metadata: Metadata,
+}
+
+/// Why a stack's contents cannot be used although its MACs are right.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The main option requests an instruction this implementation does not know (slot
+    /// 0-3), so its values cannot be interpreted.
+    UnknownInstruction {
+        /// Slot index.
+        slot: usize,
+        /// Instruction code.
+        code: u8,
+    },
+    /// Entry `index` stores slot `slot` with a length other than its instruction's.
+    SlotLength {
+        /// Entry index.
+        index: usize,
+        /// Slot index.
+        slot: usize,
+    },
+    /// Entry `index` could not be read.
+    Malformed {
+        /// Entry index.
+        index: usize,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::UnknownInstruction { slot, code } => {
+                write!(f, "unknown ID-INT instruction {code:#04x} in slot {}", slot + 1)
+            }
+            DecodeError::SlotLength { index, slot } => write!(
+                f,
+                "ID-INT entry {index}: slot {} length differs from its instruction",
+                slot + 1
+            ),
+            DecodeError::Malformed { index } => write!(f, "ID-INT entry {index} is malformed"),
+        }
+    }
+}
+
+impl core::error::Error for DecodeError {}
+
+/// Checks that every instruction of the main option is known.
+pub fn check_instructions<T: AsRef<[u8]>>(main: &MainOption<T>) -> Result<(), DecodeError> {
+    for (slot, ins) in main.instructions().iter().enumerate() {
+        if *ins != Instruction::NOP && (ins.reserved_bit() || ins.info().is_none()) {
+            return Err(DecodeError::UnknownInstruction { slot, code: ins.0 });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes the entries of a stack that [`verify_stack`] has verified and decrypted.
+pub fn decode_entries<T: AsRef<[u8]>>(
+    idint: &IdInt<T>,
+) -> impl Iterator<Item = Result<DecodedEntry, DecodeError>> + '_ {
+    let instructions = idint.main().instructions();
+    idint
+        .entries()
+        .enumerate()
+        .map(move |(index, (_, e))| decode_one(index, &e, &instructions))
+}
+
+fn decode_one(
+    index: usize,
+    e: &Entry<&[u8]>,
+    instructions: &[Instruction; 4],
+) -> Result<DecodedEntry, DecodeError> {
+    let metadata = e.metadata().map_err(|_| DecodeError::Malformed { index })?;
+    if let Some(slot) = metadata.slot_len_mismatch(instructions) {
+        return Err(DecodeError::SlotLength { index, slot });
+    }
+    Ok(DecodedEntry {
+        index,
+        source: e.is_source(),
+        ingress: e.ingress(),
+        egress: e.egress(),
+        aggregated: e.aggregated(),
+        encrypted: e.encrypted(),
+        hop: e.hop(),
+        metadata,
+    })
+}
+
+/// Why a received stack was refused by [`open`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenError {
+    /// The (timestamp, port) pair is stale, from the future or already seen.
+    Replay(ReplayError),
+    /// A MAC or the stack structure is wrong.
+    Verify(VerifyError),
+    /// The contents cannot be interpreted.
+    Decode(DecodeError),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Replay(e) => e.fmt(f),
+            OpenError::Verify(e) => e.fmt(f),
+            OpenError::Decode(e) => e.fmt(f),
+        }
+    }
+}
+
+impl core::error::Error for OpenError {}
+
+/// Checks freshness and replay, verifies and decrypts the stack in place, and checks that
+/// its instructions are known. Returns the number of entries (source entry included); read
+/// them with [`decode_entries`]. The replay window records the pair only when the MACs are
+/// right, so forged packets cannot fill it.
+pub fn open<'k, T, F, const N: usize>(
+    idint: &mut IdInt<T>,
+    window: &mut ReplayWindow<N>,
+    now_ns: u64,
+    source_key: &Aes128,
+    key_for: F,
+) -> Result<usize, OpenError>
+where
+    T: AsRef<[u8]> + AsMut<[u8]>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+{
+    let (ts, port) = {
+        let m = idint.main();
+        (m.source_timestamp(), m.source_port())
+    };
+    let full = window.fresh(ts, now_ns).map_err(OpenError::Replay)?;
+    if window.seen(full, port) {
+        return Err(OpenError::Replay(ReplayError::Replayed));
+    }
+    let n = verify_stack(idint, source_key, key_for).map_err(OpenError::Verify)?;
+    check_instructions(&idint.main()).map_err(OpenError::Decode)?;
+    window.record(full, port, now_ns).map_err(OpenError::Replay)?;
+    Ok(n)
+}
+
+/// Why a (timestamp, port) pair was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayError {
+    /// Older than the window.
+    Stale {
+        /// Age in ns.
+        age_ns: u64,
+    },
+    /// Further in the future than the allowed clock skew.
+    Future {
+        /// How far ahead, ns.
+        ahead_ns: u64,
+    },
+    /// Already seen within the window.
+    Replayed,
+    /// The window holds its maximum of fresh pairs; refusing is the safe answer.
+    Full,
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplayError::Stale { age_ns } => {
+                write!(f, "ID-INT source timestamp is stale ({age_ns} ns old)")
+            }
+            ReplayError::Future { ahead_ns } => {
+                write!(f, "ID-INT source timestamp is {ahead_ns} ns in the future")
+            }
+            ReplayError::Replayed => f.write_str("ID-INT (timestamp, port) replayed"),
+            ReplayError::Full => f.write_str("ID-INT replay window full"),
+        }
+    }
+}
+
+impl core::error::Error for ReplayError {}
+
+const WRAP: u64 = 1 << 48;
+
+/// Freshness and replay suppression for the 48-bit source timestamp (`idint.md` §11): the
+/// full time is reconstructed from the receiver's clock, pairs older than `window_ns` or more
+/// than `skew_ns` ahead are refused, and up to `N` fresh pairs are remembered. No allocation:
+/// an open-addressing table of `N` slots (a power of two) whose expired slots are reused.
+#[derive(Debug, Clone)]
+pub struct ReplayWindow<const N: usize> {
+    window_ns: u64,
+    skew_ns: u64,
+    /// (full timestamp, port); timestamp 0 marks an empty slot.
+    slots: [(u64, u16); N],
+}
+
+impl<const N: usize> ReplayWindow<N> {
+    /// A window accepting timestamps at most `window_ns` old and `skew_ns` ahead
+    /// (the specification suggests 60 s).
+    pub const fn new(window_ns: u64, skew_ns: u64) -> Self {
+        assert!(N.is_power_of_two(), "N must be a power of two");
+        ReplayWindow {
+            window_ns,
+            skew_ns,
+            slots: [(0, 0); N],
+        }
+    }
+
+    /// The full Unix time (ns) of a 48-bit timestamp received at `now_ns`, if it is fresh.
+    pub fn fresh(&self, ts48: u64, now_ns: u64) -> Result<u64, ReplayError> {
+        let now48 = now_ns % WRAP;
+        let back = (now48.wrapping_sub(ts48 % WRAP)) % WRAP;
+        let ahead = WRAP - back;
+        if back != 0 && ahead <= self.skew_ns {
+            return Ok(now_ns + ahead);
+        }
+        if back > self.window_ns {
+            return Err(if ahead < WRAP / 2 {
+                ReplayError::Future { ahead_ns: ahead }
+            } else {
+                ReplayError::Stale { age_ns: back }
+            });
+        }
+        Ok(now_ns - back)
+    }
+
+    fn home(full: u64, port: u16) -> usize {
+        let h = (full ^ (u64::from(port) << 48)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> 32) as usize & (N - 1)
+    }
+
+    /// Whether the pair has been recorded.
+    pub fn seen(&self, full: u64, port: u16) -> bool {
+        let home = Self::home(full, port);
+        (0..N).any(|i| self.slots[(home + i) & (N - 1)] == (full, port))
+    }
+
+    /// Records a pair (after its packet verified). Fails if the pair was already recorded or
+    /// every slot holds a fresh pair.
+    pub fn record(&mut self, full: u64, port: u16, now_ns: u64) -> Result<(), ReplayError> {
+        if self.seen(full, port) {
+            return Err(ReplayError::Replayed);
+        }
+        let oldest_ok = now_ns.saturating_sub(self.window_ns);
+        let home = Self::home(full, port);
+        for i in 0..N {
+            let s = &mut self.slots[(home + i) & (N - 1)];
+            if s.0 == 0 || s.0 < oldest_ok {
+                *s = (full.max(1), port);
+                return Ok(());
+            }
+        }
+        Err(ReplayError::Full)
+    }
+
+    /// [`Self::fresh`], [`Self::seen`] and [`Self::record`] in one step, for callers that
+    /// check replay after verifying the MACs themselves.
+    pub fn check(&mut self, ts48: u64, port: u16, now_ns: u64) -> Result<u64, ReplayError> {
+        let full = self.fresh(ts48, now_ns)?;
+        self.record(full, port, now_ns)?;
+        Ok(full)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn freshness_across_the_48_bit_wrap() {
+        let w = ReplayWindow::<8>::new(60 * S, S);
+        let now = 1_763_800_000 * S;
+        let ts = |t: u64| t % WRAP;
+        assert_eq!(w.fresh(ts(now - 5 * S), now), Ok(now - 5 * S));
+        assert_eq!(w.fresh(ts(now), now), Ok(now));
+        assert_eq!(w.fresh(ts(now + S / 2), now), Ok(now + S / 2));
+        assert_eq!(
+            w.fresh(ts(now - 61 * S), now),
+            Err(ReplayError::Stale { age_ns: 61 * S })
+        );
+        assert_eq!(
+            w.fresh(ts(now + 10 * S), now),
+            Err(ReplayError::Future { ahead_ns: 10 * S })
+        );
+        // Just after a wrap of the 48-bit counter.
+        let now = 5 * WRAP + 3 * S;
+        assert_eq!(w.fresh(ts(now - 4 * S), now), Ok(now - 4 * S));
+    }
+
+    #[test]
+    fn replays_are_refused_and_expired_slots_reused() {
+        let mut w = ReplayWindow::<4>::new(60 * S, S);
+        let now = 1_763_800_000 * S;
+        for p in 0..4u16 {
+            w.check((now - S) % WRAP, p, now).unwrap();
+        }
+        assert_eq!(w.check((now - S) % WRAP, 2, now), Err(ReplayError::Replayed));
+        assert_eq!(w.check((now - S) % WRAP, 9, now), Err(ReplayError::Full));
+        // A minute later the old pairs expired: their slots are free again.
+        let later = now + 61 * S;
+        w.check((later - S) % WRAP, 9, later).unwrap();
+        assert_eq!(
+            w.check((now - S) % WRAP, 2, later),
+            Err(ReplayError::Stale { age_ns: 62 * S })
+        );
+    }
+}

@@ -1,0 +1,644 @@
+//! ID-INT in the border router: after the forwarding decision, write this router's telemetry
+//! into packets that request it (`idint.md` §9), and act as the infrastructure-mode sink.
+//!
+//! A worker owns one [`IdIntStage`] (keys, telemetry source, nonce generator, report exporter,
+//! counters) and hands it to [`Processor::process_with`](crate::Processor::process_with) or
+//! [`Processor::process_burst_with`](crate::Processor::process_burst_with). Packets never change
+//! size: entries go into the space the source pre-allocated.
+//!
+//! # Rules, and the choices made where the specification is open (`idint.md` §14)
+//!
+//! * **Roles.** *First BR*: the packet arrived on one of this router's inter-AS links.
+//!   *Egress*: it leaves on one. *Last BR*: egress, or it is delivered in this AS. An entry is
+//!   *closed* by the last BR, or always in aggregation mode 0.
+//! * **DelayHops > 0**: nothing is written; a router that would close an entry decrements it
+//!   (so in mode 0 it counts border routers, in modes 1-3 ASes, as the reference code does).
+//! * **Push or aggregate.** A first BR, or any router above the source entry, pushes a new
+//!   entry (I = first BR, E = egress, Hop = the hop-field index the packet arrived with). In
+//!   mode 1 any other router aggregates into the top entry — but only if that entry is still
+//!   *open* (I set, E and C clear: written by this AS's ingress router and not closed), so a
+//!   router never merges into another AS's entry, e.g. when this AS's ingress router had no
+//!   key. Modes 0, 2 and 3 push. Aggregation sets A, keeps I and Hop, sets E = last BR.
+//! * **Aggregation functions** apply per slot when both values exist (unsigned, in the slot
+//!   width; *sum* wraps in the slot width; the unassigned functions 5-7 keep the existing value
+//!   like *first*); an empty side takes the other's value; a slot whose stored length differs
+//!   from its instruction's is treated as empty. Node ID and egress interface take the newer
+//!   value, the ingress interface keeps the older one (the AS ingress), node count adds the
+//!   newer count (saturating).
+//! * **Values** come from the [`TelemetrySource`]; what it does not measure stays empty. The
+//!   bitmap items are the node id of the source, a node count of 1, and the SCION interface
+//!   IDs of this router's ingress and egress (0 = internal network).
+//! * **Keys.** The entry's key is this AS's AS→host DRKey for the verifier (source,
+//!   destination or third party; IPv4/IPv6 hosts only). Without a key (not derivable now) the
+//!   packet is forwarded unchanged and counted in `no_key`; the MAC chain stays intact.
+//! * **MAC and encryption.** Every written entry is MACed, chained to the on-wire MAC of the
+//!   entry below it; a closing entry is encrypted when the main option's E flag asks for it,
+//!   with a fresh 96-bit nonce from the worker's [`NonceSource`]. A merged entry is not
+//!   re-verified: it was written by a router of the same AS moments before.
+//! * **Full stack**: X is set and nothing else changes.
+//! * **Malformed or unsupported options** (bad lengths, version ≠ 0, reserved verifier type,
+//!   no source entry): the packet is forwarded unchanged and counted; its verifier rejects it.
+//! * **Sink (infrastructure mode).** At the last BR of a packet with the I flag that is
+//!   delivered in this AS (and only if the stage's sink role is on): after writing its own
+//!   entry the router hands the packet to the [`ReportExporter`], then either drops it (D set:
+//!   [`DropReason::TelemetryConsumed`]) or turns the ID-INT options into padding before
+//!   delivery (size unchanged).
+
+use idint_wire::crypto::Aes128;
+use idint_wire::idint::crypto::seal_entry;
+use idint_wire::idint::entry::SlotValue;
+use idint_wire::idint::{
+    AggregationFunction, AggregationMode, EntryRepr, IdInt, Metadata, PushOutcome, Verifier,
+};
+use idint_wire::scion::ScionHeader;
+use idint_wire::{HostAddr, IsdAsn};
+
+use crate::config::Router;
+use crate::outcome::{Disposition, DropReason, Ingress};
+use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
+
+/// The AS→host keys a router uses for ID-INT entries.
+pub trait VerifierKeys {
+    /// This AS's ID-INT key for `host` in `ia` valid at `now_ns` (Unix ns), or `None` if it is
+    /// not available now (the packet then carries no entry from this router).
+    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128>;
+}
+
+/// [`VerifierKeys`] from a worker's DRKey key cache: the level-2 AS→host keys of protocol
+/// ID-INT issued by `local` (the router's AS), valid at the packet's processing time. A key
+/// the cache cannot produce (the provider has no level-1 key) is `None`, counted as `no_key`.
+#[cfg(feature = "drkey")]
+pub struct DrkeyKeys {
+    /// The worker's cache.
+    pub cache: drkey::cache::KeyCache,
+    /// This router's AS.
+    pub local: IsdAsn,
+}
+
+#[cfg(feature = "drkey")]
+impl VerifierKeys for DrkeyKeys {
+    #[inline]
+    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128> {
+        let id = drkey::cache::KeyId {
+            protocol: drkey::Protocol::IDINT,
+            src: self.local,
+            dst: ia,
+            host: *host,
+        };
+        self.cache.get(&id, now_ns / 1_000_000_000).ok()
+    }
+}
+
+/// Nonces for encrypted entries: 96 bits, never repeating under a key, unpredictable.
+pub trait NonceSource {
+    /// The next nonce.
+    fn nonce(&mut self) -> [u8; 12];
+}
+
+/// A fast CSPRNG for nonces: AES-128 in counter mode under a secret random key (each nonce is
+/// 12 bytes of one block). Seed it from the operating system's generator, one per worker.
+pub struct CtrDrbg {
+    cipher: Aes128,
+    counter: u128,
+}
+
+impl CtrDrbg {
+    /// A generator from 32 secret random bytes (key and initial counter).
+    pub fn new(seed: [u8; 32]) -> Self {
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&seed[..16]);
+        let mut ctr = [0u8; 16];
+        ctr.copy_from_slice(&seed[16..]);
+        CtrDrbg {
+            cipher: idint_wire::crypto::aes128(&key),
+            counter: u128::from_be_bytes(ctr),
+        }
+    }
+}
+
+impl core::fmt::Debug for CtrDrbg {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("CtrDrbg { .. }")
+    }
+}
+
+impl NonceSource for CtrDrbg {
+    #[inline]
+    fn nonce(&mut self) -> [u8; 12] {
+        use aes::cipher::BlockCipherEncrypt;
+        let mut block = self.counter.to_be_bytes();
+        self.counter = self.counter.wrapping_add(1);
+        self.cipher.encrypt_block((&mut block).into());
+        let mut n = [0u8; 12];
+        n.copy_from_slice(&block[..12]);
+        n
+    }
+}
+
+/// A packet whose telemetry ends here, as handed to the exporter.
+#[derive(Debug, Clone, Copy)]
+pub struct SinkRecord<'a> {
+    /// The whole SCION packet with this router's entry, before the options are stripped.
+    pub packet: &'a [u8],
+    /// Where it arrived.
+    pub ingress: Ingress,
+    /// Processing time, Unix ns.
+    pub receive_ns: u64,
+}
+
+/// Takes telemetry that ends at this router (infrastructure-mode sink). Implementations copy
+/// what they need and return at once (the worker is waiting); building and sending reports
+/// happens elsewhere.
+pub trait ReportExporter {
+    /// Accepts a record; `false` if it could not be taken (for example a full queue), which
+    /// is counted.
+    fn export(&mut self, record: &SinkRecord<'_>) -> bool;
+}
+
+/// An exporter for routers without the sink role: refuses everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoExport;
+
+impl ReportExporter for NoExport {
+    fn export(&mut self, _record: &SinkRecord<'_>) -> bool {
+        false
+    }
+}
+
+/// What the ID-INT stage did, per worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdIntCounters {
+    /// Packets with ID-INT options seen after a forwarding decision.
+    pub packets: u64,
+    /// New entries written.
+    pub pushed: u64,
+    /// Entries aggregated into the top entry.
+    pub aggregated: u64,
+    /// Entries encrypted.
+    pub encrypted: u64,
+    /// Packets whose stack had no room (X set).
+    pub stack_full: u64,
+    /// Packets skipped because of DelayHops.
+    pub delayed: u64,
+    /// Packets forwarded without an entry because no key was available.
+    pub no_key: u64,
+    /// Packets with malformed ID-INT options (forwarded unchanged).
+    pub malformed: u64,
+    /// Packets with an unsupported version or verifier (forwarded unchanged).
+    pub unsupported: u64,
+    /// Records taken by the exporter.
+    pub exported: u64,
+    /// Records the exporter refused.
+    pub export_refused: u64,
+    /// Packets whose options were stripped at the sink.
+    pub stripped: u64,
+    /// Packets dropped at the sink as their D flag asked.
+    pub consumed: u64,
+}
+
+impl IdIntCounters {
+    /// `(metric name, value)` pairs with stable names.
+    pub fn named(&self) -> [(&'static str, u64); 13] {
+        [
+            ("idint_packets", self.packets),
+            ("idint_pushed", self.pushed),
+            ("idint_aggregated", self.aggregated),
+            ("idint_encrypted", self.encrypted),
+            ("idint_stack_full", self.stack_full),
+            ("idint_delayed", self.delayed),
+            ("idint_no_key", self.no_key),
+            ("idint_malformed", self.malformed),
+            ("idint_unsupported", self.unsupported),
+            ("idint_exported", self.exported),
+            ("idint_export_refused", self.export_refused),
+            ("idint_stripped", self.stripped),
+            ("idint_consumed", self.consumed),
+        ]
+    }
+
+    /// Adds another worker's counters.
+    pub fn merge(&mut self, o: &IdIntCounters) {
+        self.packets += o.packets;
+        self.pushed += o.pushed;
+        self.aggregated += o.aggregated;
+        self.encrypted += o.encrypted;
+        self.stack_full += o.stack_full;
+        self.delayed += o.delayed;
+        self.no_key += o.no_key;
+        self.malformed += o.malformed;
+        self.unsupported += o.unsupported;
+        self.exported += o.exported;
+        self.export_refused += o.export_refused;
+        self.stripped += o.stripped;
+        self.consumed += o.consumed;
+    }
+}
+
+/// Something the processor runs on every packet it forwards or delivers, with the packet
+/// already updated for forwarding. `hop` is the hop-field index the packet arrived with.
+pub trait ForwardingHook {
+    /// Acts on the packet; may change the decision.
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        hop: u8,
+        d: &mut Disposition,
+        now_ns: u64,
+    );
+}
+
+impl ForwardingHook for () {
+    #[inline(always)]
+    fn after_forwarding(
+        &mut self,
+        _: &Router,
+        _: &mut [u8],
+        _: usize,
+        _: Ingress,
+        _: u8,
+        _: &mut Disposition,
+        _: u64,
+    ) {
+    }
+}
+
+/// A worker's ID-INT state.
+#[derive(Debug)]
+pub struct IdIntStage<K, S, N = CtrDrbg, X = NoExport> {
+    /// Key lookup.
+    pub keys: K,
+    /// Telemetry values.
+    pub source: S,
+    /// Nonces for encryption.
+    pub nonces: N,
+    /// Sink output.
+    pub exporter: X,
+    /// Whether this router acts as infrastructure-mode sink.
+    pub sink: bool,
+    /// What happened so far.
+    pub counters: IdIntCounters,
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, NoExport> {
+    /// A stage without the sink role.
+    pub fn new(keys: K, source: S, nonces: N) -> Self {
+        IdIntStage {
+            keys,
+            source,
+            nonces,
+            exporter: NoExport,
+            sink: false,
+            counters: IdIntCounters::default(),
+        }
+    }
+}
+
+impl<K, S, N, X> IdIntStage<K, S, N, X> {
+    /// The same stage acting as infrastructure-mode sink, giving records to `exporter`.
+    pub fn with_sink<Y: ReportExporter>(self, exporter: Y) -> IdIntStage<K, S, N, Y> {
+        IdIntStage {
+            keys: self.keys,
+            source: self.source,
+            nonces: self.nonces,
+            exporter,
+            sink: true,
+            counters: self.counters,
+        }
+    }
+}
+
+/// Why the stage left a packet alone.
+enum Skip {
+    Malformed,
+    Unsupported,
+}
+
+/// The bytes of the slot width `len`.
+#[inline]
+fn fit(value: u64, len: usize) -> u64 {
+    if len >= 8 {
+        value
+    } else {
+        value & ((1u64 << (8 * len)) - 1)
+    }
+}
+
+/// Combines an existing slot with a new one (see the module docs).
+fn aggregate_slot(
+    f: AggregationFunction,
+    old: Option<SlotValue>,
+    new: Option<SlotValue>,
+    width: usize,
+) -> Option<SlotValue> {
+    let old = old.filter(|o| usize::from(o.len) == width);
+    match (old, new) {
+        (None, n) => n,
+        (o, None) => o,
+        (Some(o), Some(n)) => {
+            let v = match f {
+                AggregationFunction::Last => n.value,
+                AggregationFunction::Min => o.value.min(n.value),
+                AggregationFunction::Max => o.value.max(n.value),
+                AggregationFunction::Sum => fit(o.value.wrapping_add(n.value), width),
+                AggregationFunction::First | AggregationFunction::Unknown(_) => o.value,
+            };
+            Some(SlotValue {
+                len: n.len,
+                value: v,
+            })
+        }
+    }
+}
+
+/// Aggregates `new` into `old` with the main option's functions.
+pub fn aggregate(
+    old: &Metadata,
+    new: &Metadata,
+    functions: [AggregationFunction; 4],
+    widths: [usize; 4],
+) -> Metadata {
+    let mut m = Metadata {
+        node_id: new.node_id.or(old.node_id),
+        node_count: match (old.node_count, new.node_count) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
+            (a, b) => b.or(a),
+        },
+        ingress_if: old.ingress_if.or(new.ingress_if),
+        egress_if: new.egress_if.or(old.egress_if),
+        slots: [None; 4],
+    };
+    for k in 0..4 {
+        m.slots[k] = aggregate_slot(functions[k], old.slots[k], new.slots[k], widths[k]);
+    }
+    m
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
+    for IdIntStage<K, S, N, X>
+{
+    #[inline]
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        hop: u8,
+        d: &mut Disposition,
+        now_ns: u64,
+    ) {
+        // Only packets that carry a hop-by-hop header can carry ID-INT.
+        if len < 6 || buf.len() < len || buf[4] != idint_wire::ext::HBH {
+            return;
+        }
+        let (egress_if, egress, last) = match *d {
+            Disposition::Forward { ifid } => (ifid, true, true),
+            Disposition::Sibling { ifid, .. } => (ifid, false, false),
+            Disposition::Deliver { .. } => (0, false, true),
+            _ => return,
+        };
+        self.apply(router, buf, len, ingress, hop, egress_if, egress, last, d, now_ns);
+    }
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
+    IdIntStage<K, S, N, X>
+{
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn apply(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        hop: u8,
+        egress_if: u16,
+        egress: bool,
+        last: bool,
+        d: &mut Disposition,
+        now_ns: u64,
+    ) {
+        let pkt = &mut buf[..len];
+        let hl = usize::from(pkt[5]) * 4;
+        let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
+            return;
+        };
+        if hl + hbh_len > len {
+            return;
+        }
+        let (head, rest) = pkt.split_at_mut(hl);
+        let hbh = &mut rest[..hbh_len];
+        let sink_here;
+        let discard;
+        {
+            let mut idint = match IdInt::locate(&mut *hbh) {
+                Ok(Some(v)) => v,
+                Ok(None) => return,
+                Err(_) => {
+                    self.counters.packets += 1;
+                    self.counters.malformed += 1;
+                    return;
+                }
+            };
+            self.counters.packets += 1;
+            let main = idint.main();
+            sink_here = self.sink && main.infrastructure() && matches!(d, Disposition::Deliver { .. });
+            discard = main.discard();
+            let ctx = HopContext {
+                ingress_if: ingress.ifid(),
+                egress_if,
+                len,
+                now_ns,
+            };
+            let role = Role {
+                first: matches!(ingress, Ingress::External(_)),
+                egress,
+                last,
+            };
+            match self.write(router, head, &mut idint, role, hop, &ctx) {
+                Ok(()) => {}
+                Err(Skip::Malformed) => self.counters.malformed += 1,
+                Err(Skip::Unsupported) => self.counters.unsupported += 1,
+            }
+        }
+        if !sink_here {
+            return;
+        }
+        let record = SinkRecord {
+            packet: &buf[..len],
+            ingress,
+            receive_ns: now_ns,
+        };
+        if self.exporter.export(&record) {
+            self.counters.exported += 1;
+        } else {
+            self.counters.export_refused += 1;
+        }
+        if discard {
+            self.counters.consumed += 1;
+            *d = Disposition::Drop(DropReason::TelemetryConsumed);
+        } else if let Ok(Some(v)) = IdInt::locate(&mut buf[hl..hl + hbh_len]) {
+            v.strip();
+            self.counters.stripped += 1;
+        }
+    }
+
+    /// Writes (or aggregates) this router's entry.
+    fn write(
+        &mut self,
+        router: &Router,
+        head: &[u8],
+        idint: &mut IdInt<&mut [u8]>,
+        role: Role,
+        hop: u8,
+        ctx: &HopContext,
+    ) -> Result<(), Skip> {
+        let IdIntStage {
+            keys,
+            source,
+            nonces,
+            counters,
+            ..
+        } = self;
+        let main = idint.main();
+        if main.version() != 0 {
+            return Err(Skip::Unsupported);
+        }
+        let mode = main.mode();
+        let close = role.last || mode == AggregationMode::Off;
+        let delay = main.delay_hops();
+        if delay > 0 {
+            if close {
+                idint.main_mut().set_delay_hops(delay - 1);
+            }
+            counters.delayed += 1;
+            return Ok(());
+        }
+        let Some((tos_at, tos)) = idint.tos_entry() else {
+            return Err(Skip::Malformed);
+        };
+        let (ia, host) = match main.verifier() {
+            Verifier::ThirdParty { ia, host } => (ia, host),
+            v => {
+                let h = ScionHeader::new_checked(head).map_err(|_| Skip::Malformed)?;
+                if v == Verifier::Source {
+                    (h.src_ia(), h.src_host())
+                } else {
+                    (h.dst_ia(), h.dst_host())
+                }
+            }
+        };
+        if main.verifier_code() == 3 || !matches!(host, HostAddr::V4(_) | HostAddr::V6(_)) {
+            return Err(Skip::Unsupported);
+        }
+        let Some(key) = keys.as_host_key(ia, &host, ctx.now_ns) else {
+            counters.no_key += 1;
+            return Ok(());
+        };
+        let encrypt = close && main.encrypt();
+        let bitmap = main.inst_bitmap();
+        let instructions = main.instructions();
+        let functions = main.aggregation_functions();
+
+        let open = !tos.is_source() && tos.ingress() && !tos.egress() && !tos.encrypted();
+        let merge = !role.first && open && mode == AggregationMode::PerAs;
+
+        let local_ia = router.local_ia();
+        let mut md = Metadata::default();
+        if bitmap & 0x8 != 0 {
+            md.node_id = source.node_id();
+        }
+        if bitmap & 0x4 != 0 {
+            md.node_count = Some(1);
+        }
+        if bitmap & 0x2 != 0 {
+            md.ingress_if = Some(ctx.ingress_if);
+        }
+        if bitmap & 0x1 != 0 {
+            md.egress_if = Some(ctx.egress_if);
+        }
+        let mut widths = [0usize; 4];
+        for (k, ins) in instructions.iter().enumerate() {
+            let w = ins.data_len();
+            widths[k] = w;
+            if w == 0 || ins.reserved_bit() {
+                continue;
+            }
+            if let Some(v) = read_instruction(source, local_ia, ins.0, ctx) {
+                md.slots[k] = Some(SlotValue {
+                    len: w as u8,
+                    value: fit(v, w),
+                });
+            }
+        }
+
+        let (entry, prev_mac) = if merge {
+            let old = EntryRepr::parse(&tos).map_err(|_| Skip::Malformed)?;
+            let prev = idint.mac_below(tos_at).ok_or(Skip::Malformed)?;
+            let e = EntryRepr {
+                source: false,
+                ingress: old.ingress,
+                egress: role.last,
+                aggregated: true,
+                nonce: None,
+                hop: old.hop,
+                metadata: aggregate(&old.metadata, &md, functions, widths),
+                mac: [0; 4],
+            };
+            (e, prev)
+        } else {
+            let e = EntryRepr {
+                source: false,
+                ingress: role.first,
+                egress: role.egress,
+                aggregated: false,
+                nonce: None,
+                hop: hop & 0x3f,
+                metadata: md,
+                mac: [0; 4],
+            };
+            (e, tos.mac())
+        };
+        let mut entry = entry;
+        if encrypt {
+            entry.nonce = Some(nonces.nonce());
+        }
+        let written = if merge {
+            idint.replace_tos(&entry)
+        } else {
+            idint.push(&entry)
+        };
+        let at = match written.map_err(|_| Skip::Malformed)? {
+            PushOutcome::Pushed { offset } => offset,
+            PushOutcome::StackFull => {
+                counters.stack_full += 1;
+                return Ok(());
+            }
+        };
+        let Ok(mut e) = idint.entry_at_mut(at) else {
+            return Err(Skip::Malformed);
+        };
+        seal_entry(key, &mut e, prev_mac);
+        if merge {
+            counters.aggregated += 1;
+        } else {
+            counters.pushed += 1;
+        }
+        if encrypt {
+            counters.encrypted += 1;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Role {
+    first: bool,
+    egress: bool,
+    last: bool,
+}
+
