@@ -234,35 +234,35 @@ impl IdIntCounters {
     }
 }
 
+/// What the processor knows about a packet it forwards or delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forwarded {
+    /// Packet length (the packet is `buf[..len]`).
+    pub len: usize,
+    /// Where it arrived.
+    pub ingress: Ingress,
+    /// The hop-field index it arrived with.
+    pub hop: u8,
+    /// Processing time, Unix ns.
+    pub now_ns: u64,
+}
+
 /// Something the processor runs on every packet it forwards or delivers, with the packet
-/// already updated for forwarding. `hop` is the hop-field index the packet arrived with.
+/// already updated for forwarding.
 pub trait ForwardingHook {
     /// Acts on the packet; may change the decision.
     fn after_forwarding(
         &mut self,
         router: &Router,
         buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        hop: u8,
+        pkt: &Forwarded,
         d: &mut Disposition,
-        now_ns: u64,
     );
 }
 
 impl ForwardingHook for () {
     #[inline(always)]
-    fn after_forwarding(
-        &mut self,
-        _: &Router,
-        _: &mut [u8],
-        _: usize,
-        _: Ingress,
-        _: u8,
-        _: &mut Disposition,
-        _: u64,
-    ) {
-    }
+    fn after_forwarding(&mut self, _: &Router, _: &mut [u8], _: &Forwarded, _: &mut Disposition) {}
 }
 
 /// A worker's ID-INT state.
@@ -384,44 +384,57 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         &mut self,
         router: &Router,
         buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        hop: u8,
+        pkt: &Forwarded,
         d: &mut Disposition,
-        now_ns: u64,
     ) {
         // Only packets that carry a hop-by-hop header can carry ID-INT.
+        let len = pkt.len;
         if len < 6 || buf.len() < len || buf[4] != idint_wire::ext::HBH {
             return;
         }
-        let (egress_if, egress, last) = match *d {
-            Disposition::Forward { ifid } => (ifid, true, true),
-            Disposition::Sibling { ifid, .. } => (ifid, false, false),
-            Disposition::Deliver { .. } => (0, false, true),
+        let out = match *d {
+            Disposition::Forward { ifid } => Out {
+                ifid,
+                egress: true,
+                last: true,
+            },
+            Disposition::Sibling { ifid, .. } => Out {
+                ifid,
+                egress: false,
+                last: false,
+            },
+            Disposition::Deliver { .. } => Out {
+                ifid: 0,
+                egress: false,
+                last: true,
+            },
             _ => return,
         };
-        self.apply(router, buf, len, ingress, hop, egress_if, egress, last, d, now_ns);
+        self.apply(router, buf, pkt, out, d);
     }
+}
+
+/// Where a packet goes, as the ID-INT roles see it.
+#[derive(Clone, Copy)]
+struct Out {
+    ifid: u16,
+    egress: bool,
+    last: bool,
 }
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn apply(
         &mut self,
         router: &Router,
         buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        hop: u8,
-        egress_if: u16,
-        egress: bool,
-        last: bool,
+        f: &Forwarded,
+        out: Out,
         d: &mut Disposition,
-        now_ns: u64,
     ) {
+        let (len, ingress, now_ns) = (f.len, f.ingress, f.now_ns);
         let pkt = &mut buf[..len];
         let hl = usize::from(pkt[5]) * 4;
         let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
@@ -446,20 +459,21 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             };
             self.counters.packets += 1;
             let main = idint.main();
-            sink_here = self.sink && main.infrastructure() && matches!(d, Disposition::Deliver { .. });
+            sink_here =
+                self.sink && main.infrastructure() && matches!(d, Disposition::Deliver { .. });
             discard = main.discard();
             let ctx = HopContext {
                 ingress_if: ingress.ifid(),
-                egress_if,
+                egress_if: out.ifid,
                 len,
                 now_ns,
             };
             let role = Role {
                 first: matches!(ingress, Ingress::External(_)),
-                egress,
-                last,
+                egress: out.egress,
+                last: out.last,
             };
-            match self.write(router, head, &mut idint, role, hop, &ctx) {
+            match self.write(router, head, &mut idint, role, f.hop, &ctx) {
                 Ok(()) => {}
                 Err(Skip::Malformed) => self.counters.malformed += 1,
                 Err(Skip::Unsupported) => self.counters.unsupported += 1,
@@ -642,3 +656,89 @@ struct Role {
     last: bool,
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(len: u8, value: u64) -> Option<SlotValue> {
+        Some(SlotValue { len, value })
+    }
+
+    #[test]
+    fn every_aggregation_function() {
+        let cases = [
+            (AggregationFunction::First, 5, 9, 5),
+            (AggregationFunction::Last, 5, 9, 9),
+            (AggregationFunction::Min, 5, 9, 5),
+            (AggregationFunction::Min, 9, 5, 5),
+            (AggregationFunction::Max, 5, 9, 9),
+            (AggregationFunction::Max, 9, 5, 9),
+            (AggregationFunction::Sum, 5, 9, 14),
+            (AggregationFunction::Unknown(6), 5, 9, 5),
+        ];
+        for (f, a, b, want) in cases {
+            assert_eq!(aggregate_slot(f, s(4, a), s(4, b), 4), s(4, want), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn sums_wrap_in_the_slot_width() {
+        let f = AggregationFunction::Sum;
+        assert_eq!(aggregate_slot(f, s(2, 0xfff0), s(2, 0x20), 2), s(2, 0x10));
+        assert_eq!(aggregate_slot(f, s(4, 0xffff_ffff), s(4, 1), 4), s(4, 0));
+        assert_eq!(
+            aggregate_slot(f, s(6, 0xffff_ffff_ffff), s(6, 2), 6),
+            s(6, 1)
+        );
+        assert_eq!(aggregate_slot(f, s(8, u64::MAX), s(8, 3), 8), s(8, 2));
+    }
+
+    #[test]
+    fn empty_sides_and_wrong_lengths() {
+        for f in [
+            AggregationFunction::First,
+            AggregationFunction::Min,
+            AggregationFunction::Sum,
+        ] {
+            assert_eq!(aggregate_slot(f, None, s(4, 7), 4), s(4, 7));
+            assert_eq!(aggregate_slot(f, s(4, 7), None, 4), s(4, 7));
+            assert_eq!(aggregate_slot(f, None, None, 4), None);
+            // A stored slot of the wrong length is ignored.
+            assert_eq!(aggregate_slot(f, s(2, 1), s(4, 7), 4), s(4, 7));
+            assert_eq!(aggregate_slot(f, s(2, 1), None, 4), None);
+        }
+    }
+
+    #[test]
+    fn bitmap_items_merge() {
+        let old = Metadata {
+            node_id: Some(1),
+            node_count: Some(u16::MAX),
+            ingress_if: Some(2),
+            egress_if: None,
+            slots: [None; 4],
+        };
+        let new = Metadata {
+            node_id: Some(3),
+            node_count: Some(1),
+            ingress_if: Some(0),
+            egress_if: Some(5),
+            slots: [None; 4],
+        };
+        let m = aggregate(&old, &new, [AggregationFunction::Last; 4], [0; 4]);
+        assert_eq!(m.node_id, Some(3));
+        assert_eq!(m.node_count, Some(u16::MAX), "saturates");
+        assert_eq!((m.ingress_if, m.egress_if), (Some(2), Some(5)));
+    }
+
+    #[test]
+    fn nonces_do_not_repeat() {
+        let mut g = CtrDrbg::new([7; 32]);
+        let a: alloc::vec::Vec<[u8; 12]> = (0..1000).map(|_| g.nonce()).collect();
+        for (i, x) in a.iter().enumerate() {
+            assert!(a[i + 1..].iter().all(|y| y != x));
+        }
+        let mut h = CtrDrbg::new([8; 32]);
+        assert_ne!(h.nonce(), CtrDrbg::new([7; 32]).nonce());
+    }
+}

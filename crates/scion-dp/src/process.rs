@@ -28,7 +28,7 @@ use alloc::boxed::Box;
 
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
-use crate::idint::ForwardingHook;
+use crate::idint::{Forwarded, ForwardingHook};
 use crate::local::{self, LocalError, upper_layer};
 use crate::outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
 use crate::reply::{self, EPIC_PREFIX, ReplyRequest};
@@ -506,8 +506,13 @@ impl<'r> Processor<'r> {
                 Ok(ifid) => Disposition::Forward { ifid },
                 Err(d) => d,
             };
-            let hop = p.meta.curr_hf() as u8;
-            hook.after_forwarding(e.router, buf, len, ingress, hop, &mut d, now_ns);
+            let f = Forwarded {
+                len,
+                ingress,
+                hop: p.meta.curr_hf() as u8,
+                now_ns,
+            };
+            hook.after_forwarding(e.router, buf, &f, &mut d);
             d
         } else {
             let mut p = Pending::default();
@@ -517,8 +522,13 @@ impl<'r> Processor<'r> {
                 None => {
                     let mac = e.router.hop_mac().compute(&block);
                     let mut d = e.stage_two(buf, len, &p, &mac, now_ns);
-                    let hop = p.meta.curr_hf() as u8;
-                    hook.after_forwarding(e.router, buf, len, ingress, hop, &mut d, now_ns);
+                    let f = Forwarded {
+                        len,
+                        ingress,
+                        hop: p.meta.curr_hf() as u8,
+                        now_ns,
+                    };
+                    hook.after_forwarding(e.router, buf, &f, &mut d);
                     d
                 }
             }
@@ -587,8 +597,13 @@ impl<'r> Processor<'r> {
                 } else {
                     e.stage_two(pkt.buffer(), len, p, &s.blocks[k], now_ns)
                 };
-                let hop = p.meta.curr_hf() as u8;
-                hook.after_forwarding(e.router, pkt.buffer(), len, p.ingress, hop, &mut d, now_ns);
+                let f = Forwarded {
+                    len,
+                    ingress: p.ingress,
+                    hop: p.meta.curr_hf() as u8,
+                    now_ns,
+                };
+                hook.after_forwarding(e.router, pkt.buffer(), &f, &mut d);
                 self.counters.record(&d);
                 *pkt.disposition_mut() = Some(d);
             }

@@ -108,7 +108,12 @@ pub trait TelemetrySource {
         None
     }
     /// A counter of the port behind SCION interface `ifid` (0 = internal port).
-    fn interface_counter(&mut self, _ifid: u16, _dir: Direction, _kind: CounterKind) -> Option<u64> {
+    fn interface_counter(
+        &mut self,
+        _ifid: u16,
+        _dir: Direction,
+        _kind: CounterKind,
+    ) -> Option<u64> {
         None
     }
     /// A counter summed over all ports of this router.
@@ -287,9 +292,18 @@ mod tests {
         assert_eq!(read_instruction(&mut s, ia, 0x82, &ctx), Some(77));
         assert_eq!(read_instruction(&mut s, ia, 0x84, &ctx), Some(100));
         assert_eq!(read_instruction(&mut s, ia, 0x89, &ctx), Some(211));
-        assert_eq!(read_instruction(&mut s, ia, 0xc1, &ctx), Some(0xfd00_0001_0002_0003));
-        assert_eq!(read_instruction(&mut s, ia, 0xc2, &ctx), Some(0x0004_0005_0006_0007));
-        assert_eq!(read_instruction(&mut s, ia, 0x43, &ctx), Some((1 << 22) | (2 << 12) | 3));
+        assert_eq!(
+            read_instruction(&mut s, ia, 0xc1, &ctx),
+            Some(0xfd00_0001_0002_0003)
+        );
+        assert_eq!(
+            read_instruction(&mut s, ia, 0xc2, &ctx),
+            Some(0x0004_0005_0006_0007)
+        );
+        assert_eq!(
+            read_instruction(&mut s, ia, 0x43, &ctx),
+            Some((1 << 22) | (2 << 12) | 3)
+        );
         assert_eq!(read_instruction(&mut s, ia, 0x00, &ctx), None);
         assert_eq!(read_instruction(&mut s, ia, 0x3f, &ctx), None);
     }

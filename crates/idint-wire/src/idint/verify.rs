@@ -69,7 +69,11 @@ impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DecodeError::UnknownInstruction { slot, code } => {
-                write!(f, "unknown ID-INT instruction {code:#04x} in slot {}", slot + 1)
+                write!(
+                    f,
+                    "unknown ID-INT instruction {code:#04x} in slot {}",
+                    slot + 1
+                )
             }
             DecodeError::SlotLength { index, slot } => write!(
                 f,
@@ -173,7 +177,9 @@ where
     }
     let n = verify_stack(idint, source_key, key_for).map_err(OpenError::Verify)?;
     check_instructions(&idint.main()).map_err(OpenError::Decode)?;
-    window.record(full, port, now_ns).map_err(OpenError::Replay)?;
+    window
+        .record(full, port, now_ns)
+        .map_err(OpenError::Replay)?;
     Ok(n)
 }
 
@@ -329,7 +335,10 @@ mod tests {
         for p in 0..4u16 {
             w.check((now - S) % WRAP, p, now).unwrap();
         }
-        assert_eq!(w.check((now - S) % WRAP, 2, now), Err(ReplayError::Replayed));
+        assert_eq!(
+            w.check((now - S) % WRAP, 2, now),
+            Err(ReplayError::Replayed)
+        );
         assert_eq!(w.check((now - S) % WRAP, 9, now), Err(ReplayError::Full));
         // A minute later the old pairs expired: their slots are free again.
         let later = now + 61 * S;

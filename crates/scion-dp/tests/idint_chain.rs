@@ -1,0 +1,653 @@
+//! End to end: a host builds an ID-INT request, the packet crosses four ASes (five border
+//! routers, chained scion-dp processors with their own forwarding and DRKey secrets), and the
+//! destination verifies and decrypts every entry and finds exactly the values each router's
+//! telemetry source supplied.
+//!
+//! Topology (one core segment, construction direction):
+//! ```text
+//! host a ─ RA [1] ── [2] RB1 ═ RB2 [3] ── [4] RC [5] ── [6] RD ─ host d
+//!   AS A                 AS B (two routers)        AS C          AS D
+//! ```
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use drkey::cache::KeyCache;
+use drkey::provider::{Level1Provider, LocalProvider};
+use drkey::{Protocol, host_as, host_host};
+use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::idint::crypto::VerifyError;
+use idint_wire::idint::entry::SlotValue;
+use idint_wire::idint::verify::{
+    DecodedEntry, OpenError, ReplayError, ReplayWindow, decode_entries, open,
+};
+use idint_wire::idint::{
+    AggregationFunction as Af, AggregationMode, IdInt, Instruction, Metadata, RequestBuilder,
+    Verifier,
+};
+use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
+use idint_wire::scion::{FlowId, NextHdr, PathType, ScionRepr};
+use idint_wire::udp::UdpRepr;
+use idint_wire::{HostAddr, IsdAsn};
+use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
+use scion_dp::idint::{DrkeyKeys, IdIntStage, NonceSource, VerifierKeys};
+use scion_dp::telemetry::{CounterKind, Direction, HopContext, QueueMetric, TelemetrySource};
+use scion_dp::{Disposition, Ingress, Processor};
+
+const NOW_S: u64 = 1_763_800_000;
+const NOW: u64 = NOW_S * 1_000_000_000;
+const EPOCH: u32 = 3600;
+const SRC_HOST: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
+const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 4, 0, 9);
+const INSTRUCTIONS: [Instruction; 4] = [
+    Instruction(0x82), // ingress timestamp, 6 bytes
+    Instruction(0x83), // egress timestamp, 6 bytes
+    Instruction(0x4f), // instantaneous queue length, 4 bytes
+    Instruction(0x8b), // egress total packet count, 6 bytes
+];
+
+fn ia(s: &str) -> IsdAsn {
+    s.parse().unwrap()
+}
+
+fn ases() -> [IsdAsn; 4] {
+    [
+        ia("1-ff00:0:a"),
+        ia("1-ff00:0:b"),
+        ia("1-ff00:0:c"),
+        ia("1-ff00:0:d"),
+    ]
+}
+
+fn secret(i: usize) -> Vec<u8> {
+    vec![0x40 + i as u8; 16]
+}
+
+fn sock(last: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)), 30042)
+}
+
+fn iface(id: u16, neighbor: IsdAsn, owner: Owner) -> InterfaceConfig {
+    InterfaceConfig {
+        id,
+        link_type: LinkType::Core,
+        neighbor_ia: neighbor,
+        owner,
+    }
+}
+
+fn router(as_index: usize, addr: u8, interfaces: Vec<InterfaceConfig>) -> Router {
+    Router::new(RouterConfig {
+        local_ia: ases()[as_index],
+        core: true,
+        internal_addr: sock(addr),
+        interfaces,
+        services: vec![],
+        dispatched_ports: DispatchedPorts::All,
+        forwarding_key: [0x10 + as_index as u8; 16],
+    })
+    .unwrap()
+}
+
+/// RA, RB1, RB2, RC, RD.
+fn routers() -> Vec<Router> {
+    let [a, b, c, d] = ases();
+    vec![
+        router(0, 1, vec![iface(1, b, Owner::Local)]),
+        router(
+            1,
+            2,
+            vec![
+                iface(2, a, Owner::Local),
+                iface(3, c, Owner::Sibling(sock(3))),
+            ],
+        ),
+        router(
+            1,
+            3,
+            vec![
+                iface(2, a, Owner::Sibling(sock(2))),
+                iface(3, c, Owner::Local),
+            ],
+        ),
+        router(
+            2,
+            4,
+            vec![iface(4, b, Owner::Local), iface(5, d, Owner::Local)],
+        ),
+        router(3, 5, vec![iface(6, c, Owner::Local)]),
+    ]
+}
+
+/// Index of the AS each router belongs to.
+const ROUTER_AS: [usize; 5] = [0, 1, 1, 2, 3];
+
+fn path(rs: &[Router]) -> ScionPathRepr {
+    let mut p = ScionPathRepr {
+        meta: PathMeta {
+            curr_inf: 0,
+            curr_hf: 0,
+            reserved: 0,
+            seg_len: [4, 0, 0],
+        },
+        infos: [InfoField::default(); 3],
+        hops: [HopField::default(); 64],
+    };
+    let ts = (NOW_S - 600) as u32;
+    p.infos[0] = InfoField {
+        peer: false,
+        cons_dir: true,
+        seg_id: 0x5a5a,
+        timestamp: ts,
+    };
+    let mut seg = 0x5a5a;
+    // The router of each AS that checks the hop field: RA, RB1, RC, RD.
+    for (j, (ing, eg, r)) in [(0u16, 1u16, 0usize), (2, 3, 1), (4, 5, 3), (6, 0, 4)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut h = HopField {
+            exp_time: 63,
+            cons_ingress: ing,
+            cons_egress: eg,
+            ..Default::default()
+        };
+        let full = rs[r].hop_mac().compute(&h.mac_input(seg, ts));
+        h.mac.copy_from_slice(&full[..6]);
+        seg ^= u16::from_be_bytes([full[0], full[1]]);
+        p.hops[j] = h;
+    }
+    p
+}
+
+/// The host-to-host key of the source entry (source host in A to the destination host in D).
+fn source_key() -> Aes128 {
+    keys().1.clone()
+}
+
+/// The AS-to-host key of AS `i` for the destination host.
+fn as_key(i: usize) -> Aes128 {
+    keys().0[i].clone()
+}
+
+/// Derived once (secret values are PBKDF2).
+fn keys() -> &'static (Vec<Aes128>, Aes128) {
+    static KEYS: std::sync::OnceLock<(Vec<Aes128>, Aes128)> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| ((0..4).map(derive_as_key).collect(), derive_source_key()))
+}
+
+fn derive_source_key() -> Aes128 {
+    let [a, _, _, d] = ases();
+    let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
+    let (_, l1) = p.level1(Protocol::IDINT, a, d, NOW_S).unwrap();
+    let ha = host_as(&l1.cipher(), &HostAddr::V4(SRC_HOST)).unwrap();
+    host_host(&ha.cipher(), &HostAddr::V4(DST_HOST))
+        .unwrap()
+        .cipher()
+}
+
+fn derive_as_key(i: usize) -> Aes128 {
+    let asi = ases()[i];
+    let p = LocalProvider::new(asi, &secret(i), EPOCH).unwrap();
+    let (_, l1) = p.level1(Protocol::IDINT, asi, ases()[3], NOW_S).unwrap();
+    drkey::as_host(&l1.cipher(), &HostAddr::V4(DST_HOST))
+        .unwrap()
+        .cipher()
+}
+
+fn request_packet(rs: &[Router], req: &RequestBuilder) -> Vec<u8> {
+    let payload = b"telemetry please";
+    let path = path(rs);
+    let hbh_len = req.hbh_len();
+    let scion = ScionRepr {
+        version: 0,
+        traffic_class: 0,
+        flow_id: FlowId::from_u20(7),
+        next_header: NextHdr::HopByHop,
+        path_type: PathType::Scion,
+        path_len: path.buffer_len(),
+        payload_len: (hbh_len + 8 + payload.len()) as u16,
+        dst_ia: ases()[3],
+        src_ia: ases()[0],
+        dst_host: HostAddr::V4(DST_HOST),
+        src_host: HostAddr::V4(SRC_HOST),
+    };
+    let hl = scion.header_len();
+    let mut pkt = vec![0u8; hl + hbh_len + 8 + payload.len()];
+    scion.emit(&mut pkt).unwrap();
+    path.emit(&mut pkt[scion.address_end()..]).unwrap();
+    req.emit_signed(&mut pkt[hl..], 17, &source_key()).unwrap();
+    UdpRepr {
+        src_port: 40000,
+        dst_port: 31000,
+        payload_len: payload.len() as u16,
+        checksum: 0,
+    }
+    .emit(&mut pkt[hl + hbh_len..])
+    .unwrap();
+    pkt[hl + hbh_len + 8..].copy_from_slice(payload);
+    pkt
+}
+
+/// A telemetry source with distinct, recorded values per router.
+#[derive(Default)]
+struct Recorder {
+    node: u32,
+    /// Every value handed out: (instruction code, value).
+    given: Vec<(u8, u64)>,
+    total_tx: u64,
+}
+
+impl Recorder {
+    fn give(&mut self, code: u8, v: u64) -> u64 {
+        self.given.push((code, v));
+        v
+    }
+}
+
+impl TelemetrySource for Recorder {
+    fn node_id(&self) -> Option<u32> {
+        Some(self.node)
+    }
+    fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        let v = (c.now_ns + u64::from(self.node) * 1000) & 0xffff_ffff_ffff;
+        Some(self.give(0x82, v))
+    }
+    fn egress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        let v = (c.now_ns + u64::from(self.node) * 1000 + 250) & 0xffff_ffff_ffff;
+        Some(self.give(0x83, v))
+    }
+    fn queue(&mut self, _ifid: u16, m: QueueMetric) -> Option<u32> {
+        // Router 3 (RB2) cannot measure its queue: the slot must stay empty.
+        if m != QueueMetric::QueueLen || self.node == 3 {
+            return None;
+        }
+        Some(self.give(0x4f, u64::from(self.node * 7)) as u32)
+    }
+    fn total_counter(&mut self, d: Direction, k: CounterKind) -> Option<u64> {
+        assert_eq!((d, k), (Direction::Tx, CounterKind::Packets));
+        let v = self.total_tx;
+        Some(self.give(0x8b, v))
+    }
+}
+
+/// Keys that answer only for some verifiers (to model a router without a key).
+struct NoKeys;
+impl VerifierKeys for NoKeys {
+    fn as_host_key(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<&Aes128> {
+        None
+    }
+}
+
+/// A nonce source that counts (so tests see which entries took a nonce).
+struct Counting(u8);
+impl NonceSource for Counting {
+    fn nonce(&mut self) -> [u8; 12] {
+        self.0 += 1;
+        [self.0; 12]
+    }
+}
+
+fn stage(r: usize, rs: &[Router]) -> IdIntStage<DrkeyKeys, Recorder, Counting> {
+    let asi = ROUTER_AS[r];
+    let provider = Arc::new(LocalProvider::new(ases()[asi], &secret(asi), EPOCH).unwrap());
+    let keys = DrkeyKeys {
+        cache: KeyCache::new(provider, 16),
+        local: rs[r].local_ia(),
+    };
+    let mut source = Recorder {
+        node: r as u32 + 1,
+        ..Recorder::default()
+    };
+    // RB1 and RB2 report counts whose sum overflows 48 bits.
+    source.total_tx = match r {
+        1 => 0xffff_ffff_fff0,
+        2 => 0x25,
+        _ => 1000 * (r as u64 + 1),
+    };
+    IdIntStage::new(keys, source, Counting(r as u8 * 16))
+}
+
+/// The ingress of each router on the way, and the decision it must take.
+fn hops() -> [(Ingress, Disposition); 5] {
+    [
+        (Ingress::Internal, Disposition::Forward { ifid: 1 }),
+        (
+            Ingress::External(2),
+            Disposition::Sibling {
+                ifid: 3,
+                addr: sock(3),
+            },
+        ),
+        (Ingress::Sibling(2), Disposition::Forward { ifid: 3 }),
+        (Ingress::External(4), Disposition::Forward { ifid: 5 }),
+        (
+            Ingress::External(6),
+            Disposition::Deliver {
+                addr: SocketAddr::new(IpAddr::V4(DST_HOST), 31000),
+            },
+        ),
+    ]
+}
+
+struct Trip {
+    packet: Vec<u8>,
+    stages: Vec<IdIntStage<DrkeyKeys, Recorder, Counting>>,
+}
+
+fn traverse(req: &RequestBuilder) -> Trip {
+    let rs = routers();
+    let mut packet = request_packet(&rs, req);
+    let len = packet.len();
+    let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+    for (r, (ingress, want)) in hops().into_iter().enumerate() {
+        let mut p = Processor::new(&rs[r]);
+        let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
+        assert_eq!(d, want, "router {r}");
+        assert_eq!(packet.len(), len, "packets never change size");
+    }
+    Trip { packet, stages }
+}
+
+fn hbh_range(pkt: &[u8]) -> std::ops::Range<usize> {
+    let hl = usize::from(pkt[5]) * 4;
+    hl..hl + (usize::from(pkt[hl + 1]) + 1) * 4
+}
+
+/// Verifies and decrypts at the destination host; the decoded entries.
+fn verify(pkt: &mut [u8]) -> Result<Vec<DecodedEntry>, OpenError> {
+    let r = hbh_range(pkt);
+    let mut idint = IdInt::locate(&mut pkt[r])
+        .map_err(|e| OpenError::Verify(VerifyError::Malformed(e)))?
+        // A flipped option type hides the whole request.
+        .ok_or(OpenError::Verify(VerifyError::NoSourceEntry))?;
+    let keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    // Hop-field index -> AS: hop j belongs to AS j on this single-segment path.
+    let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
+    open(&mut idint, &mut window, NOW, &source_key(), |_, e| {
+        keys.get(usize::from(e.hop()))
+    })?;
+    decode_entries(&idint)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(OpenError::Decode)
+}
+
+fn request(mode: AggregationMode, encrypt: bool) -> RequestBuilder {
+    RequestBuilder {
+        encrypt,
+        mode,
+        verifier: Verifier::Destination,
+        inst_bitmap: 0xf,
+        aggregation: [Af::First, Af::Last, Af::Max, Af::Sum],
+        instructions: INSTRUCTIONS,
+        stack_len_words: 120,
+        source_port: 9,
+        ..RequestBuilder::new(NOW % (1 << 48))
+    }
+}
+
+/// The metadata router `r` wrote from its recorder's values.
+fn written_by(trip: &Trip, r: usize, ingress_if: u16, egress_if: u16) -> Metadata {
+    let given = &trip.stages[r].source.given;
+    let slot = |code: u8| {
+        given.iter().find(|g| g.0 == code).map(|&(c, v)| SlotValue {
+            len: Instruction(c).data_len() as u8,
+            value: v,
+        })
+    };
+    Metadata {
+        node_id: Some(r as u32 + 1),
+        node_count: Some(1),
+        ingress_if: Some(ingress_if),
+        egress_if: Some(egress_if),
+        slots: INSTRUCTIONS.map(|i| slot(i.0)),
+    }
+}
+
+const IFS: [(u16, u16); 5] = [(0, 1), (2, 3), (0, 3), (4, 5), (6, 0)];
+const HOPS: [u8; 5] = [0, 1, 1, 2, 3];
+
+#[test]
+fn every_router_pushes_in_mode_0_and_the_destination_reads_exactly_its_values() {
+    for encrypt in [false, true] {
+        let mut trip = traverse(&request(AggregationMode::Off, encrypt));
+        let entries = verify(&mut trip.packet).expect("verifies");
+        assert_eq!(entries.len(), 6);
+        assert!(entries[0].source);
+        for r in 0..5 {
+            let e = &entries[r + 1];
+            assert_eq!(
+                e.metadata,
+                written_by(&trip, r, IFS[r].0, IFS[r].1),
+                "router {r}"
+            );
+            assert_eq!(e.hop, HOPS[r]);
+            assert_eq!(e.encrypted, encrypt, "mode 0 closes every entry");
+            assert!(!e.aggregated);
+            let first = matches!(hops()[r].0, Ingress::External(_));
+            let egress = matches!(hops()[r].1, Disposition::Forward { .. });
+            assert_eq!((e.ingress, e.egress), (first, egress), "router {r}");
+        }
+        // RB2 measured no queue: its slot is empty, not invented.
+        assert_eq!(entries[3].metadata.slots[2], None);
+    }
+}
+
+#[test]
+fn mode_1_aggregates_one_entry_per_as_with_every_function() {
+    let mut trip = traverse(&request(AggregationMode::PerAs, true));
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(entries.len(), 5, "source + one entry per AS");
+    let b = &entries[2];
+    let rb1 = written_by(&trip, 1, 2, 3);
+    let rb2 = written_by(&trip, 2, 0, 3);
+    assert!(b.aggregated && b.ingress && b.egress && b.encrypted);
+    assert_eq!(b.hop, 1);
+    let m = b.metadata;
+    assert_eq!(m.node_id, Some(3), "newest node id");
+    assert_eq!(m.node_count, Some(2));
+    assert_eq!((m.ingress_if, m.egress_if), (Some(2), Some(3)));
+    assert_eq!(m.slots[0], rb1.slots[0], "first");
+    assert_eq!(m.slots[1], rb2.slots[1], "last");
+    assert_eq!(
+        m.slots[2], rb1.slots[2],
+        "max with an empty side keeps the value"
+    );
+    // Sum wraps in the 6-byte slot: 0xffff_ffff_fff0 + 0x25 = 0x15.
+    assert_eq!(
+        m.slots[3],
+        Some(SlotValue {
+            len: 6,
+            value: 0x15
+        })
+    );
+    for (i, r) in [(1, 0), (3, 3), (4, 4)] {
+        assert_eq!(
+            entries[i].metadata,
+            written_by(&trip, r, IFS[r].0, IFS[r].1)
+        );
+        assert!(!entries[i].aggregated);
+    }
+}
+
+#[test]
+fn mode_2_pushes_at_ingress_and_egress_and_encrypts_only_closing_entries() {
+    let mut trip = traverse(&request(AggregationMode::PerBorderRouter, true));
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(entries.len(), 6);
+    let encrypted: Vec<bool> = entries[1..].iter().map(|e| e.encrypted).collect();
+    // RB1 hands the packet to its sibling: its entry is not closing.
+    assert_eq!(encrypted, [true, false, true, true, true]);
+    assert_eq!(trip.stages[1].nonces.0, 16, "RB1 drew no nonce");
+    for r in 0..5 {
+        assert_eq!(
+            entries[r + 1].metadata,
+            written_by(&trip, r, IFS[r].0, IFS[r].1)
+        );
+    }
+}
+
+#[test]
+fn flipping_any_authenticated_byte_is_detected() {
+    let trip = traverse(&request(AggregationMode::PerBorderRouter, true));
+    let r = hbh_range(&trip.packet);
+    let (main_at, used_end) = {
+        let idint = IdInt::locate(&trip.packet[r.clone()]).unwrap().unwrap();
+        let main_at = r.start + idint.main_offset();
+        let stack = idint.stack_range();
+        (main_at, r.start + stack.start + idint.used_len())
+    };
+    let mut checked = 0;
+    for at in main_at..used_end {
+        for bit in 0..8 {
+            let off = at - main_at;
+            // Mutable fields outside the source MAC by design: X flag, TOS, DelayHops and its
+            // reserved bits.
+            if (off == 2 && bit == 1) || off == 6 || off == 7 {
+                continue;
+            }
+            let mut p = trip.packet.clone();
+            p[at] ^= 1 << bit;
+            assert!(
+                verify(&mut p).is_err(),
+                "flip at {off} bit {bit} undetected"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000);
+}
+
+#[test]
+fn a_full_stack_sets_x_and_adds_nothing() {
+    // Source entry (12) + 2 router entries without encryption (6 + 10 + 24 + 2 + 4 = 46 -> 48)
+    // do not fit in 25 words; room for the source entry and one router entry only.
+    let mut req = request(AggregationMode::Off, false);
+    req.stack_len_words = 3 + 12;
+    let mut trip = traverse(&req);
+    let r = hbh_range(&trip.packet);
+    {
+        let idint = IdInt::locate(&trip.packet[r.clone()]).unwrap().unwrap();
+        assert!(idint.main().stack_full());
+    }
+    let entries = verify(&mut trip.packet).expect("X is outside the MAC");
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1].metadata, written_by(&trip, 0, 0, 1));
+    let full: u64 = trip.stages.iter().map(|s| s.counters.stack_full).sum();
+    assert_eq!(full, 4);
+}
+
+#[test]
+fn delay_hops_skips_the_first_ases() {
+    let mut req = request(AggregationMode::PerBorderRouter, false);
+    req.delay_hops = 2;
+    let mut trip = traverse(&req);
+    let entries = verify(&mut trip.packet).expect("verifies");
+    // A and B are skipped (their closing routers RA and RB2 count down), C and D write.
+    let hops: Vec<u8> = entries[1..].iter().map(|e| e.hop).collect();
+    assert_eq!(hops, [2, 3]);
+    assert_eq!(entries[1].metadata, written_by(&trip, 3, 4, 5));
+    let delayed: Vec<u64> = trip.stages.iter().map(|s| s.counters.delayed).collect();
+    assert_eq!(delayed, [1, 1, 1, 0, 0]);
+}
+
+#[test]
+fn a_router_without_a_key_leaves_the_packet_unchanged() {
+    let rs = routers();
+    let mut packet = request_packet(&rs, &request(AggregationMode::Off, true));
+    let mut p = Processor::new(&rs[0]);
+    let mut st = IdIntStage::new(NoKeys, Recorder::default(), Counting(0));
+    let mut expect = packet.clone();
+    let len = packet.len();
+    // Same processing without ID-INT: only the path changes.
+    Processor::new(&rs[0]).process(&mut expect, len, Ingress::Internal, NOW);
+    let d = p.process_with(&mut packet, len, Ingress::Internal, NOW, &mut st);
+    assert_eq!(d, Disposition::Forward { ifid: 1 });
+    assert_eq!(packet, expect);
+    assert_eq!(st.counters.no_key, 1);
+    assert_eq!(st.counters.pushed, 0);
+}
+
+#[test]
+fn replays_and_stale_requests_are_refused() {
+    let trip = traverse(&request(AggregationMode::Off, false));
+    let r = hbh_range(&trip.packet);
+    let keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
+    let sk = source_key();
+    let mut run = |now: u64| {
+        let mut p = trip.packet.clone();
+        let mut idint = IdInt::locate(&mut p[r.clone()]).unwrap().unwrap();
+        open(&mut idint, &mut window, now, &sk, |_, e| {
+            keys.get(usize::from(e.hop()))
+        })
+    };
+    assert_eq!(run(NOW), Ok(6));
+    assert_eq!(run(NOW), Err(OpenError::Replay(ReplayError::Replayed)));
+    assert!(matches!(
+        run(NOW + 61_000_000_000),
+        Err(OpenError::Replay(ReplayError::Stale { .. }))
+    ));
+}
+
+#[test]
+fn a_wrong_key_names_the_entry() {
+    let trip = traverse(&request(AggregationMode::Off, true));
+    let r = hbh_range(&trip.packet);
+    let mut keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    keys[2] = aes128(&[9; 16]); // AS C's key is wrong: entry 4 (RC) must fail.
+    let mut p = trip.packet.clone();
+    let mut idint = IdInt::locate(&mut p[r]).unwrap().unwrap();
+    let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
+    let got = open(&mut idint, &mut window, NOW, &source_key(), |_, e| {
+        keys.get(usize::from(e.hop()))
+    });
+    assert_eq!(
+        got,
+        Err(OpenError::Verify(VerifyError::BadMac { index: 4 }))
+    );
+}
+
+#[test]
+fn bursts_write_the_same_telemetry_as_single_packets() {
+    use scion_dp::PacketSlot;
+    let rs = routers();
+    let req = request(AggregationMode::PerAs, true);
+    let base = request_packet(&rs, &req);
+    // Single packets through RA.
+    let mut single = Vec::new();
+    let mut st = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    for _ in 0..8 {
+        let mut b = base.clone();
+        let len = b.len();
+        p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
+        single.push(b);
+    }
+    // The same packets as one burst through a fresh stage (same nonce sequence).
+    let mut st = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| base.clone()).collect();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .map(|b| {
+            let len = b.len();
+            PacketSlot {
+                buf: b,
+                len,
+                ingress: Ingress::Internal,
+                disposition: None,
+            }
+        })
+        .collect();
+    p.process_burst_with(&mut slots, NOW, &mut st);
+    assert!(
+        slots
+            .iter()
+            .all(|s| s.disposition == Some(Disposition::Forward { ifid: 1 }))
+    );
+    drop(slots);
+    assert_eq!(bufs, single);
+    assert_eq!(st.counters.pushed, 8);
+    assert_eq!(st.counters.encrypted, 8);
+}
