@@ -12,6 +12,143 @@ pub mod v1 {
 
 pub use prost::Message;
 
+use idint_wire::idint::IdInt;
+use idint_wire::packet::{L4, Packet, PathView};
+use idint_wire::path::scion::ScionPath;
+
+/// Why a packet could not be turned into a report, or a report back into ID-INT options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportError {
+    /// The packet does not parse.
+    Packet(idint_wire::Error),
+    /// The packet carries no ID-INT options.
+    NoIdInt,
+    /// The report's main option or stack bytes are not a valid ID-INT structure.
+    BadOptions(&'static str),
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReportError::Packet(e) => write!(f, "packet does not parse: {e}"),
+            ReportError::NoIdInt => f.write_str("packet carries no ID-INT options"),
+            ReportError::BadOptions(why) => write!(f, "bad ID-INT options in report: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {}
+
+fn host(t: idint_wire::AddrType, raw: &[u8]) -> v1::HostAddress {
+    v1::HostAddress {
+        addr_type: u32::from(t.nibble()),
+        raw: raw.to_vec(),
+    }
+}
+
+fn path_of(p: &ScionPath<&[u8]>, path_type: u8) -> v1::Path {
+    let meta = p.meta();
+    let n_inf = meta.seg_len.iter().filter(|&&l| l > 0).count();
+    let n_hop: usize = meta.seg_len.iter().map(|&l| usize::from(l)).sum();
+    v1::Path {
+        path_type: u32::from(path_type),
+        seg_lens: meta.seg_len[..n_inf]
+            .iter()
+            .map(|&l| u32::from(l))
+            .collect(),
+        info_fields: (0..n_inf)
+            .filter_map(|i| p.info(i).ok())
+            .map(|f| v1::InfoField {
+                cons_dir: f.cons_dir,
+                peer: f.peer,
+                seg_id: u32::from(f.seg_id),
+                timestamp: f.timestamp,
+            })
+            .collect(),
+        hop_fields: (0..n_hop)
+            .filter_map(|j| p.hop(j).ok())
+            .map(|h| v1::HopField {
+                cons_ingress: u32::from(h.cons_ingress),
+                cons_egress: u32::from(h.cons_egress),
+                exp_time: u32::from(h.exp_time),
+            })
+            .collect(),
+        curr_inf: u32::from(meta.curr_inf),
+        curr_hf: u32::from(meta.curr_hf),
+    }
+}
+
+/// Builds the report of a SCION packet carrying ID-INT, as the sink router saw it: addresses,
+/// path, flow and the raw main option and stack (verified later by the collector).
+pub fn report_from_packet(
+    exporter: &v1::Exporter,
+    receive_time_ns: u64,
+    ingress_interface: u16,
+    packet: &[u8],
+) -> Result<v1::Report, ReportError> {
+    let p = Packet::parse(packet).map_err(ReportError::Packet)?;
+    let h = &p.header;
+    let (hbh_at, hbh) = p.hbh.ok_or(ReportError::NoIdInt)?;
+    let hbh_bytes = &packet[hbh_at..hbh_at + hbh.header_len()];
+    let idint = IdInt::locate(hbh_bytes)
+        .map_err(ReportError::Packet)?
+        .ok_or(ReportError::NoIdInt)?;
+    let main_at = idint.main_offset();
+    let stack = idint.stack_range();
+    let path_type = u8::from(h.path_type());
+    let path = match p.path {
+        PathView::Scion(s) => Some(path_of(&s, path_type)),
+        PathView::Epic(e) => Some(path_of(&e.scion_path(), path_type)),
+        _ => None,
+    };
+    let (src_port, dst_port) = match p.l4 {
+        L4::Udp(u) => (u32::from(u.src_port()), u32::from(u.dst_port())),
+        _ => (0, 0),
+    };
+    Ok(v1::Report {
+        exporter: Some(exporter.clone()),
+        receive_time_ns,
+        src_isd_as: h.src_ia().to_u64(),
+        src_host: Some(host(h.src_addr_type(), h.src_host_bytes())),
+        dst_isd_as: h.dst_ia().to_u64(),
+        dst_host: Some(host(h.dst_addr_type(), h.dst_host_bytes())),
+        path,
+        flow: Some(v1::Flow {
+            flow_id: h.flow_id().value(),
+            traffic_class: u32::from(h.traffic_class()),
+            l4_protocol: u32::from(u8::from(p.l4_protocol())),
+            src_port,
+            dst_port,
+        }),
+        idint_main_option: hbh_bytes[main_at..stack.start].to_vec(),
+        idint_stack: hbh_bytes[stack].to_vec(),
+        ingress_interface: u32::from(ingress_interface),
+        payload_len: u32::from(h.payload_len()),
+    })
+}
+
+/// Rebuilds a hop-by-hop header holding exactly the report's ID-INT options (main option at
+/// offset 2, then the stack), for `idint_wire::idint::IdInt::locate` and the verifier.
+pub fn idint_hbh(report: &v1::Report) -> Result<Vec<u8>, ReportError> {
+    let (m, s) = (&report.idint_main_option, &report.idint_stack);
+    let total = 2 + m.len() + s.len();
+    if m.len() % 4 != 2 || s.len() % 4 != 0 || total > idint_wire::ext::MAX_LEN {
+        return Err(ReportError::BadOptions("lengths"));
+    }
+    let mut hbh = Vec::with_capacity(total);
+    hbh.push(0);
+    hbh.push((total / 4 - 1) as u8);
+    hbh.extend_from_slice(m);
+    hbh.extend_from_slice(s);
+    match IdInt::locate(&hbh[..]) {
+        Ok(Some(v)) if v.main_offset() == 2 && v.stack_range().end == total => Ok(hbh),
+        Ok(_) => Err(ReportError::BadOptions(
+            "not an ID-INT main option and stack",
+        )),
+        Err(_) => Err(ReportError::BadOptions("malformed")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::v1::*;

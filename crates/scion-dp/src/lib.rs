@@ -9,6 +9,7 @@
 //! * [`idint`]: ID-INT telemetry written after the forwarding decision (push, aggregate, MAC
 //!   chain, encryption) and the infrastructure-mode sink; [`telemetry`]: what a router
 //!   measures ([`telemetry::TelemetrySource`]).
+//! * [`probe`]: infrastructure-mode ID-INT probes for configured paths and rates.
 //! * [`process`]: the packet processor (single packets and bursts) and its decisions
 //!   ([`outcome`]: dispositions, drop and SCMP reasons, counters).
 #![no_std]
@@ -25,6 +26,7 @@ pub mod hop_mac;
 pub mod idint;
 mod local;
 pub mod outcome;
+pub mod probe;
 pub mod process;
 mod reply;
 pub mod telemetry;

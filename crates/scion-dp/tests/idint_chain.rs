@@ -651,3 +651,164 @@ fn bursts_write_the_same_telemetry_as_single_packets() {
     assert_eq!(st.counters.pushed, 8);
     assert_eq!(st.counters.encrypted, 8);
 }
+
+mod infrastructure {
+    use super::*;
+    use idint_report::{idint_hbh, report_from_packet, v1};
+    use scion_dp::DropReason;
+    use scion_dp::idint::{ReportExporter, SinkRecord};
+    use scion_dp::probe::{ProbeRequest, ProbeSource, ProbeTarget};
+
+    const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 100);
+
+    /// Builds protobuf reports from sink records (in a router this runs off the packet path).
+    struct Reports(Vec<v1::Report>);
+    impl ReportExporter for Reports {
+        fn export(&mut self, r: &SinkRecord<'_>) -> bool {
+            let exporter = v1::Exporter {
+                isd_as: ases()[3].to_u64(),
+                router_id: 5,
+                name: "rd".into(),
+            };
+            let rep = report_from_packet(&exporter, r.receive_ns, r.ingress.ifid(), r.packet);
+            self.0.push(rep.expect("sink packets parse"));
+            true
+        }
+    }
+
+    /// The collector's keys: K(AS i -> A:collector) and the probe source's host-to-host key
+    /// K(A:RA -> A:collector).
+    fn collector_keys() -> (Vec<Aes128>, Aes128) {
+        let a = ases()[0];
+        let col = HostAddr::V4(COLLECTOR);
+        let as_keys = (0..4)
+            .map(|i| {
+                let asi = ases()[i];
+                let p = LocalProvider::new(asi, &secret(i), EPOCH).unwrap();
+                let (_, l1) = p.level1(Protocol::IDINT, asi, a, NOW_S).unwrap();
+                drkey::as_host(&l1.cipher(), &col).unwrap().cipher()
+            })
+            .collect();
+        let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
+        let (_, l1) = p.level1(Protocol::IDINT, a, a, NOW_S).unwrap();
+        let router = HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let ha = host_as(&l1.cipher(), &router).unwrap();
+        (as_keys, host_host(&ha.cipher(), &col).unwrap().cipher())
+    }
+
+    fn probe_trip(deliver: bool) -> (Vec<u8>, Disposition, Vec<v1::Report>, u64) {
+        let rs = routers();
+        let (_, src_key) = collector_keys();
+        let mut probes = ProbeSource::new(
+            ases()[0],
+            HostAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            ases()[0],
+            HostAddr::V4(COLLECTOR),
+        );
+        let mut raw_path = vec![0u8; path(&rs).buffer_len()];
+        path(&rs).emit(&mut raw_path).unwrap();
+        probes.add(
+            ProbeTarget {
+                dst_ia: ases()[3],
+                dst_host: HostAddr::V4(DST_HOST),
+                dst_port: 31000,
+                path_type: PathType::Scion,
+                path: raw_path,
+                interval_ns: 1_000_000_000,
+                request: ProbeRequest {
+                    encrypt: true,
+                    deliver,
+                    ..ProbeRequest::default()
+                },
+            },
+            NOW,
+        );
+        let mut buf = vec![0u8; 2048];
+        assert!(
+            probes.poll(NOW - 1, &src_key, &mut buf).is_none(),
+            "not due yet"
+        );
+        let probe = probes.poll(NOW, &src_key, &mut buf).unwrap().unwrap();
+        assert!(
+            probes.poll(NOW, &src_key, &mut buf[..0]).is_none(),
+            "one per interval"
+        );
+        assert_eq!(probes.next_due(), Some(NOW + 1_000_000_000));
+        buf.truncate(probe.len);
+        let len = buf.len();
+        let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+        let mut sink = stage(4, &rs).with_sink(Reports(Vec::new()));
+        let mut last = None;
+        for (r, (ingress, _)) in hops().into_iter().enumerate() {
+            let mut p = Processor::new(&rs[r]);
+            let d = if r == 4 {
+                p.process_with(&mut buf, len, ingress, NOW, &mut sink)
+            } else {
+                p.process_with(&mut buf, len, ingress, NOW, &mut stages[r])
+            };
+            last = Some(d);
+        }
+        let exported = sink.counters.exported;
+        (buf, last.unwrap(), sink.exporter.0, exported)
+    }
+
+    #[test]
+    fn a_probe_round_trip_produces_a_report_that_decodes_and_verifies() {
+        let (_, d, reports, exported) = probe_trip(false);
+        assert_eq!(d, Disposition::Drop(DropReason::TelemetryConsumed));
+        assert_eq!((reports.len(), exported), (1, 1));
+        // Through the wire format, as the collector receives it.
+        let batch = v1::ReportBatch {
+            exporter: reports[0].exporter.clone(),
+            sequence: 1,
+            reports,
+        };
+        let bytes = idint_report::Message::encode_to_vec(&batch);
+        let batch: v1::ReportBatch = idint_report::Message::decode(bytes.as_slice()).unwrap();
+        let rep = &batch.reports[0];
+        assert_eq!(rep.src_isd_as, ases()[0].to_u64());
+        assert_eq!(rep.dst_isd_as, ases()[3].to_u64());
+        assert_eq!(rep.ingress_interface, 6);
+        let path = rep.path.as_ref().unwrap();
+        let ifs: Vec<(u32, u32)> = path
+            .hop_fields
+            .iter()
+            .map(|h| (h.cons_ingress, h.cons_egress))
+            .collect();
+        assert_eq!(ifs, [(0, 1), (2, 3), (4, 5), (6, 0)]);
+        assert_eq!(rep.flow.as_ref().unwrap().dst_port, 31000);
+
+        let mut hbh = idint_hbh(rep).unwrap();
+        let mut idint = IdInt::locate(&mut hbh[..]).unwrap().unwrap();
+        assert!(idint.main().infrastructure() && idint.main().discard());
+        let (keys, src_key) = collector_keys();
+        let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
+        let n = open(&mut idint, &mut window, NOW, &src_key, |_, e| {
+            keys.get(usize::from(e.hop()))
+        })
+        .expect("the collector verifies the probe");
+        assert_eq!(n, 6, "source + RA, RB1, RB2, RC, RD");
+        let entries: Vec<DecodedEntry> = decode_entries(&idint).map(|e| e.unwrap()).collect();
+        let nodes: Vec<Option<u32>> = entries.iter().map(|e| e.metadata.node_id).collect();
+        assert_eq!(nodes, [None, Some(1), Some(2), Some(3), Some(4), Some(5)]);
+        // Bad input to the report helpers is an error, not a panic.
+        let mut broken = rep.clone();
+        broken.idint_stack.truncate(5);
+        assert!(idint_hbh(&broken).is_err());
+        assert!(report_from_packet(&v1::Exporter::default(), 0, 0, &[1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn without_d_the_sink_strips_the_options_and_delivers() {
+        let (pkt, d, reports, _) = probe_trip(true);
+        assert!(matches!(d, Disposition::Deliver { .. }));
+        assert_eq!(reports.len(), 1);
+        let r = hbh_range(&pkt);
+        assert!(
+            IdInt::locate(&pkt[r]).unwrap().is_none(),
+            "options are padding now"
+        );
+        let parsed = idint_wire::packet::Packet::parse(&pkt).unwrap();
+        assert!(parsed.payload_len_matches());
+    }
+}
