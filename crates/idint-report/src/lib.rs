@@ -132,7 +132,7 @@ pub fn report_from_packet(
 pub fn idint_hbh(report: &v1::Report) -> Result<Vec<u8>, ReportError> {
     let (m, s) = (&report.idint_main_option, &report.idint_stack);
     let total = 2 + m.len() + s.len();
-    if m.len() % 4 != 2 || s.len() % 4 != 0 || total > idint_wire::ext::MAX_LEN {
+    if m.len() % 4 != 2 || !s.len().is_multiple_of(4) || total > idint_wire::ext::MAX_LEN {
         return Err(ReportError::BadOptions("lengths"));
     }
     let mut hbh = Vec::with_capacity(total);

@@ -5,7 +5,10 @@
 //! allocates. AES-NI is detected at run time by the `aes` crate.
 
 pub use aes::Aes128;
-use aes::cipher::{BlockCipherEncrypt, KeyInit};
+use aes::cipher::consts::U16;
+use aes::cipher::{
+    Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
+};
 
 /// AES block size in bytes.
 pub const BLOCK_LEN: usize = 16;
@@ -44,7 +47,21 @@ impl<'k> CbcMac<'k> {
     }
 
     /// Feeds more input.
+    #[inline]
     pub fn update(&mut self, mut data: &[u8]) {
+        // Whole blocks while aligned: one 128-bit XOR and one block encryption each.
+        if self.fill == 0 {
+            while data.len() >= BLOCK_LEN {
+                let (block, rest) = data.split_at(BLOCK_LEN);
+                let mut b = [0u8; 16];
+                b.copy_from_slice(block);
+                let x = u128::from_ne_bytes(self.state) ^ u128::from_ne_bytes(b);
+                self.state = x.to_ne_bytes();
+                encrypt_in_place(self.cipher, &mut self.state);
+                self.blocks += 1;
+                data = rest;
+            }
+        }
         while !data.is_empty() {
             let take = (BLOCK_LEN - self.fill).min(data.len());
             for (s, d) in self.state[self.fill..self.fill + take]
@@ -84,16 +101,98 @@ pub fn cbc_mac(cipher: &Aes128, data: &[u8]) -> [u8; 16] {
 /// 32-bit big-endian counter starting at 0, one block per 16 bytes. Encryption and decryption
 /// are the same operation.
 pub fn ctr_apply(cipher: &Aes128, nonce: &[u8; 12], data: &mut [u8]) {
+    // Keystream blocks are independent: encrypt up to four at once so they pipeline.
+    const LANES: usize = 4;
     let mut counter: u32 = 0;
-    for chunk in data.chunks_mut(BLOCK_LEN) {
-        let mut block = [0u8; 16];
-        block[..12].copy_from_slice(nonce);
-        block[12..].copy_from_slice(&counter.to_be_bytes());
-        encrypt_in_place(cipher, &mut block);
-        for (d, k) in chunk.iter_mut().zip(block.iter()) {
-            *d ^= k;
+    for group in data.chunks_mut(BLOCK_LEN * LANES) {
+        let n = group.len().div_ceil(BLOCK_LEN);
+        let mut ks = [[0u8; 16]; LANES];
+        for b in ks.iter_mut().take(n) {
+            b[..12].copy_from_slice(nonce);
+            b[12..].copy_from_slice(&counter.to_be_bytes());
+            counter = counter.wrapping_add(1);
         }
-        counter = counter.wrapping_add(1);
+        encrypt_blocks(cipher, &mut ks[..n]);
+        for (chunk, k) in group.chunks_mut(BLOCK_LEN).zip(ks.iter()) {
+            for (d, k) in chunk.iter_mut().zip(k.iter()) {
+                *d ^= k;
+            }
+        }
+    }
+}
+
+/// Encrypts independent blocks in place in one pass with the key schedule loaded once, so
+/// several blocks are in flight at a time.
+#[inline]
+pub fn encrypt_blocks(cipher: &Aes128, blocks: &mut [[u8; 16]]) {
+    cipher.encrypt_with_backend(Blocks(blocks));
+}
+
+/// Runs `chain` (a CBC-MAC over `mac_blocks`, zero IV) and the encryption of the independent
+/// `keystream` blocks in one backend pass: the CPU overlaps the serial chain with the
+/// keystream. Returns the CBC-MAC.
+#[inline]
+pub fn cbc_mac_and_keystream(
+    cipher: &Aes128,
+    mac_blocks: &[[u8; 16]],
+    keystream: &mut [[u8; 16]],
+) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    cipher.encrypt_with_backend(MacAndStream {
+        mac_blocks,
+        keystream,
+        out: &mut out,
+    });
+    out
+}
+
+struct Blocks<'a>(&'a mut [[u8; 16]]);
+
+impl BlockSizeUser for Blocks<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for Blocks<'_> {
+    #[inline(always)]
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
+        for b in self.0.iter_mut() {
+            let mut x = Array::from(*b);
+            backend.encrypt_block_inplace(&mut x);
+            *b = x.into();
+        }
+    }
+}
+
+struct MacAndStream<'a> {
+    mac_blocks: &'a [[u8; 16]],
+    keystream: &'a mut [[u8; 16]],
+    out: &'a mut [u8; 16],
+}
+
+impl BlockSizeUser for MacAndStream<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for MacAndStream<'_> {
+    #[inline(always)]
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
+        for b in self.keystream.iter_mut() {
+            let mut x = Array::from(*b);
+            backend.encrypt_block_inplace(&mut x);
+            *b = x.into();
+        }
+        let mut state = 0u128;
+        for b in self.mac_blocks {
+            let mut x = Array::from((state ^ u128::from_ne_bytes(*b)).to_ne_bytes());
+            backend.encrypt_block_inplace(&mut x);
+            state = u128::from_ne_bytes(x.into());
+        }
+        if self.mac_blocks.is_empty() {
+            let mut x = Array::from([0u8; 16]);
+            backend.encrypt_block_inplace(&mut x);
+            state = u128::from_ne_bytes(x.into());
+        }
+        *self.out = state.to_ne_bytes();
     }
 }
 

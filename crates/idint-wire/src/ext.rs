@@ -252,6 +252,27 @@ pub fn emit_option(buf: &mut [u8], opt_type: u8, data: &[u8]) -> Result<usize> {
     Ok(total)
 }
 
+/// Like [`write_padding`] but writes only the Pad1/PadN headers and leaves the content bytes
+/// as they are, for a region that was already padding content (the zeros stay zeros).
+pub fn write_padding_headers(buf: &mut [u8]) {
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let n = rest.len();
+        if n == 1 {
+            rest[0] = opt_type::PAD1;
+            return;
+        }
+        let take = if n > 257 {
+            if n - 257 == 1 { 256 } else { 257 }
+        } else {
+            n
+        };
+        rest[0] = opt_type::PADN;
+        rest[1] = (take - 2) as u8;
+        rest = &mut rest[take..];
+    }
+}
+
 /// Fills `buf` entirely with padding options: nothing for an empty buffer, Pad1 for one byte,
 /// otherwise PadN options of at most 257 bytes each (zero data), with a final Pad1 where a
 /// single byte would remain.

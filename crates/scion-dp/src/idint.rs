@@ -45,10 +45,11 @@
 //!   delivery (size unchanged).
 
 use idint_wire::crypto::Aes128;
+use idint_wire::ext::opt_type;
 use idint_wire::idint::crypto::seal_entry;
-use idint_wire::idint::entry::SlotValue;
+use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, SlotValue, entry_len, flags as eflags};
 use idint_wire::idint::{
-    AggregationFunction, AggregationMode, EntryRepr, IdInt, Metadata, PushOutcome, Verifier,
+    AggregationFunction, AggregationMode, Entry, EntryRepr, IdInt, Metadata, PushOutcome, Verifier,
 };
 use idint_wire::scion::ScionHeader;
 use idint_wire::{HostAddr, IsdAsn};
@@ -562,6 +563,81 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let merge = !role.first && open && mode == AggregationMode::PerAs;
 
         let local_ia = router.local_ia();
+        if !merge {
+            // The common case: write the new entry straight into the stack.
+            let prev_mac = tos.mac();
+            let mut items = [0u8; 10];
+            let mut n_items = 0;
+            let mut mask = 0u8;
+            if bitmap & 0x8 != 0
+                && let Some(id) = source.node_id()
+            {
+                items[..4].copy_from_slice(&id.to_be_bytes());
+                n_items = 4;
+                mask |= 0x8;
+            }
+            for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
+                if bitmap & bit != 0 {
+                    items[n_items..n_items + 2].copy_from_slice(&v.to_be_bytes());
+                    n_items += 2;
+                    mask |= bit;
+                }
+            }
+            let mut values = [0u64; 4];
+            let mut widths = [0usize; 4];
+            let mut md_len = n_items;
+            for (k, ins) in instructions.iter().enumerate() {
+                let w = ins.data_len();
+                if w == 0 || ins.reserved_bit() {
+                    continue;
+                }
+                if let Some(v) = read_instruction(source, local_ia, ins.0, ctx) {
+                    values[k] = v;
+                    widths[k] = w;
+                    md_len += w;
+                }
+            }
+            let len = entry_len(encrypt, md_len);
+            let at = match idint.reserve(len).map_err(|_| Skip::Malformed)? {
+                PushOutcome::Pushed { offset } => offset,
+                PushOutcome::StackFull => {
+                    counters.stack_full += 1;
+                    return Ok(());
+                }
+            };
+            let e = idint.bytes_mut(at, len);
+            e[0] = opt_type::IDINT_ENTRY;
+            e[1] = (len - 2) as u8;
+            e[2] = (u8::from(role.first) * eflags::I)
+                | (u8::from(role.egress) * eflags::E)
+                | (u8::from(encrypt) * eflags::C);
+            e[3] = (hop & 0x3f) << 2;
+            let ml = widths.map(|w| (w / 2) as u16);
+            let word = (u16::from(mask) << 12) | (ml[0] << 9) | (ml[1] << 6) | (ml[2] << 3) | ml[3];
+            e[4..6].copy_from_slice(&word.to_be_bytes());
+            let mut p = NONCE_OFFSET;
+            if encrypt {
+                e[p..p + NONCE_LEN].copy_from_slice(&nonces.nonce());
+                p += NONCE_LEN;
+            }
+            e[p..p + n_items].copy_from_slice(&items[..n_items]);
+            p += n_items;
+            for k in 0..4 {
+                let w = widths[k];
+                if w != 0 {
+                    e[p..p + w].copy_from_slice(&values[k].to_be_bytes()[8 - w..]);
+                    p += w;
+                }
+            }
+            e[p..len].fill(0);
+            seal_entry(key, &mut Entry::new_unchecked(e), prev_mac);
+            counters.pushed += 1;
+            if encrypt {
+                counters.encrypted += 1;
+            }
+            return Ok(());
+        }
+
         let mut md = Metadata::default();
         if bitmap & 0x8 != 0 {
             md.node_id = source.node_id();
@@ -589,44 +665,19 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 });
             }
         }
-
-        let (entry, prev_mac) = if merge {
-            let old = EntryRepr::parse(&tos).map_err(|_| Skip::Malformed)?;
-            let prev = idint.mac_below(tos_at).ok_or(Skip::Malformed)?;
-            let e = EntryRepr {
-                source: false,
-                ingress: old.ingress,
-                egress: role.last,
-                aggregated: true,
-                nonce: None,
-                hop: old.hop,
-                metadata: aggregate(&old.metadata, &md, functions, widths),
-                mac: [0; 4],
-            };
-            (e, prev)
-        } else {
-            let e = EntryRepr {
-                source: false,
-                ingress: role.first,
-                egress: role.egress,
-                aggregated: false,
-                nonce: None,
-                hop: hop & 0x3f,
-                metadata: md,
-                mac: [0; 4],
-            };
-            (e, tos.mac())
+        let old = EntryRepr::parse(&tos).map_err(|_| Skip::Malformed)?;
+        let prev_mac = idint.mac_below(tos_at).ok_or(Skip::Malformed)?;
+        let entry = EntryRepr {
+            source: false,
+            ingress: old.ingress,
+            egress: role.last,
+            aggregated: true,
+            nonce: encrypt.then(|| nonces.nonce()),
+            hop: old.hop,
+            metadata: aggregate(&old.metadata, &md, functions, widths),
+            mac: [0; 4],
         };
-        let mut entry = entry;
-        if encrypt {
-            entry.nonce = Some(nonces.nonce());
-        }
-        let written = if merge {
-            idint.replace_tos(&entry)
-        } else {
-            idint.push(&entry)
-        };
-        let at = match written.map_err(|_| Skip::Malformed)? {
+        let at = match idint.replace_tos(&entry).map_err(|_| Skip::Malformed)? {
             PushOutcome::Pushed { offset } => offset,
             PushOutcome::StackFull => {
                 counters.stack_full += 1;
@@ -637,11 +688,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return Err(Skip::Malformed);
         };
         seal_entry(key, &mut e, prev_mac);
-        if merge {
-            counters.aggregated += 1;
-        } else {
-            counters.pushed += 1;
-        }
+        counters.aggregated += 1;
         if encrypt {
             counters.encrypted += 1;
         }

@@ -11,10 +11,10 @@
 
 use core::fmt;
 
-use super::entry::{Entry, MAC_LEN, NONCE_LEN};
+use super::entry::{Entry, MAC_LEN, NONCE_LEN, NONCE_OFFSET};
 use super::main_option::flags;
 use super::stack::IdInt;
-use crate::crypto::{Aes128, CbcMac, ct_eq, ctr_apply};
+use crate::crypto::{Aes128, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply};
 use crate::error::Error;
 
 /// Why a telemetry stack did not verify.
@@ -93,15 +93,63 @@ fn apply_ctr(key: &Aes128, entry: &mut Entry<&mut [u8]>) {
 }
 
 /// Writes the MAC of a plaintext entry (chained to `prev_mac`) and encrypts it if its C flag
-/// is set. Returns the entry's MAC as it is now on the wire.
+/// is set. Returns the entry's MAC as it is now on the wire. The keystream and the MAC chain
+/// are computed in one AES pass (the keystream does not depend on the MAC).
 pub fn seal_entry(
     key: &Aes128,
     entry: &mut Entry<&mut [u8]>,
     prev_mac: [u8; MAC_LEN],
 ) -> [u8; MAC_LEN] {
-    let mac = entry_mac(key, entry.as_bytes(), prev_mac);
-    entry.set_mac(mac);
-    apply_ctr(key, entry);
+    // Router entries are at most 6 + 12 + 42 + 4 = 64 bytes: small scratch for them; any
+    // entry is at most 257 bytes (OptDataLen is one byte): 17 blocks.
+    if entry.total_len() <= 80 {
+        seal_with::<5>(key, entry, prev_mac)
+    } else {
+        seal_with::<17>(key, entry, prev_mac)
+    }
+}
+
+#[inline(always)]
+fn seal_with<const MAX_BLOCKS: usize>(
+    key: &Aes128,
+    entry: &mut Entry<&mut [u8]>,
+    prev_mac: [u8; MAC_LEN],
+) -> [u8; MAC_LEN] {
+    let nonce = entry.nonce();
+    let bytes = entry.as_bytes();
+    let len = bytes.len();
+    let mut blocks = [[0u8; 16]; MAX_BLOCKS];
+    let n = len.div_ceil(16).min(MAX_BLOCKS);
+    for (i, chunk) in bytes[..len - MAC_LEN].chunks(16).enumerate() {
+        blocks[i][..chunk.len()].copy_from_slice(chunk);
+    }
+    let at = len - MAC_LEN;
+    for (k, b) in prev_mac.iter().enumerate() {
+        blocks[(at + k) / 16][(at + k) % 16] = *b;
+    }
+    let mut ks = [[0u8; 16]; MAX_BLOCKS];
+    let enc_from = NONCE_OFFSET + NONCE_LEN;
+    let nks = match nonce {
+        Some(nonce) => {
+            let nks = (len - enc_from).div_ceil(16).min(MAX_BLOCKS);
+            for (c, b) in ks[..nks].iter_mut().enumerate() {
+                b[..12].copy_from_slice(&nonce);
+                b[12..].copy_from_slice(&(c as u32).to_be_bytes());
+            }
+            nks
+        }
+        None => 0,
+    };
+    let full = cbc_mac_and_keystream(key, &blocks[..n], &mut ks[..nks]);
+    entry.set_mac(first4(full));
+    if nks > 0 {
+        let part = entry.encrypted_part_mut();
+        for (chunk, k) in part.chunks_mut(16).zip(ks.iter()) {
+            for (d, k) in chunk.iter_mut().zip(k.iter()) {
+                *d ^= k;
+            }
+        }
+    }
     entry.mac()
 }
 

@@ -242,23 +242,54 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     /// and the error says so.
     pub fn push(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
         let len = entry.buffer_len();
-        let stack = self.stack_range();
-        let used = self.used_len();
-        if entry.source != (used == 0) {
+        if entry.source != (self.used_len() == 0) {
             return Err(Error::invalid(Layer::IdIntStack, "source entry position"));
         }
-        let at = stack.start + used;
-        if at + len > stack.end {
+        let outcome = self.reserve(len)?;
+        if let PushOutcome::Pushed { offset } = outcome {
+            entry.emit(&mut self.buffer.as_mut()[offset..offset + len])?;
+        }
+        Ok(outcome)
+    }
+
+    /// Makes room for a new entry of `len` bytes (a multiple of 4) where the padding starts:
+    /// re-writes the padding headers after it (only the headers: the rest of the old padding
+    /// stays as it was) and points TOS at it. The caller writes the entry into
+    /// [`Self::bytes_mut`]`(offset, len)` next; until then the stack is not valid. If it does
+    /// not fit, sets X and changes nothing else.
+    pub fn reserve(&mut self, len: usize) -> Result<PushOutcome> {
+        let stack = self.stack_range();
+        let free = stack.start + self.used_len();
+        if len < super::entry::MIN_LEN || !len.is_multiple_of(4) {
+            return Err(Error::invalid(Layer::IdIntEntry, "length"));
+        }
+        let end = free + len;
+        if end > stack.end {
             self.main_mut().set_stack_full(true);
             return Ok(PushOutcome::StackFull);
         }
-        let tos = (at - stack.start) / 4;
-        let tos = u8::try_from(tos).map_err(|_| Error::invalid(Layer::IdIntMain, "TOS"))?;
+        let tos = u8::try_from((free - stack.start) / 4)
+            .map_err(|_| Error::invalid(Layer::IdIntMain, "TOS"))?;
         let b = self.buffer.as_mut();
-        entry.emit(&mut b[at..at + len])?;
-        ext::write_padding(&mut b[at + len..stack.end]);
+        // The first old padding option that starts at or after the new entry's end: the
+        // padding from there on is still valid.
+        let mut pos = free;
+        while pos < end {
+            pos += match b[pos] {
+                opt_type::PAD1 => 1,
+                _ => 2 + usize::from(b[pos + 1]),
+            };
+        }
+        ext::write_padding_headers(&mut b[end..pos.min(stack.end)]);
         self.main_mut().set_tos_words(tos);
-        Ok(PushOutcome::Pushed { offset: at })
+        Ok(PushOutcome::Pushed { offset: free })
+    }
+
+    /// `len` bytes at `offset` of the HBH header, writable (for an entry made room for with
+    /// [`Self::reserve`]).
+    pub fn bytes_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
+        let end = self.stack_range().end;
+        &mut self.buffer.as_mut()[offset..(offset + len).min(end)]
     }
 }
 
