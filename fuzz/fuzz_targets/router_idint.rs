@@ -1,0 +1,173 @@
+//! Arbitrary packets, or mutations of reference router cases carrying an ID-INT request,
+//! through routers R and C of `router_cases.json` with the ID-INT stage (sink role on).
+//! Checks: no panic; single and burst processing agree byte for byte (same nonces); packets
+//! that leave keep their length; a packet that got an entry still holds a well-formed stack.
+//!
+//! Input: byte 0 = selector (bit 0 router, bits 1-2 ingress kind, bits 3-4 aggregation mode,
+//! bit 5 encryption, bit 7 mutation mode), byte 1 = ingress interface; in mutation mode byte 2
+//! picks a case whose ID-INT version is XORed with the remaining bytes, otherwise the
+//! remaining bytes are the packet.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::idint::{AggregationMode, IdInt, Instruction, RequestBuilder};
+use idint_wire::{HostAddr, IsdAsn};
+use libfuzzer_sys::fuzz_target;
+use scion_dp::idint::{IdIntStage, NonceSource, ReportExporter, SinkRecord, VerifierKeys};
+use scion_dp::telemetry::{HopContext, TelemetrySource};
+use scion_dp::{Disposition, Ingress, PacketSlot, Processor};
+use scion_dp_replay::CaseFile;
+
+const CASES: &str = include_str!("../../../shared/vectors/scion/router_cases.json");
+const ROOM: usize = 2048;
+
+fn cases() -> &'static CaseFile {
+    static FILE: OnceLock<CaseFile> = OnceLock::new();
+    FILE.get_or_init(|| CaseFile::parse(CASES).expect("router cases"))
+}
+
+struct Keys(Aes128);
+impl VerifierKeys for Keys {
+    fn as_host_key(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<&Aes128> {
+        Some(&self.0)
+    }
+}
+
+struct Source;
+impl TelemetrySource for Source {
+    fn node_id(&self) -> Option<u32> {
+        Some(3)
+    }
+    fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        Some(c.now_ns)
+    }
+    fn uptime_s(&mut self) -> Option<u32> {
+        Some(77)
+    }
+}
+
+struct Seq(u64);
+impl NonceSource for Seq {
+    fn nonce(&mut self) -> [u8; 12] {
+        self.0 += 1;
+        let mut n = [0u8; 12];
+        n[4..].copy_from_slice(&self.0.to_be_bytes());
+        n
+    }
+}
+
+struct Count(usize);
+impl ReportExporter for Count {
+    fn export(&mut self, r: &SinkRecord<'_>) -> bool {
+        self.0 += r.packet.len();
+        true
+    }
+}
+
+fn stage() -> IdIntStage<Keys, Source, Seq, Count> {
+    IdIntStage::new(Keys(aes128(&[7; 16])), Source, Seq(0)).with_sink(Count(0))
+}
+
+/// `input` with an ID-INT request inserted after the SCION header.
+fn with_request(input: &[u8], mode: AggregationMode, encrypt: bool) -> Vec<u8> {
+    let req = RequestBuilder {
+        encrypt,
+        infrastructure: true,
+        mode,
+        inst_bitmap: 0xf,
+        instructions: [
+            Instruction(0x82),
+            Instruction(0x49),
+            Instruction(0x4f),
+            Instruction(0xc1),
+        ],
+        stack_len_words: 40,
+        ..RequestBuilder::new(12345)
+    };
+    let hl = usize::from(input[5]) * 4;
+    let mut hbh = vec![0u8; req.hbh_len()];
+    req.emit_signed(&mut hbh, input[4], &aes128(&[1; 16])).expect("request");
+    let mut out = input[..hl].to_vec();
+    out.extend_from_slice(&hbh);
+    out.extend_from_slice(&input[hl..]);
+    out[4] = idint_wire::ext::HBH;
+    let pl = u16::from_be_bytes([out[6], out[7]]).wrapping_add(hbh.len() as u16);
+    out[6..8].copy_from_slice(&pl.to_be_bytes());
+    out
+}
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 3 {
+        return;
+    }
+    let file = cases();
+    let (sel, ifid) = (data[0], u16::from(data[1]));
+    let router = &file.routers[if sel & 1 == 0 { "R" } else { "C" }];
+    let ingress = match (sel >> 1) & 3 {
+        0 => Ingress::Internal,
+        1 => Ingress::Sibling(ifid),
+        _ => Ingress::External(ifid),
+    };
+    let mode = AggregationMode::from_bits(sel >> 3);
+    let packet: Vec<u8> = if sel & 0x80 != 0 {
+        let case = &file.cases[usize::from(data[2]) % file.cases.len()];
+        if case.input.len() < 12 {
+            return;
+        }
+        let mut p = with_request(&case.input, mode, sel & 0x20 != 0);
+        for (i, x) in data[3..].iter().enumerate() {
+            let n = p.len();
+            p[i % n] ^= x;
+        }
+        p
+    } else {
+        data[2..].to_vec()
+    };
+    if packet.len() > ROOM {
+        return;
+    }
+    let len = packet.len();
+
+    let mut single = vec![0u8; ROOM];
+    single[..len].copy_from_slice(&packet);
+    let mut st = stage();
+    let d = Processor::new(router).process_with(&mut single, len, ingress, file.now_ns, &mut st);
+
+    let mut burst = vec![0u8; ROOM];
+    burst[..len].copy_from_slice(&packet);
+    let mut sb = stage();
+    let mut slots = [PacketSlot {
+        buf: &mut burst[..],
+        len,
+        ingress,
+        disposition: None,
+    }];
+    Processor::new(router).process_burst_with(&mut slots, file.now_ns, &mut sb);
+    assert_eq!(slots[0].disposition, Some(d), "burst and single disagree");
+    assert_eq!(&burst[..], &single[..], "burst and single wrote different bytes");
+    assert_eq!(sb.counters, st.counters);
+
+    if st.counters.pushed + st.counters.aggregated > 0 {
+        assert!(matches!(
+            d,
+            Disposition::Forward { .. } | Disposition::Sibling { .. } | Disposition::Deliver { .. }
+        ));
+        let hl = usize::from(single[5]) * 4;
+        let hbh_len = (usize::from(single[hl + 1]) + 1) * 4;
+        if st.counters.stripped == 0 {
+            let idint = IdInt::locate(&single[hl..hl + hbh_len])
+                .expect("stack still parses")
+                .expect("still ID-INT");
+            idint.check().expect("stack still well-formed");
+        } else {
+            assert!(IdInt::locate(&single[hl..hl + hbh_len]).unwrap().is_none());
+        }
+    }
+    // Packets keep their size: nothing beyond the original length was written unless the
+    // router answered with an SCMP message.
+    if !matches!(d, Disposition::Reply { .. }) {
+        assert!(single[len..].iter().all(|&b| b == 0), "wrote past the packet");
+    }
+});
