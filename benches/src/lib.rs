@@ -1,6 +1,8 @@
 //! Shared helpers for the criterion benchmarks in `benches/benches/`: realistic packets built
 //! with idint-wire.
 
+pub mod idint_fixture;
+
 use idint_wire::idint::entry::SlotValue;
 use idint_wire::idint::{
     AggregationMode, EntryRepr, IdInt, Instruction, Metadata, PushOutcome, RequestBuilder, Verifier,

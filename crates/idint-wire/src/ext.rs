@@ -49,6 +49,7 @@ impl<T: AsRef<[u8]>> ExtHeader<T> {
     }
 
     /// Wraps `buffer` and checks that it holds the whole header.
+    #[inline]
     pub fn new_checked(buffer: T, layer: Layer) -> Result<Self> {
         let h = Self::new_unchecked(buffer, layer);
         h.check_len()?;
@@ -57,6 +58,7 @@ impl<T: AsRef<[u8]>> ExtHeader<T> {
 
     /// Checks that the buffer holds the 2 fixed bytes and the `(ExtLen + 1) * 4` bytes they
     /// announce.
+    #[inline]
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         crate::error::need(self.layer, b, field::OPTIONS)?;

@@ -44,18 +44,23 @@
 //!   [`DropReason::TelemetryConsumed`]) or turns the ID-INT options into padding before
 //!   delivery (size unchanged).
 
+use aes::cipher::consts::U16;
+use aes::cipher::{Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockSizeUser};
 use idint_wire::crypto::Aes128;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::crypto::seal_entry;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, SlotValue, entry_len, flags as eflags};
 use idint_wire::idint::{
-    AggregationFunction, AggregationMode, Entry, EntryRepr, IdInt, Metadata, PushOutcome, Verifier,
+    AggregationFunction, AggregationMode, Entry, EntryRepr, IdInt, Metadata, PushOutcome,
 };
 use idint_wire::scion::ScionHeader;
-use idint_wire::{HostAddr, IsdAsn};
+use idint_wire::{AddrType, HostAddr, IsdAsn};
+
+use alloc::boxed::Box;
 
 use crate::config::Router;
 use crate::outcome::{Disposition, DropReason, Ingress};
+use crate::process::{BurstPacket, MAX_BURST};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 /// The AS→host keys a router uses for ID-INT entries.
@@ -101,7 +106,12 @@ pub trait NonceSource {
 pub struct CtrDrbg {
     cipher: Aes128,
     counter: u128,
+    /// Nonces generated ahead (one pipelined AES pass per refill).
+    ready: [[u8; 16]; DRBG_AHEAD],
+    used: usize,
 }
+
+const DRBG_AHEAD: usize = 8;
 
 impl CtrDrbg {
     /// A generator from 32 secret random bytes (key and initial counter).
@@ -113,7 +123,19 @@ impl CtrDrbg {
         CtrDrbg {
             cipher: idint_wire::crypto::aes128(&key),
             counter: u128::from_be_bytes(ctr),
+            ready: [[0; 16]; DRBG_AHEAD],
+            used: DRBG_AHEAD,
         }
+    }
+
+    #[cold]
+    fn refill(&mut self) {
+        for b in self.ready.iter_mut() {
+            *b = self.counter.to_be_bytes();
+            self.counter = self.counter.wrapping_add(1);
+        }
+        idint_wire::crypto::encrypt_blocks(&self.cipher, &mut self.ready);
+        self.used = 0;
     }
 }
 
@@ -126,12 +148,12 @@ impl core::fmt::Debug for CtrDrbg {
 impl NonceSource for CtrDrbg {
     #[inline]
     fn nonce(&mut self) -> [u8; 12] {
-        use aes::cipher::BlockCipherEncrypt;
-        let mut block = self.counter.to_be_bytes();
-        self.counter = self.counter.wrapping_add(1);
-        self.cipher.encrypt_block((&mut block).into());
+        if self.used == DRBG_AHEAD {
+            self.refill();
+        }
         let mut n = [0u8; 12];
-        n.copy_from_slice(&block[..12]);
+        n.copy_from_slice(&self.ready[self.used][..12]);
+        self.used += 1;
         n
     }
 }
@@ -259,6 +281,28 @@ pub trait ForwardingHook {
         pkt: &Forwarded,
         d: &mut Disposition,
     );
+
+    /// As [`Self::after_forwarding`] for packet `slot` of a burst; work that does not change
+    /// the decision may be deferred to [`Self::finish_burst`].
+    #[inline]
+    fn after_forwarding_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        let _ = slot;
+        self.after_forwarding(router, buf, pkt, d);
+    }
+
+    /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
+    /// `slot`). Called once per burst of at most 32 packets.
+    #[inline]
+    fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
+        let _ = pkts;
+    }
 }
 
 impl ForwardingHook for () {
@@ -281,6 +325,10 @@ pub struct IdIntStage<K, S, N = CtrDrbg, X = NoExport> {
     pub sink: bool,
     /// What happened so far.
     pub counters: IdIntCounters,
+    /// MACs and keystreams deferred to the end of a burst.
+    batch: Box<SealBatch>,
+    /// The burst slot of the packet being processed, if sealing may be deferred.
+    defer_slot: Option<u8>,
 }
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, NoExport> {
@@ -293,6 +341,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, No
             exporter: NoExport,
             sink: false,
             counters: IdIntCounters::default(),
+            batch: SealBatch::new(),
+            defer_slot: None,
         }
     }
 }
@@ -307,6 +357,8 @@ impl<K, S, N, X> IdIntStage<K, S, N, X> {
             exporter,
             sink: true,
             counters: self.counters,
+            batch: self.batch,
+            defer_slot: None,
         }
     }
 }
@@ -413,6 +465,24 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         };
         self.apply(router, buf, pkt, out, d);
     }
+
+    #[inline]
+    fn after_forwarding_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        self.defer_slot = u8::try_from(slot).ok();
+        self.after_forwarding(router, buf, pkt, d);
+        self.defer_slot = None;
+    }
+
+    fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
+        self.counters.no_key += self.batch.run(&mut self.keys, pkts);
+    }
 }
 
 /// Where a packet goes, as the ID-INT roles see it.
@@ -449,12 +519,22 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let sink_here;
         let discard;
         {
-            let mut idint = match IdInt::locate(&mut *hbh) {
+            // The main option is almost always the first option: skip the option walk then.
+            let found = if hbh.get(2) == Some(&opt_type::IDINT_MAIN) {
+                IdInt::new_checked(&mut *hbh, 2).map(Some)
+            } else {
+                IdInt::locate(&mut *hbh)
+            };
+            let mut idint = match found {
                 Ok(Some(v)) => v,
                 Ok(None) => return,
-                Err(_) => {
+                Err(e) => {
                     self.counters.packets += 1;
-                    self.counters.malformed += 1;
+                    if matches!(e, idint_wire::Error::Unsupported { .. }) {
+                        self.counters.unsupported += 1;
+                    } else {
+                        self.counters.malformed += 1;
+                    }
                     return;
                 }
             };
@@ -474,7 +554,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 egress: out.egress,
                 last: out.last,
             };
-            match self.write(router, head, &mut idint, role, f.hop, &ctx) {
+            let defer = if sink_here { None } else { self.defer_slot };
+            match self.write(router, head, &mut idint, role, f.hop, &ctx, (hl, defer)) {
                 Ok(()) => {}
                 Err(Skip::Malformed) => self.counters.malformed += 1,
                 Err(Skip::Unsupported) => self.counters.unsupported += 1,
@@ -502,7 +583,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
     }
 
-    /// Writes (or aggregates) this router's entry.
+    /// Writes (or aggregates) this router's entry. `(hbh_at, defer)`: where the HBH header
+    /// starts in the packet and, in a burst, the packet's slot (its MAC may then be deferred).
+    #[allow(clippy::too_many_arguments)]
     fn write(
         &mut self,
         router: &Router,
@@ -511,12 +594,14 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         role: Role,
         hop: u8,
         ctx: &HopContext,
+        (hbh_at, defer): (usize, Option<u8>),
     ) -> Result<(), Skip> {
         let IdIntStage {
             keys,
             source,
             nonces,
             counters,
+            batch,
             ..
         } = self;
         let main = idint.main();
@@ -533,39 +618,59 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             counters.delayed += 1;
             return Ok(());
         }
-        let Some((tos_at, tos)) = idint.tos_entry() else {
+        let Some(top) = idint.top() else {
             return Err(Skip::Malformed);
         };
-        let (ia, host) = match main.verifier() {
-            Verifier::ThirdParty { ia, host } => (ia, host),
-            v => {
+        // The verifier as raw integers (cheap to compare); a HostAddr is built only when the
+        // key has to be looked up.
+        let id = match main.verifier_code() {
+            0 => {
+                let b = main.as_bytes();
+                let t = main.verifier_addr_type();
+                VerifierId::new(read_u64(b, 22), t, &b[30..30 + t.addr_len()])
+            }
+            code @ (1 | 2) => {
                 let h = ScionHeader::new_checked(head).map_err(|_| Skip::Malformed)?;
-                if v == Verifier::Source {
-                    (h.src_ia(), h.src_host())
+                if code == 2 {
+                    VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes())
                 } else {
-                    (h.dst_ia(), h.dst_host())
+                    VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes())
                 }
             }
+            _ => return Err(Skip::Unsupported),
         };
-        if main.verifier_code() == 3 || !matches!(host, HostAddr::V4(_) | HostAddr::V6(_)) {
+        if id.ty != AddrType::IPV4.nibble() && id.ty != AddrType::IPV6.nibble() {
             return Err(Skip::Unsupported);
         }
-        let Some(key) = keys.as_host_key(ia, &host, ctx.now_ns) else {
-            counters.no_key += 1;
-            return Ok(());
+        // In a burst, a verifier seen before in the same burst already has its key in the
+        // batch's table.
+        let in_table = if defer.is_some() {
+            batch.key_index(&id)
+        } else {
+            None
+        };
+        let looked_up = match in_table {
+            Some(_) => None,
+            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
+                Some(k) => Some(k),
+                None => {
+                    counters.no_key += 1;
+                    return Ok(());
+                }
+            },
         };
         let encrypt = close && main.encrypt();
         let bitmap = main.inst_bitmap();
         let instructions = main.instructions();
-        let functions = main.aggregation_functions();
 
-        let open = !tos.is_source() && tos.ingress() && !tos.egress() && !tos.encrypted();
+        let f = top.flags;
+        let open = f & (eflags::S | eflags::I | eflags::E | eflags::C) == eflags::I;
         let merge = !role.first && open && mode == AggregationMode::PerAs;
 
         let local_ia = router.local_ia();
         if !merge {
             // The common case: write the new entry straight into the stack.
-            let prev_mac = tos.mac();
+            let prev_mac = top.mac;
             let mut items = [0u8; 10];
             let mut n_items = 0;
             let mut mask = 0u8;
@@ -630,7 +735,22 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 }
             }
             e[p..len].fill(0);
-            seal_entry(key, &mut Entry::new_unchecked(e), prev_mac);
+            let mut deferred = false;
+            if let Some(slot) = defer
+                && let Some(k) = in_table.or_else(|| batch.add_id(id))
+            {
+                deferred = batch.defer(slot, hbh_at + at, e, prev_mac, k, ctx.now_ns);
+            }
+            if !deferred {
+                let key = match looked_up {
+                    Some(key) => key,
+                    None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
+                        Some(key) => key,
+                        None => return Err(Skip::Malformed),
+                    },
+                };
+                seal_entry(key, &mut Entry::new_unchecked(e), prev_mac);
+            }
             counters.pushed += 1;
             if encrypt {
                 counters.encrypted += 1;
@@ -665,8 +785,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 });
             }
         }
-        let old = EntryRepr::parse(&tos).map_err(|_| Skip::Malformed)?;
-        let prev_mac = idint.mac_below(tos_at).ok_or(Skip::Malformed)?;
+        let old = idint
+            .entry_at(top.offset)
+            .and_then(|e| EntryRepr::parse(&e))
+            .map_err(|_| Skip::Malformed)?;
+        let prev_mac = idint.mac_below(top.offset).ok_or(Skip::Malformed)?;
         let entry = EntryRepr {
             source: false,
             ingress: old.ingress,
@@ -674,7 +797,12 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             aggregated: true,
             nonce: encrypt.then(|| nonces.nonce()),
             hop: old.hop,
-            metadata: aggregate(&old.metadata, &md, functions, widths),
+            metadata: aggregate(
+                &old.metadata,
+                &md,
+                idint.main().aggregation_functions(),
+                widths,
+            ),
             mac: [0; 4],
         };
         let at = match idint.replace_tos(&entry).map_err(|_| Skip::Malformed)? {
@@ -687,12 +815,280 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let Ok(mut e) = idint.entry_at_mut(at) else {
             return Err(Skip::Malformed);
         };
+        let key = match looked_up {
+            Some(key) => key,
+            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
+                Some(key) => key,
+                None => return Err(Skip::Malformed),
+            },
+        };
         seal_entry(key, &mut e, prev_mac);
         counters.aggregated += 1;
         if encrypt {
             counters.encrypted += 1;
         }
         Ok(())
+    }
+}
+
+/// A verifier (ISD-AS and IPv4/IPv6 host) as plain integers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct VerifierId {
+    ia: u64,
+    host: u128,
+    ty: u8,
+}
+
+impl VerifierId {
+    /// From raw host bytes (4 for IPv4, 16 for IPv6; anything else keeps its type only and
+    /// is refused by the caller).
+    #[inline]
+    fn new(ia: u64, t: AddrType, raw: &[u8]) -> Self {
+        let host = if let Ok(b) = <[u8; 16]>::try_from(raw) {
+            u128::from_be_bytes(b)
+        } else if let Ok(b) = <[u8; 4]>::try_from(raw) {
+            u128::from(u32::from_be_bytes(b)) << 96
+        } else {
+            0
+        };
+        VerifierId {
+            ia,
+            host,
+            ty: t.nibble(),
+        }
+    }
+
+    fn ia(&self) -> IsdAsn {
+        IsdAsn::from_u64(self.ia)
+    }
+
+    fn host(&self) -> HostAddr {
+        let b = self.host.to_be_bytes();
+        if self.ty == AddrType::IPV4.nibble() {
+            HostAddr::V4(core::net::Ipv4Addr::new(b[0], b[1], b[2], b[3]))
+        } else {
+            HostAddr::V6(core::net::Ipv6Addr::from(b))
+        }
+    }
+}
+
+fn read_u64(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(x)
+}
+
+/// Entries up to this length are sealed in the burst pass (router entries are at most 64).
+const BATCH_ENTRY_MAX: usize = 80;
+const BATCH_BLOCKS: usize = BATCH_ENTRY_MAX / 16;
+/// Distinct verifier keys one burst can batch; packets for further keys are sealed at once.
+const BATCH_KEYS: usize = 4;
+
+/// One deferred entry: its MAC input and keystream counter blocks, and where it is.
+#[derive(Clone, Copy, Default)]
+struct SealJob {
+    slot: u8,
+    key: u8,
+    n_blocks: u8,
+    n_ks: u8,
+    len: u8,
+    at: u16,
+    blocks: [[u8; 16]; BATCH_BLOCKS],
+    ks: [[u8; 16]; BATCH_BLOCKS],
+}
+
+/// The entries of a burst waiting for their MACs (and keystreams): sealed together at the end
+/// of the burst, several AES chains in flight at once instead of one after the other.
+struct SealBatch {
+    jobs: [SealJob; MAX_BURST],
+    n: usize,
+    /// The verifiers of the burst; their keys are looked up once each when the batch runs.
+    keys: [Option<VerifierId>; BATCH_KEYS],
+    now_ns: u64,
+}
+
+impl core::fmt::Debug for SealBatch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SealBatch")
+            .field("pending", &self.n)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SealBatch {
+    fn new() -> Box<Self> {
+        Box::new(SealBatch {
+            jobs: [SealJob::default(); MAX_BURST],
+            n: 0,
+            keys: [None; BATCH_KEYS],
+            now_ns: 0,
+        })
+    }
+
+    /// The table index of verifier `id`, if this burst has it.
+    #[inline]
+    fn key_index(&self, id: &VerifierId) -> Option<u8> {
+        self.keys
+            .iter()
+            .position(|k| k.as_ref() == Some(id))
+            .map(|k| k as u8)
+    }
+
+    /// Adds a verifier to the table; `None` if the table is full.
+    fn add_id(&mut self, id: VerifierId) -> Option<u8> {
+        let k = self.keys.iter().position(Option::is_none)?;
+        self.keys[k] = Some(id);
+        Some(k as u8)
+    }
+
+    /// Queues the entry `e` (at packet offset `at` of burst slot `slot`) under key `k`; false
+    /// if it must be sealed now (too long, batch full).
+    #[allow(clippy::too_many_arguments)]
+    fn defer(
+        &mut self,
+        slot: u8,
+        at: usize,
+        e: &[u8],
+        prev_mac: [u8; 4],
+        k: u8,
+        now_ns: u64,
+    ) -> bool {
+        let len = e.len();
+        if len > BATCH_ENTRY_MAX || self.n == MAX_BURST || at > usize::from(u16::MAX) {
+            return false;
+        }
+        self.now_ns = now_ns;
+        let j = &mut self.jobs[self.n];
+        j.slot = slot;
+        j.key = k;
+        j.len = len as u8;
+        j.at = at as u16;
+        j.n_blocks = len.div_ceil(16) as u8;
+        // The MAC input: the entry with the previous MAC in its MAC field, zero-filled to
+        // whole blocks.
+        let mut flat = [0u8; BATCH_ENTRY_MAX];
+        flat[..len - 4].copy_from_slice(&e[..len - 4]);
+        flat[len - 4..len].copy_from_slice(&prev_mac);
+        for (b, c) in j.blocks.iter_mut().zip(flat.chunks_exact(16)) {
+            b.copy_from_slice(c);
+        }
+        j.n_ks = 0;
+        if e[2] & eflags::C != 0 {
+            let enc_from = NONCE_OFFSET + NONCE_LEN;
+            let n_ks = (len - enc_from).div_ceil(16);
+            for (c, b) in j.ks[..n_ks].iter_mut().enumerate() {
+                b[..12].copy_from_slice(&e[NONCE_OFFSET..enc_from]);
+                b[12..].copy_from_slice(&(c as u32).to_be_bytes());
+            }
+            j.n_ks = n_ks as u8;
+        }
+        self.n += 1;
+        true
+    }
+
+    /// Seals every queued entry into its packet.
+    /// Returns how many entries could not be sealed because their key was no longer
+    /// available (their MAC stays zero, so verifiers reject them).
+    fn run<P: BurstPacket, K: VerifierKeys>(&mut self, keys: &mut K, pkts: &mut [P]) -> u64 {
+        let mut lost = 0;
+        if self.n == 0 {
+            // Keys are only valid for the burst (its processing time): never carry them over.
+            self.keys = [None; BATCH_KEYS];
+            return 0;
+        }
+        let mut macs = [[0u8; 16]; MAX_BURST];
+        let mut failed = [false; BATCH_KEYS];
+        for (k, fail) in failed.iter_mut().enumerate() {
+            let Some(id) = self.keys[k] else {
+                continue;
+            };
+            let Some(cipher) = keys.as_host_key(id.ia(), &id.host(), self.now_ns) else {
+                *fail = true;
+                lost += self.jobs[..self.n]
+                    .iter()
+                    .filter(|j| usize::from(j.key) == k)
+                    .count() as u64;
+                continue;
+            };
+            use aes::cipher::BlockCipherEncrypt;
+            cipher.encrypt_with_backend(Lanes {
+                jobs: &mut self.jobs[..self.n],
+                key: k as u8,
+                macs: &mut macs,
+            });
+        }
+        for (j, mac) in self.jobs[..self.n].iter().zip(macs.iter()) {
+            let Some(pkt) = pkts.get_mut(usize::from(j.slot)) else {
+                continue;
+            };
+            let at = usize::from(j.at);
+            let len = usize::from(j.len);
+            let Some(e) = pkt.buffer().get_mut(at..at + len) else {
+                continue;
+            };
+            if failed[usize::from(j.key)] {
+                // Never leave unprotected values behind: the entry keeps its shape, carries
+                // zeros and a zero MAC (verifiers reject it).
+                e[NONCE_OFFSET..].fill(0);
+                continue;
+            }
+            e[len - 4..].copy_from_slice(&mac[..4]);
+            let enc_from = NONCE_OFFSET + NONCE_LEN;
+            if j.n_ks > 0 {
+                for (chunk, k) in e[enc_from..].chunks_mut(16).zip(j.ks.iter()) {
+                    for (d, k) in chunk.iter_mut().zip(k.iter()) {
+                        *d ^= k;
+                    }
+                }
+            }
+        }
+        self.n = 0;
+        self.keys = [None; BATCH_KEYS];
+        lost
+    }
+}
+
+/// The CBC-MAC chains and keystreams of every job under one key, interleaved: step `s`
+/// advances every chain by one block, so independent AES rounds overlap in the CPU.
+struct Lanes<'a> {
+    jobs: &'a mut [SealJob],
+    key: u8,
+    macs: &'a mut [[u8; 16]; MAX_BURST],
+}
+
+impl BlockSizeUser for Lanes<'_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for Lanes<'_> {
+    #[inline(always)]
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
+        let mut state = [0u128; MAX_BURST];
+        let mut steps = 0;
+        for j in self.jobs.iter_mut().filter(|j| j.key == self.key) {
+            steps = steps.max(usize::from(j.n_blocks));
+            for b in j.ks[..usize::from(j.n_ks)].iter_mut() {
+                let mut x = Array::from(*b);
+                backend.encrypt_block_inplace(&mut x);
+                *b = x.into();
+            }
+        }
+        for step in 0..steps {
+            for (i, j) in self.jobs.iter().enumerate() {
+                if j.key != self.key || step >= usize::from(j.n_blocks) {
+                    continue;
+                }
+                let mut x =
+                    Array::from((state[i] ^ u128::from_ne_bytes(j.blocks[step])).to_ne_bytes());
+                backend.encrypt_block_inplace(&mut x);
+                state[i] = u128::from_ne_bytes(x.into());
+            }
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.key == self.key {
+                self.macs[i] = state[i].to_ne_bytes();
+            }
+        }
     }
 }
 

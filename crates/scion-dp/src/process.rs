@@ -603,10 +603,17 @@ impl<'r> Processor<'r> {
                     hop: p.meta.curr_hf() as u8,
                     now_ns,
                 };
-                hook.after_forwarding(e.router, pkt.buffer(), &f, &mut d);
+                hook.after_forwarding_in_burst(
+                    e.router,
+                    pkt.buffer(),
+                    &f,
+                    &mut d,
+                    usize::from(s.index[k]),
+                );
                 self.counters.record(&d);
                 *pkt.disposition_mut() = Some(d);
             }
+            hook.finish_burst(chunk);
         }
     }
 }

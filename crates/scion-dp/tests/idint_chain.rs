@@ -196,6 +196,10 @@ fn derive_as_key(i: usize) -> Aes128 {
 }
 
 fn request_packet(rs: &[Router], req: &RequestBuilder) -> Vec<u8> {
+    request_packet_to(rs, req, DST_HOST)
+}
+
+fn request_packet_to(rs: &[Router], req: &RequestBuilder, dst: Ipv4Addr) -> Vec<u8> {
     let payload = b"telemetry please";
     let path = path(rs);
     let hbh_len = req.hbh_len();
@@ -209,7 +213,7 @@ fn request_packet(rs: &[Router], req: &RequestBuilder) -> Vec<u8> {
         payload_len: (hbh_len + 8 + payload.len()) as u16,
         dst_ia: ases()[3],
         src_ia: ases()[0],
-        dst_host: HostAddr::V4(DST_HOST),
+        dst_host: HostAddr::V4(dst),
         src_host: HostAddr::V4(SRC_HOST),
     };
     let hl = scion.header_len();
@@ -606,6 +610,57 @@ fn a_wrong_key_names_the_entry() {
         got,
         Err(OpenError::Verify(VerifyError::BadMac { index: 4 }))
     );
+}
+
+#[test]
+fn bursts_with_many_verifiers_and_plain_packets_equal_single_packets() {
+    use scion_dp::PacketSlot;
+    let rs = routers();
+    // Seven verifiers (more than a burst batches keys for), encrypted and not, and packets
+    // without ID-INT in between.
+    let mut inputs = Vec::new();
+    for i in 0..21u8 {
+        let req = request(AggregationMode::Off, i % 2 == 0);
+        let dst = Ipv4Addr::new(10, 4, 0, 1 + i % 7);
+        let mut p = request_packet_to(&rs, &req, dst);
+        if i % 5 == 4 {
+            p[4] = 17; // no longer carries the HBH header: a plain packet for the router
+        }
+        inputs.push(p);
+    }
+    let mut single = Vec::new();
+    let mut st = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    for input in &inputs {
+        let mut b = input.clone();
+        let len = b.len();
+        let d = p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
+        single.push((d, b));
+    }
+    let mut sb = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    let mut bufs: Vec<Vec<u8>> = inputs.clone();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .map(|b| {
+            let len = b.len();
+            PacketSlot {
+                buf: b,
+                len,
+                ingress: Ingress::Internal,
+                disposition: None,
+            }
+        })
+        .collect();
+    p.process_burst_with(&mut slots, NOW, &mut sb);
+    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
+    drop(slots);
+    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
+        assert_eq!(d, db, "packet {i}");
+        assert_eq!(b, bb, "packet {i}");
+    }
+    assert_eq!(sb.counters, st.counters);
+    assert!(st.counters.pushed >= 16);
 }
 
 #[test]

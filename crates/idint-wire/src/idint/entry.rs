@@ -216,6 +216,7 @@ impl<T: AsRef<[u8]>> Entry<T> {
     }
 
     /// Wraps `buffer` and runs [`Self::check_len`].
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self> {
         let e = Self::new_unchecked(buffer);
         e.check_len()?;
@@ -224,6 +225,7 @@ impl<T: AsRef<[u8]>> Entry<T> {
 
     /// Checks type, length (multiple of 4, at least 12, within the buffer), ML values (0-4)
     /// and that nonce, metadata, padding (0-3 bytes) and MAC fill the entry exactly.
+    #[inline]
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need(Layer::IdIntEntry, b, NONCE_OFFSET)?;

@@ -46,6 +46,7 @@ impl<T: AsRef<[u8]>> MainOption<T> {
     }
 
     /// Wraps `buffer` and runs [`Self::check_len`].
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Self> {
         let m = Self::new_unchecked(buffer);
         m.check_len()?;
@@ -54,6 +55,7 @@ impl<T: AsRef<[u8]>> MainOption<T> {
 
     /// Checks type, version, reserved bits, the verifier fields and that OptDataLen matches
     /// them and fits the buffer.
+    #[inline]
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need(Layer::IdIntMain, b, BASE_LEN)?;

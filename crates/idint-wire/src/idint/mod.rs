@@ -28,7 +28,7 @@ pub use entry::{Entry, EntryRepr, Metadata};
 pub use instruction::{INSTRUCTIONS, Instruction, InstructionInfo, Stage};
 pub use main_option::{MainOption, MainOptionRepr};
 pub use request::RequestBuilder;
-pub use stack::{IdInt, PushOutcome};
+pub use stack::{IdInt, PushOutcome, Top};
 
 use crate::addr::{HostAddr, IsdAsn};
 

@@ -32,13 +32,26 @@ pub struct IdInt<T: AsRef<[u8]>> {
     main: usize,
     /// Stack byte range, filled by `check_top` (StackLen and the main option length cannot be
     /// changed through this view).
-    stack: (u16, u16),
+    stack: (usize, usize),
+    /// End of the TOS entry (= start of the free space), kept by this view's writers.
+    free: usize,
+}
+
+/// What a router needs to know about the newest entry, read without parsing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Top {
+    /// Offset of the entry in the HBH header.
+    pub offset: usize,
+    /// Its flags byte (S I E A C).
+    pub flags: u8,
+    /// Its MAC as on the wire.
+    pub mac: [u8; super::entry::MAC_LEN],
 }
 
 impl<T: AsRef<[u8]>> IdInt<T> {
     /// Finds the ID-INT main option in the HBH header `buffer` and checks the whole ID-INT
     /// structure. `Ok(None)` if the header carries no ID-INT.
-    #[inline]
+    #[inline(always)]
     pub fn locate(buffer: T) -> Result<Option<Self>> {
         let hbh = ExtHeader::new_checked(buffer.as_ref(), Layer::HopByHop)?;
         let mut main = None;
@@ -54,6 +67,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
             buffer,
             main,
             stack: (0, 0),
+            free: 0,
         };
         s.check_top()?;
         Ok(Some(s))
@@ -61,11 +75,13 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// Wraps an HBH header whose main option is at `main`, with the checks of
     /// [`Self::locate`].
+    #[inline(always)]
     pub fn new_checked(buffer: T, main: usize) -> Result<Self> {
         let mut s = IdInt {
             buffer,
             main,
             stack: (0, 0),
+            free: 0,
         };
         s.check_top()?;
         Ok(s)
@@ -76,6 +92,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
     /// only padding between that entry and the end of the stack. This is what a router needs
     /// to read the top entry and append safely; the entries below TOS are checked by
     /// [`Self::check`] (verifiers run it: a forged TOS cannot survive the MAC chain).
+    #[inline(always)]
     pub fn check_top(&mut self) -> Result<()> {
         let b = self.buffer.as_ref();
         ExtHeader::new_checked(b, Layer::HopByHop)?;
@@ -110,8 +127,8 @@ impl<T: AsRef<[u8]>> IdInt<T> {
                 return Err(Error::invalid(Layer::IdIntStack, "option inside stack"));
             }
         }
-        // Both fit in u16: the HBH header is at most 1024 bytes.
-        self.stack = (stack.start as u16, stack.end as u16);
+        self.stack = (stack.start, stack.end);
+        self.free = free_from;
         Ok(())
     }
 
@@ -167,7 +184,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// Byte range of the stack in the HBH header.
     pub fn stack_range(&self) -> Range<usize> {
-        usize::from(self.stack.0)..usize::from(self.stack.1)
+        self.stack.0..self.stack.1
     }
 
     /// The stack bytes (entries and padding).
@@ -188,9 +205,26 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// Bytes used by entries (up to the end of the TOS entry).
     pub fn used_len(&self) -> usize {
-        let start = self.stack_range().start;
-        self.tos_entry()
-            .map_or(0, |(at, e)| at + e.total_len() - start)
+        self.free - self.stack.0
+    }
+
+    /// The newest entry's offset, flags and MAC, read in O(1) without parsing it (the view
+    /// checked it when it was built and keeps track of what its writers change).
+    #[inline]
+    pub fn top(&self) -> Option<Top> {
+        let b = self.buffer.as_ref();
+        let free = self.free;
+        if free == self.stack.0 {
+            return None;
+        }
+        let offset = self.stack.0 + usize::from(self.main().tos_words()) * 4;
+        let mut mac = [0u8; super::entry::MAC_LEN];
+        mac.copy_from_slice(&b[free - super::entry::MAC_LEN..free]);
+        Some(Top {
+            offset,
+            flags: b[offset + 2],
+            mac,
+        })
     }
 
     /// Free bytes left in the stack.
@@ -281,6 +315,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
             };
         }
         ext::write_padding_headers(&mut b[end..pos.min(stack.end)]);
+        self.free = end;
         self.main_mut().set_tos_words(tos);
         Ok(PushOutcome::Pushed { offset: free })
     }
@@ -332,6 +367,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
         let b = self.buffer.as_mut();
         entry.emit(&mut b[at..at + len])?;
         ext::write_padding(&mut b[at + len..stack.end]);
+        self.free = at + len;
         Ok(PushOutcome::Pushed { offset: at })
     }
 

@@ -1,0 +1,62 @@
+//! Bursts of the ID-INT benchmark packet through the transit router, with or without the
+//! ID-INT stage, for `perf record` and `valgrind --tool=callgrind` (deterministic
+//! instruction counts): `cargo run --release -p benches --example idint-loop -- 8|42 auth|enc
+//! N [plain]`.
+
+use benches::idint_fixture::{request, stage, with_request};
+use scion_dp::{PacketSlot, Processor};
+use scion_dp_replay::CaseFile;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let metadata: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(8);
+    let encrypt = args.next().is_some_and(|s| s == "enc");
+    let n: usize = args
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    let plain = args.next().is_some_and(|s| s == "plain");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/vectors/scion/router_cases.json"
+    );
+    let file = CaseFile::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let case = file
+        .cases
+        .iter()
+        .find(|c| c.name == "transit_parent_to_child")
+        .expect("case");
+    let router = &file.routers[&case.router];
+    let input = with_request(&case.input, &request(metadata, encrypt, file.now_ns));
+    let len = input.len();
+    let mut p = Processor::new(router);
+    let mut st = stage(router);
+    let mut bufs = vec![[0u8; 2048]; 32];
+    let t = std::time::Instant::now();
+    for _ in 0..n / 32 {
+        let mut slots: [PacketSlot<'_>; 32] = std::array::from_fn(|_| PacketSlot {
+            buf: &mut [],
+            len,
+            ingress: case.ingress,
+            disposition: None,
+        });
+        for (s, b) in slots.iter_mut().zip(bufs.iter_mut()) {
+            b[..len].copy_from_slice(std::hint::black_box(&input));
+            s.buf = &mut b[..];
+        }
+        if plain {
+            p.process_burst(&mut slots, file.now_ns);
+        } else {
+            p.process_burst_with(&mut slots, file.now_ns, &mut st);
+        }
+        std::hint::black_box(&slots);
+    }
+    let dt = t.elapsed();
+    println!(
+        "{} packets, {:.1} ns/packet, ID-INT entries written: {}, key cache {:?}",
+        n / 32 * 32,
+        dt.as_nanos() as f64 / (n / 32 * 32) as f64,
+        st.counters.pushed,
+        st.keys.cache.stats()
+    );
+}
