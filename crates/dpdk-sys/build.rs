@@ -133,7 +133,7 @@ fn main() {
         .unwrap_or_else(|e| {
             panic!(
                 "dpdk-sys: DPDK 22.11 not found through pkg-config (`libdpdk`). On Debian 12 \
-                 install it with `apt-get install -y libdpdk-dev dpdk libclang-dev pkg-config`.\n{e}"
+                 install it with `apt-get install -y libdpdk-dev libclang-dev pkg-config`.\n{e}"
             )
         });
     println!("cargo:version={}", lib.version);

@@ -42,8 +42,11 @@
 //!
 //! # Build requirements
 //!
-//! Debian packages `libdpdk-dev` (headers, `.pc` file), `dpdk` (the driver plugins),
-//! `libclang-dev` (libclang for bindgen, loaded at build time) and `pkg-config`.
+//! Debian 12 packages `libdpdk-dev` (headers, `.pc` file; it depends on the runtime libraries
+//! and on the `net_null`/`net_ring`/`net_pcap` driver plugins), `libclang-dev` (libclang 14 for
+//! bindgen, loaded at build time; the `clang` binary is not needed), `pkg-config` and a C
+//! compiler (`build-essential`). The `dpdk` package (devbind/hugepage scripts, more drivers
+//! through its recommends) is optional.
 
 #![allow(unsafe_code)]
 
@@ -122,4 +125,44 @@ pub unsafe fn pktmbuf_data<'a>(m: *const rte_mbuf) -> &'a [u8] {
 pub unsafe fn pktmbuf_data_mut<'a>(m: *mut rte_mbuf) -> &'a mut [u8] {
     // SAFETY: as above, plus exclusivity from the caller.
     unsafe { core::slice::from_raw_parts_mut(pktmbuf_mtod(m), usize::from((*m).data_len)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mtod_is_buf_addr_plus_data_off() {
+        let mut buf = [0u8; 256];
+        let mut m = rte_mbuf {
+            buf_addr: buf.as_mut_ptr().cast(),
+            data_off: 128,
+            data_len: 4,
+            ..Default::default()
+        };
+        buf[128..132].copy_from_slice(b"dpdk");
+        // SAFETY: `m` points into `buf` (256 bytes); 128 + 4 bytes are in bounds.
+        unsafe {
+            assert_eq!(pktmbuf_mtod(&m), buf.as_mut_ptr().add(128));
+            assert_eq!(pktmbuf_mtod_offset(&m, 2), buf.as_mut_ptr().add(130));
+            assert_eq!(pktmbuf_data(&m), b"dpdk");
+            pktmbuf_data_mut(&mut m)[0] = b'D';
+        }
+        assert_eq!(&buf[128..132], b"Dpdk");
+    }
+
+    #[test]
+    fn constants() {
+        assert_eq!(
+            PMD_DIR.to_bytes(),
+            &RTE_EAL_PMD_PATH[..RTE_EAL_PMD_PATH.len() - 1]
+        );
+        assert!(PMD_DIR.to_str().is_ok_and(|d| d.contains("pmds-")));
+        assert_eq!(
+            RTE_MBUF_DEFAULT_BUF_SIZE,
+            RTE_MBUF_DEFAULT_DATAROOM + RTE_PKTMBUF_HEADROOM
+        );
+        assert_eq!(RTE_ETHER_ADDR_LEN, 6);
+        assert_eq!(core::mem::size_of::<rte_mbuf>(), 128, "two cache lines");
+    }
 }
