@@ -3,7 +3,9 @@
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
 
-APT_PACKAGES=(build-essential pkg-config ca-certificates curl)
+# libdpdk-dev: DPDK 22.11 headers, libraries and the net_null/net_ring/net_pcap drivers;
+# libclang-dev: libclang for bindgen (crates/dpdk-sys).
+APT_PACKAGES=(build-essential pkg-config ca-certificates curl libdpdk-dev libclang-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
