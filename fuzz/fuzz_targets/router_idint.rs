@@ -1,6 +1,7 @@
 //! Arbitrary packets, or mutations of reference router cases carrying an ID-INT request,
 //! through routers R and C of `router_cases.json` with the ID-INT stage (sink role on).
-//! Checks: no panic; single and burst processing agree byte for byte (same nonces); packets
+//! Checks: no panic; single and burst processing agree byte for byte (same nonces), and so do
+//! the straight-line push path and the general path; packets
 //! that leave keep their length; a packet that got an entry still holds a well-formed stack.
 //!
 //! Input: byte 0 = selector (bit 0 router, bits 1-2 ingress kind, bits 3-4 aggregation mode,
@@ -148,6 +149,14 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(slots[0].disposition, Some(d), "burst and single disagree");
     assert_eq!(&burst[..], &single[..], "burst and single wrote different bytes");
     assert_eq!(sb.counters, st.counters);
+
+    let mut general = vec![0u8; ROOM];
+    general[..len].copy_from_slice(&packet);
+    let mut sg = stage().without_fast_path();
+    let dg = Processor::new(router).process_with(&mut general, len, ingress, file.now_ns, &mut sg);
+    assert_eq!(dg, d, "fast push and general path disagree");
+    assert_eq!(&general[..], &single[..], "fast push and general path wrote different bytes");
+    assert_eq!(sg.counters, st.counters);
 
     if st.counters.pushed + st.counters.aggregated > 0 {
         assert!(matches!(

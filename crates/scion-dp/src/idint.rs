@@ -329,6 +329,8 @@ pub struct IdIntStage<K, S, N = CtrDrbg, X = NoExport> {
     batch: Box<SealBatch>,
     /// The burst slot of the packet being processed, if sealing may be deferred.
     defer_slot: Option<u8>,
+    /// Whether the straight-line push path is tried first.
+    fast: bool,
 }
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, NoExport> {
@@ -343,11 +345,20 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, No
             counters: IdIntCounters::default(),
             batch: SealBatch::new(),
             defer_slot: None,
+            fast: true,
         }
     }
 }
 
 impl<K, S, N, X> IdIntStage<K, S, N, X> {
+    /// The same stage without the straight-line push path (every packet through the general
+    /// path); for tests and fuzzing that check both agree.
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Self {
+        self.fast = false;
+        self
+    }
+
     /// The same stage acting as infrastructure-mode sink, giving records to `exporter`.
     pub fn with_sink<Y: ReportExporter>(self, exporter: Y) -> IdIntStage<K, S, N, Y> {
         IdIntStage {
@@ -359,6 +370,7 @@ impl<K, S, N, X> IdIntStage<K, S, N, X> {
             counters: self.counters,
             batch: self.batch,
             defer_slot: None,
+            fast: self.fast,
         }
     }
 }
@@ -516,6 +528,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         let (head, rest) = pkt.split_at_mut(hl);
         let hbh = &mut rest[..hbh_len];
+        if self.fast && self.fast_push(router, head, hbh, hl, f, out, d) {
+            return;
+        }
         let sink_here;
         let discard;
         {
@@ -581,6 +596,179 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             v.strip();
             self.counters.stripped += 1;
         }
+    }
+
+    /// The common case in one straight pass over the bytes: a well-formed request whose main
+    /// option is the first HBH option, no DelayHops, no aggregation into an existing entry,
+    /// room for the new entry, not ending at this router's sink. Checks exactly what
+    /// `IdInt::locate` checks; anything else returns `false` before writing anything and the
+    /// general path decides (tested and fuzzed for identical results).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn fast_push(
+        &mut self,
+        router: &Router,
+        head: &[u8],
+        hbh: &mut [u8],
+        hl: usize,
+        f: &Forwarded,
+        out: Out,
+        d: &Disposition,
+    ) -> bool {
+        use idint_wire::idint::main_option::flags as mflags;
+        let n = hbh.len();
+        if n < 2 + 22 || hbh[2] != opt_type::IDINT_MAIN {
+            return false;
+        }
+        let mlen = usize::from(hbh[3]) + 2;
+        let (f0, f1) = (hbh[4], hbh[5]);
+        // Version 0, R clear; a probe ending at this sink takes the general path.
+        if f0 & 0xe1 != 0
+            || (f0 & mflags::I != 0 && self.sink && matches!(d, Disposition::Deliver { .. }))
+        {
+            return false;
+        }
+        let (vrf, vtl) = ((f1 >> 4) & 3, f1 & 0xf);
+        let want = match (vrf, vtl) {
+            (0, 0) => 34,
+            (0, 3) => 46,
+            (1 | 2, 0) => 22,
+            _ => return false,
+        };
+        let mode = f1 >> 6;
+        let first = matches!(f.ingress, Ingress::External(_));
+        if mlen != want || (mode == 1 && !first) || hbh[8] >> 2 != 0 {
+            return false;
+        }
+        let s = 2 + mlen;
+        let end = s + usize::from(hbh[6]) * 4;
+        let tos = usize::from(hbh[7]) * 4;
+        let t = s + tos;
+        if end > n || t + entry_len(false, 0) > end || hbh[s] != opt_type::IDINT_ENTRY {
+            return false;
+        }
+        let free = t + usize::from(hbh[t + 1]) + 2;
+        if hbh[t] != opt_type::IDINT_ENTRY
+            || free > end
+            || (hbh[t + 2] & eflags::S != 0) != (tos == 0)
+            || Entry::new_unchecked(&hbh[t..free]).check_len().is_err()
+        {
+            return false;
+        }
+        let mut p = free;
+        while p < end {
+            p += match hbh[p] {
+                opt_type::PAD1 => 1,
+                opt_type::PADN if p + 1 < end => 2 + usize::from(hbh[p + 1]),
+                _ => return false,
+            };
+        }
+        if p != end {
+            return false;
+        }
+        let id = match vrf {
+            0 => {
+                let t = if vtl == 0 {
+                    AddrType::IPV4
+                } else {
+                    AddrType::IPV6
+                };
+                VerifierId::new(read_u64(hbh, 2 + 22), t, &hbh[2 + 30..2 + mlen])
+            }
+            _ => {
+                let Ok(h) = ScionHeader::new_checked(head) else {
+                    return false;
+                };
+                if vrf == 2 {
+                    VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes())
+                } else {
+                    VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes())
+                }
+            }
+        };
+        if id.ty != AddrType::IPV4.nibble() && id.ty != AddrType::IPV6.nibble() {
+            return false;
+        }
+        let ctx = HopContext {
+            ingress_if: f.ingress.ifid(),
+            egress_if: out.ifid,
+            len: f.len,
+            now_ns: f.now_ns,
+        };
+        let IdIntStage {
+            keys,
+            source,
+            nonces,
+            counters,
+            batch,
+            defer_slot,
+            ..
+        } = self;
+        let defer = *defer_slot;
+        let in_table = defer.and_then(|_| batch.key_index(&id));
+        let key = match in_table {
+            Some(_) => None,
+            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
+                Some(k) => Some(k),
+                None => {
+                    counters.packets += 1;
+                    counters.no_key += 1;
+                    return true;
+                }
+            },
+        };
+        let close = out.last || mode == 0;
+        let encrypt = close && f0 & mflags::E != 0;
+        let instructions = [hbh[12], hbh[13], hbh[14], hbh[15]].map(idint_wire::idint::Instruction);
+        let g = gather(source, router.local_ia(), hbh[10] >> 4, &instructions, &ctx);
+        let len = entry_len(encrypt, g.md_len);
+        let e_end = free + len;
+        if e_end > end {
+            // Full: the general path sets X.
+            return false;
+        }
+        // Re-cover the rest of the first padding option the entry overlaps (headers only).
+        let mut q = free;
+        while q < e_end {
+            q += if hbh[q] == opt_type::PAD1 {
+                1
+            } else {
+                2 + usize::from(hbh[q + 1])
+            };
+        }
+        idint_wire::ext::write_padding_headers(&mut hbh[e_end..q.min(end)]);
+        hbh[7] = ((free - s) / 4) as u8;
+        let mut prev_mac = [0u8; 4];
+        prev_mac.copy_from_slice(&hbh[free - 4..free]);
+        let role = Role {
+            first,
+            egress: out.egress,
+            last: out.last,
+        };
+        let e = &mut hbh[free..e_end];
+        emit_entry(e, &g, role, f.hop, encrypt.then(|| nonces.nonce()));
+        let job = Seal {
+            defer,
+            at: hl + free,
+            prev_mac,
+            id,
+            in_table,
+            now_ns: ctx.now_ns,
+        };
+        let key = match key {
+            Some(k) => KeySrc::Found(k),
+            None => KeySrc::Lookup(keys),
+        };
+        counters.packets += 1;
+        if seal_or_defer(key, batch, e, &job).is_none() {
+            counters.malformed += 1;
+            return true;
+        }
+        counters.pushed += 1;
+        if encrypt {
+            counters.encrypted += 1;
+        }
+        true
     }
 
     /// Writes (or aggregates) this router's entry. `(hbh_at, defer)`: where the HBH header
@@ -670,39 +858,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let local_ia = router.local_ia();
         if !merge {
             // The common case: write the new entry straight into the stack.
-            let prev_mac = top.mac;
-            let mut items = [0u8; 10];
-            let mut n_items = 0;
-            let mut mask = 0u8;
-            if bitmap & 0x8 != 0
-                && let Some(id) = source.node_id()
-            {
-                items[..4].copy_from_slice(&id.to_be_bytes());
-                n_items = 4;
-                mask |= 0x8;
-            }
-            for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
-                if bitmap & bit != 0 {
-                    items[n_items..n_items + 2].copy_from_slice(&v.to_be_bytes());
-                    n_items += 2;
-                    mask |= bit;
-                }
-            }
-            let mut values = [0u64; 4];
-            let mut widths = [0usize; 4];
-            let mut md_len = n_items;
-            for (k, ins) in instructions.iter().enumerate() {
-                let w = ins.data_len();
-                if w == 0 || ins.reserved_bit() {
-                    continue;
-                }
-                if let Some(v) = read_instruction(source, local_ia, ins.0, ctx) {
-                    values[k] = v;
-                    widths[k] = w;
-                    md_len += w;
-                }
-            }
-            let len = entry_len(encrypt, md_len);
+            let g = gather(source, local_ia, bitmap, &instructions, ctx);
+            let len = entry_len(encrypt, g.md_len);
             let at = match idint.reserve(len).map_err(|_| Skip::Malformed)? {
                 PushOutcome::Pushed { offset } => offset,
                 PushOutcome::StackFull => {
@@ -711,46 +868,21 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 }
             };
             let e = idint.bytes_mut(at, len);
-            e[0] = opt_type::IDINT_ENTRY;
-            e[1] = (len - 2) as u8;
-            e[2] = (u8::from(role.first) * eflags::I)
-                | (u8::from(role.egress) * eflags::E)
-                | (u8::from(encrypt) * eflags::C);
-            e[3] = (hop & 0x3f) << 2;
-            let ml = widths.map(|w| (w / 2) as u16);
-            let word = (u16::from(mask) << 12) | (ml[0] << 9) | (ml[1] << 6) | (ml[2] << 3) | ml[3];
-            e[4..6].copy_from_slice(&word.to_be_bytes());
-            let mut p = NONCE_OFFSET;
-            if encrypt {
-                e[p..p + NONCE_LEN].copy_from_slice(&nonces.nonce());
-                p += NONCE_LEN;
-            }
-            e[p..p + n_items].copy_from_slice(&items[..n_items]);
-            p += n_items;
-            for k in 0..4 {
-                let w = widths[k];
-                if w != 0 {
-                    e[p..p + w].copy_from_slice(&values[k].to_be_bytes()[8 - w..]);
-                    p += w;
-                }
-            }
-            e[p..len].fill(0);
-            let mut deferred = false;
-            if let Some(slot) = defer
-                && let Some(k) = in_table.or_else(|| batch.add_id(id))
-            {
-                deferred = batch.defer(slot, hbh_at + at, e, prev_mac, k, ctx.now_ns);
-            }
-            if !deferred {
-                let key = match looked_up {
-                    Some(key) => key,
-                    None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
-                        Some(key) => key,
-                        None => return Err(Skip::Malformed),
-                    },
-                };
-                seal_entry(key, &mut Entry::new_unchecked(e), prev_mac);
-            }
+            let nonce = encrypt.then(|| nonces.nonce());
+            emit_entry(e, &g, role, hop, nonce);
+            let job = Seal {
+                defer,
+                at: hbh_at + at,
+                prev_mac: top.mac,
+                id,
+                in_table,
+                now_ns: ctx.now_ns,
+            };
+            let key = match looked_up {
+                Some(k) => KeySrc::Found(k),
+                None => KeySrc::Lookup(keys),
+            };
+            seal_or_defer(key, batch, e, &job).ok_or(Skip::Malformed)?;
             counters.pushed += 1;
             if encrypt {
                 counters.encrypted += 1;
@@ -1090,6 +1222,133 @@ impl BlockCipherEncClosure for Lanes<'_> {
             }
         }
     }
+}
+
+/// The values of a new entry, gathered before its length is known.
+struct Gathered {
+    items: [u8; 10],
+    n_items: usize,
+    mask: u8,
+    values: [u64; 4],
+    widths: [usize; 4],
+    md_len: usize,
+}
+
+/// Reads the bitmap items and the instruction values this router can supply.
+#[inline(always)]
+fn gather<S: TelemetrySource>(
+    source: &mut S,
+    local_ia: IsdAsn,
+    bitmap: u8,
+    instructions: &[idint_wire::idint::Instruction; 4],
+    ctx: &HopContext,
+) -> Gathered {
+    let mut g = Gathered {
+        items: [0; 10],
+        n_items: 0,
+        mask: 0,
+        values: [0; 4],
+        widths: [0; 4],
+        md_len: 0,
+    };
+    if bitmap & 0x8 != 0
+        && let Some(id) = source.node_id()
+    {
+        g.items[..4].copy_from_slice(&id.to_be_bytes());
+        g.n_items = 4;
+        g.mask |= 0x8;
+    }
+    for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
+        if bitmap & bit != 0 {
+            g.items[g.n_items..g.n_items + 2].copy_from_slice(&v.to_be_bytes());
+            g.n_items += 2;
+            g.mask |= bit;
+        }
+    }
+    g.md_len = g.n_items;
+    for (k, ins) in instructions.iter().enumerate() {
+        let w = ins.data_len();
+        if w == 0 || ins.reserved_bit() {
+            continue;
+        }
+        if let Some(v) = read_instruction(source, local_ia, ins.0, ctx) {
+            g.values[k] = v;
+            g.widths[k] = w;
+            g.md_len += w;
+        }
+    }
+    g
+}
+
+/// Writes a new (plaintext, MAC-less) entry into `e`, which has exactly its length.
+#[inline(always)]
+fn emit_entry(e: &mut [u8], g: &Gathered, role: Role, hop: u8, nonce: Option<[u8; 12]>) {
+    let len = e.len();
+    e[0] = opt_type::IDINT_ENTRY;
+    e[1] = (len - 2) as u8;
+    e[2] = (u8::from(role.first) * eflags::I)
+        | (u8::from(role.egress) * eflags::E)
+        | (u8::from(nonce.is_some()) * eflags::C);
+    e[3] = (hop & 0x3f) << 2;
+    let ml = g.widths.map(|w| (w / 2) as u16);
+    let word = (u16::from(g.mask) << 12) | (ml[0] << 9) | (ml[1] << 6) | (ml[2] << 3) | ml[3];
+    e[4..6].copy_from_slice(&word.to_be_bytes());
+    let mut p = NONCE_OFFSET;
+    if let Some(n) = nonce {
+        e[p..p + NONCE_LEN].copy_from_slice(&n);
+        p += NONCE_LEN;
+    }
+    e[p..p + g.n_items].copy_from_slice(&g.items[..g.n_items]);
+    p += g.n_items;
+    for k in 0..4 {
+        let w = g.widths[k];
+        if w != 0 {
+            e[p..p + w].copy_from_slice(&g.values[k].to_be_bytes()[8 - w..]);
+            p += w;
+        }
+    }
+    e[p..len].fill(0);
+}
+
+/// Where a written entry's MAC comes from.
+struct Seal {
+    /// Burst slot, if the MAC may be deferred to the end of the burst.
+    defer: Option<u8>,
+    /// Offset of the entry in the packet.
+    at: usize,
+    prev_mac: [u8; 4],
+    id: VerifierId,
+    in_table: Option<u8>,
+    now_ns: u64,
+}
+
+/// Queues the entry's MAC (and keystream) for the end of the burst, or seals it now. `None`
+/// if its key is not available any more (not expected: it was looked up moments before).
+#[inline(always)]
+fn seal_or_defer<K: VerifierKeys>(
+    key: KeySrc<'_, K>,
+    batch: &mut SealBatch,
+    e: &mut [u8],
+    job: &Seal,
+) -> Option<()> {
+    if let Some(slot) = job.defer
+        && let Some(k) = job.in_table.or_else(|| batch.add_id(job.id))
+        && batch.defer(slot, job.at, e, job.prev_mac, k, job.now_ns)
+    {
+        return Some(());
+    }
+    let key = match key {
+        KeySrc::Found(key) => key,
+        KeySrc::Lookup(keys) => keys.as_host_key(job.id.ia(), &job.id.host(), job.now_ns)?,
+    };
+    seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
+    Some(())
+}
+
+/// A key already looked up, or the lookup to ask.
+enum KeySrc<'a, K> {
+    Found(&'a Aes128),
+    Lookup(&'a mut K),
 }
 
 #[derive(Clone, Copy)]

@@ -340,10 +340,19 @@ struct Trip {
 }
 
 fn traverse(req: &RequestBuilder) -> Trip {
+    traverse_with(req, true)
+}
+
+fn traverse_with(req: &RequestBuilder, fast: bool) -> Trip {
     let rs = routers();
     let mut packet = request_packet(&rs, req);
     let len = packet.len();
-    let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+    let mut stages: Vec<_> = (0..5)
+        .map(|r| {
+            let s = stage(r, &rs);
+            if fast { s } else { s.without_fast_path() }
+        })
+        .collect();
     for (r, (ingress, want)) in hops().into_iter().enumerate() {
         let mut p = Processor::new(&rs[r]);
         let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
@@ -865,5 +874,43 @@ mod infrastructure {
         );
         let parsed = idint_wire::packet::Packet::parse(&pkt).unwrap();
         assert!(parsed.payload_len_matches());
+    }
+}
+
+#[test]
+fn the_fast_push_path_equals_the_general_path() {
+    let mut scenarios = Vec::new();
+    for mode in [
+        AggregationMode::Off,
+        AggregationMode::PerAs,
+        AggregationMode::PerBorderRouter,
+        AggregationMode::PerBorderRouterAndInternal,
+    ] {
+        for encrypt in [false, true] {
+            scenarios.push(request(mode, encrypt));
+            let mut delayed = request(mode, encrypt);
+            delayed.delay_hops = 1;
+            scenarios.push(delayed);
+            let mut small = request(mode, encrypt);
+            small.stack_len_words = 20;
+            scenarios.push(small);
+            let mut third = request(mode, encrypt);
+            third.verifier = Verifier::ThirdParty {
+                ia: ases()[2],
+                host: HostAddr::V6("fd00::7".parse().unwrap()),
+            };
+            scenarios.push(third);
+        }
+    }
+    for (i, req) in scenarios.iter().enumerate() {
+        let fast = traverse_with(req, true);
+        let general = traverse_with(req, false);
+        assert_eq!(fast.packet, general.packet, "scenario {i}");
+        for r in 0..5 {
+            assert_eq!(
+                fast.stages[r].counters, general.stages[r].counters,
+                "scenario {i} router {r}"
+            );
+        }
     }
 }
