@@ -14,13 +14,19 @@
 //! * **DelayHops > 0**: nothing is written; a router that would close an entry decrements it
 //!   (so in mode 0 it counts border routers, in modes 1-3 ASes, as the reference code does).
 //! * **Push or aggregate.** A first BR, or any router above the source entry, pushes a new
-//!   entry (I = first BR, E = egress, Hop = the hop-field index the packet arrived with). In
-//!   mode 1 any other router aggregates into the top entry — but only if that entry is still
-//!   *open* (I set, E and C clear: written by this AS's ingress router and not closed), so a
-//!   router never merges into another AS's entry, e.g. when this AS's ingress router had no
-//!   key. Modes 0, 2 and 3 push. Aggregation sets A, keeps I and Hop, sets E = last BR.
-//! * **Aggregation functions** apply per slot when both values exist (unsigned, in the slot
-//!   width; *sum* wraps in the slot width; the unassigned functions 5-7 keep the existing value
+//!   entry (I = first BR, E = egress, Hop = the hop-field index the packet arrived with; for
+//!   a segment crossover the first of the two hop fields). In mode 1 any other router
+//!   aggregates into the top entry — but only if that entry is still *open* (I set, E and C
+//!   clear: written by this AS's ingress router and not closed), so a router never merges
+//!   into another AS's entry, e.g. when this AS's ingress router had no key. Modes 0, 2 and
+//!   3 push at border routers. Aggregation sets A, keeps I and Hop, sets E = last BR.
+//! * **AS-internal nodes** ([`IdIntStage::process_internal`]): mode 0 pushes (and closes)
+//!   like every node; mode 1 aggregates into the open entry of the AS's ingress router;
+//!   mode 2 leaves the packet alone; mode 3 aggregates into the AS's internal summary entry
+//!   (flags S, I, E, C all clear) or pushes one if the top entry is not such an entry. The
+//!   hop index is the packet's current hop field.
+//! * **Aggregation functions** apply per slot when both values exist (the big-endian slot
+//!   value as an unsigned integer, for identifiers and addresses too; in the slot width; *sum* wraps in the slot width; the unassigned functions 5-7 keep the existing value
 //!   like *first*); an empty side takes the other's value; a slot whose stored length differs
 //!   from its instruction's is treated as empty. Node ID and egress interface take the newer
 //!   value, the ingress interface keeps the older one (the AS ingress), node count adds the
@@ -28,8 +34,11 @@
 //! * **Values** come from the [`TelemetrySource`]; what it does not measure stays empty. The
 //!   bitmap items are the node id of the source, a node count of 1, and the SCION interface
 //!   IDs of this router's ingress and egress (0 = internal network).
-//! * **Keys.** The entry's key is this AS's AS→host DRKey for the verifier (source,
-//!   destination or third party; IPv4/IPv6 hosts only). Without a key (not derivable now) the
+//! * **Keys.** The entry's key is this AS's AS→host DRKey (protocol 2, ID-INT, protocol-
+//!   specific derivation) for the verifier (source, destination or third party; IPv4/IPv6
+//!   hosts only); its epoch is chosen by the router's processing time, not by the source
+//!   timestamp (as the reference router). Verifiers map an entry's hop index to the AS that
+//!   owns that hop field on their path. Without a key (not derivable now) the
 //!   packet is forwarded unchanged and counted in `no_key`; the MAC chain stays intact.
 //! * **MAC and encryption.** Every written entry is MACed, chained to the on-wire MAC of the
 //!   entry below it; a closing entry is encrypted when the main option's E flag asks for it,
@@ -508,6 +517,82 @@ struct Out {
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
+    /// For a router configured as an **AS-internal node** (not a border router) that a SCION
+    /// packet crosses inside `local_ia`: writes or aggregates this node's entry. Mode 0: the
+    /// node pushes its own (closing) entry; mode 1: it aggregates into the entry this AS's
+    /// ingress router opened (or pushes one); mode 2: nothing (border routers only); mode 3:
+    /// it aggregates into the AS's internal summary entry, pushing it if the top entry is not
+    /// one. `ports` are the node's ingress and egress port numbers (the interface bitmap
+    /// items). Packets without ID-INT, or with a path other than SCION/EPIC, are left alone.
+    pub fn process_internal(
+        &mut self,
+        local_ia: IsdAsn,
+        buf: &mut [u8],
+        len: usize,
+        ports: (u16, u16),
+        now_ns: u64,
+    ) {
+        use idint_wire::scion::PathType;
+        let Some(pkt) = buf.get_mut(..len) else {
+            return;
+        };
+        let (hl, hop) = {
+            let Ok(h) = ScionHeader::new_checked(&*pkt) else {
+                return;
+            };
+            if h.next_header() != idint_wire::scion::NextHdr::HopByHop {
+                return;
+            }
+            let sp = match h.path_type() {
+                PathType::Scion => h.path_offset(),
+                PathType::Epic => h.path_offset() + 16,
+                _ => return,
+            };
+            match pkt.get(sp) {
+                Some(&b) if sp < h.header_len() => (h.header_len(), b & 0x3f),
+                _ => return,
+            }
+        };
+        let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
+            return;
+        };
+        if hl + hbh_len > len {
+            return;
+        }
+        let (head, rest) = pkt.split_at_mut(hl);
+        let mut idint = match IdInt::locate(&mut rest[..hbh_len]) {
+            Ok(Some(v)) => v,
+            Ok(None) => return,
+            Err(e) => {
+                self.counters.packets += 1;
+                if matches!(e, idint_wire::Error::Unsupported { .. }) {
+                    self.counters.unsupported += 1;
+                } else {
+                    self.counters.malformed += 1;
+                }
+                return;
+            }
+        };
+        self.counters.packets += 1;
+        let ctx = HopContext {
+            ingress_if: ports.0,
+            egress_if: ports.1,
+            len,
+            now_ns,
+        };
+        let role = Role {
+            first: false,
+            egress: false,
+            last: false,
+            internal: true,
+        };
+        match self.write(local_ia, head, &mut idint, role, hop, &ctx, (hl, None)) {
+            Ok(()) => {}
+            Err(Skip::Malformed) => self.counters.malformed += 1,
+            Err(Skip::Unsupported) => self.counters.unsupported += 1,
+        }
+    }
+
     #[inline(never)]
     fn apply(
         &mut self,
@@ -568,9 +653,18 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 first: matches!(ingress, Ingress::External(_)),
                 egress: out.egress,
                 last: out.last,
+                internal: false,
             };
             let defer = if sink_here { None } else { self.defer_slot };
-            match self.write(router, head, &mut idint, role, f.hop, &ctx, (hl, defer)) {
+            match self.write(
+                router.local_ia(),
+                head,
+                &mut idint,
+                role,
+                f.hop,
+                &ctx,
+                (hl, defer),
+            ) {
                 Ok(()) => {}
                 Err(Skip::Malformed) => self.counters.malformed += 1,
                 Err(Skip::Unsupported) => self.counters.unsupported += 1,
@@ -744,6 +838,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             first,
             egress: out.egress,
             last: out.last,
+            internal: false,
         };
         let e = &mut hbh[free..e_end];
         emit_entry(e, &g, role, f.hop, encrypt.then(|| nonces.nonce()));
@@ -776,7 +871,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     #[allow(clippy::too_many_arguments)]
     fn write(
         &mut self,
-        router: &Router,
+        local_ia: IsdAsn,
         head: &[u8],
         idint: &mut IdInt<&mut [u8]>,
         role: Role,
@@ -797,6 +892,10 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return Err(Skip::Unsupported);
         }
         let mode = main.mode();
+        if role.internal && mode == AggregationMode::PerBorderRouter {
+            // Mode 2 records border routers only.
+            return Ok(());
+        }
         let close = role.last || mode == AggregationMode::Off;
         let delay = main.delay_hops();
         if delay > 0 {
@@ -852,10 +951,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let instructions = main.instructions();
 
         let f = top.flags;
-        let open = f & (eflags::S | eflags::I | eflags::E | eflags::C) == eflags::I;
-        let merge = !role.first && open && mode == AggregationMode::PerAs;
+        let state = f & (eflags::S | eflags::I | eflags::E | eflags::C);
+        // Open = written by this AS's ingress router (mode 1) or by an internal node (mode 3)
+        // and not closed yet.
+        let merge = match (role.internal, mode) {
+            (false, AggregationMode::PerAs) => !role.first && state == eflags::I,
+            (true, AggregationMode::PerAs) => state == eflags::I,
+            (true, AggregationMode::PerBorderRouterAndInternal) => state == 0,
+            _ => false,
+        };
 
-        let local_ia = router.local_ia();
         if !merge {
             // The common case: write the new entry straight into the stack.
             let g = gather(source, local_ia, bitmap, &instructions, ctx);
@@ -1356,6 +1461,8 @@ struct Role {
     first: bool,
     egress: bool,
     last: bool,
+    /// An AS-internal node, not a border router.
+    internal: bool,
 }
 
 #[cfg(test)]

@@ -914,3 +914,75 @@ fn the_fast_push_path_equals_the_general_path() {
         }
     }
 }
+
+/// As `traverse`, with `internal` AS-internal nodes of AS B between RB1 and RB2.
+fn traverse_with_internal_nodes(req: &RequestBuilder, internal: usize) -> (Trip, Vec<Recorder>) {
+    let rs = routers();
+    let mut packet = request_packet(&rs, req);
+    let len = packet.len();
+    let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+    let mut nodes: Vec<_> = (0..internal)
+        .map(|i| {
+            let mut s = stage(1, &rs);
+            s.source.node = 100 + i as u32;
+            s.source.total_tx = 7;
+            s
+        })
+        .collect();
+    for (r, (ingress, want)) in hops().into_iter().enumerate() {
+        if r == 2 {
+            for n in nodes.iter_mut() {
+                n.process_internal(ases()[1], &mut packet, len, (11, 12), NOW);
+            }
+        }
+        let mut p = Processor::new(&rs[r]);
+        let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
+        assert_eq!(d, want, "router {r}");
+    }
+    let recorders = nodes.into_iter().map(|n| n.source).collect();
+    (Trip { packet, stages }, recorders)
+}
+
+#[test]
+fn internal_nodes_per_aggregation_mode() {
+    let hop_b = |entries: &[DecodedEntry]| entries.iter().filter(|e| e.hop == 1).count();
+    // Mode 3: one internal summary entry between B's ingress and egress entries.
+    let (mut trip, nodes) = traverse_with_internal_nodes(
+        &request(AggregationMode::PerBorderRouterAndInternal, true),
+        2,
+    );
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(entries.len(), 7, "source, RA, RB1, internal, RB2, RC, RD");
+    let internal = &entries[3];
+    assert!(!internal.ingress && !internal.egress && internal.aggregated && !internal.encrypted);
+    assert_eq!(internal.hop, 1);
+    let m = internal.metadata;
+    assert_eq!(m.node_count, Some(2));
+    assert_eq!(m.node_id, Some(101), "the newer node");
+    assert_eq!((m.ingress_if, m.egress_if), (Some(11), Some(12)));
+    let ts = |n: &Recorder, code: u8| n.given.iter().find(|g| g.0 == code).unwrap().1;
+    assert_eq!(m.slots[0].unwrap().value, ts(&nodes[0], 0x82), "first");
+    assert_eq!(m.slots[1].unwrap().value, ts(&nodes[1], 0x83), "last");
+    assert_eq!(m.slots[3].unwrap().value, 14, "sum of 7 + 7");
+    assert!(
+        entries[4].egress && !entries[4].aggregated,
+        "RB2 still pushes"
+    );
+    // Mode 2: internal nodes add nothing.
+    let (mut trip, _) =
+        traverse_with_internal_nodes(&request(AggregationMode::PerBorderRouter, false), 2);
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(hop_b(&entries), 2);
+    // Mode 1: everything of AS B in one entry (RB1 + 2 nodes + RB2).
+    let (mut trip, _) = traverse_with_internal_nodes(&request(AggregationMode::PerAs, true), 2);
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(hop_b(&entries), 1);
+    let b = entries.iter().find(|e| e.hop == 1).unwrap();
+    assert_eq!(b.metadata.node_count, Some(4));
+    assert!(b.ingress && b.egress && b.encrypted);
+    // Mode 0: every node pushes its own closing entry.
+    let (mut trip, _) = traverse_with_internal_nodes(&request(AggregationMode::Off, true), 2);
+    let entries = verify(&mut trip.packet).expect("verifies");
+    assert_eq!(hop_b(&entries), 4);
+    assert!(entries.iter().skip(1).all(|e| e.encrypted));
+}
