@@ -1202,13 +1202,15 @@ impl SealBatch {
         j.at = at as u16;
         j.n_blocks = len.div_ceil(16) as u8;
         // The MAC input: the entry with the previous MAC in its MAC field, zero-filled to
-        // whole blocks.
-        let mut flat = [0u8; BATCH_ENTRY_MAX];
-        flat[..len - 4].copy_from_slice(&e[..len - 4]);
-        flat[len - 4..len].copy_from_slice(&prev_mac);
-        for (b, c) in j.blocks.iter_mut().zip(flat.chunks_exact(16)) {
-            b.copy_from_slice(c);
+        // whole blocks (written straight into the job: no staging buffer to read back).
+        let n = len.div_ceil(16);
+        j.blocks[n - 1] = [0; 16];
+        for (b, c) in j.blocks.iter_mut().zip(e[..len - 4].chunks(16)) {
+            b[..c.len()].copy_from_slice(c);
         }
+        // len is a multiple of 4, so the 4 MAC bytes never straddle two blocks.
+        let (bi, off) = ((len - 4) / 16, (len - 4) % 16);
+        j.blocks[bi][off..off + 4].copy_from_slice(&prev_mac);
         j.n_ks = 0;
         if e[2] & eflags::C != 0 {
             let enc_from = NONCE_OFFSET + NONCE_LEN;
@@ -1329,10 +1331,13 @@ impl BlockCipherEncClosure for Lanes<'_> {
     }
 }
 
-/// The values of a new entry, gathered before its length is known.
+/// The values of a new entry, gathered before its length is known (kept as integers: no
+/// byte staging buffer that would be read back with wider loads).
 struct Gathered {
-    items: [u8; 10],
-    n_items: usize,
+    node_id: u32,
+    ingress_if: u16,
+    egress_if: u16,
+    /// The Mask nibble of the entry (items actually present).
     mask: u8,
     values: [u64; 4],
     widths: [usize; 4],
@@ -1349,9 +1354,10 @@ fn gather<S: TelemetrySource>(
     ctx: &HopContext,
 ) -> Gathered {
     let mut g = Gathered {
-        items: [0; 10],
-        n_items: 0,
-        mask: 0,
+        node_id: 0,
+        ingress_if: ctx.ingress_if,
+        egress_if: ctx.egress_if,
+        mask: bitmap & 0x7,
         values: [0; 4],
         widths: [0; 4],
         md_len: 0,
@@ -1359,18 +1365,10 @@ fn gather<S: TelemetrySource>(
     if bitmap & 0x8 != 0
         && let Some(id) = source.node_id()
     {
-        g.items[..4].copy_from_slice(&id.to_be_bytes());
-        g.n_items = 4;
+        g.node_id = id;
         g.mask |= 0x8;
     }
-    for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
-        if bitmap & bit != 0 {
-            g.items[g.n_items..g.n_items + 2].copy_from_slice(&v.to_be_bytes());
-            g.n_items += 2;
-            g.mask |= bit;
-        }
-    }
-    g.md_len = g.n_items;
+    g.md_len = usize::from(BITMAP_BYTES[usize::from(g.mask)]);
     for (k, ins) in instructions.iter().enumerate() {
         let w = ins.data_len();
         if w == 0 || ins.reserved_bit() {
@@ -1383,6 +1381,35 @@ fn gather<S: TelemetrySource>(
         }
     }
     g
+}
+
+/// Bytes of the bitmap items for each Mask value (node id 4, node count 2, interfaces 2 + 2).
+const BITMAP_BYTES: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut m = 0;
+    while m < 16 {
+        t[m] = (if m & 8 != 0 { 4 } else { 0 })
+            + (if m & 4 != 0 { 2 } else { 0 })
+            + (if m & 2 != 0 { 2 } else { 0 })
+            + (if m & 1 != 0 { 2 } else { 0 });
+        m += 1;
+    }
+    t
+};
+
+/// Writes the low `w` bytes (2, 4, 6 or 8) of `v` big-endian at `e[p..]` with fixed-size
+/// stores.
+#[inline(always)]
+fn put_be(e: &mut [u8], p: usize, v: u64, w: usize) {
+    match w {
+        2 => e[p..p + 2].copy_from_slice(&(v as u16).to_be_bytes()),
+        4 => e[p..p + 4].copy_from_slice(&(v as u32).to_be_bytes()),
+        6 => {
+            e[p..p + 2].copy_from_slice(&((v >> 32) as u16).to_be_bytes());
+            e[p + 2..p + 6].copy_from_slice(&(v as u32).to_be_bytes());
+        }
+        _ => e[p..p + 8].copy_from_slice(&v.to_be_bytes()),
+    }
 }
 
 /// Writes a new (plaintext, MAC-less) entry into `e`, which has exactly its length.
@@ -1403,16 +1430,27 @@ fn emit_entry(e: &mut [u8], g: &Gathered, role: Role, hop: u8, nonce: Option<[u8
         e[p..p + NONCE_LEN].copy_from_slice(&n);
         p += NONCE_LEN;
     }
-    e[p..p + g.n_items].copy_from_slice(&g.items[..g.n_items]);
-    p += g.n_items;
+    if g.mask & 0x8 != 0 {
+        put_be(e, p, u64::from(g.node_id), 4);
+        p += 4;
+    }
+    for (bit, v) in [(0x4, 1), (0x2, g.ingress_if), (0x1, g.egress_if)] {
+        if g.mask & bit != 0 {
+            put_be(e, p, u64::from(v), 2);
+            p += 2;
+        }
+    }
     for k in 0..4 {
         let w = g.widths[k];
         if w != 0 {
-            e[p..p + w].copy_from_slice(&g.values[k].to_be_bytes()[8 - w..]);
+            put_be(e, p, g.values[k], w);
             p += w;
         }
     }
-    e[p..len].fill(0);
+    // Zero padding (0-3 bytes) and the MAC field.
+    for b in &mut e[p..len] {
+        *b = 0;
+    }
 }
 
 /// Where a written entry's MAC comes from.
