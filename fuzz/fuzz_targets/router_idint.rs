@@ -159,9 +159,14 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(sg.counters, st.counters);
 
     if st.counters.pushed + st.counters.aggregated > 0 {
+        // Entries are written only into packets that leave or are delivered, or that ended
+        // at this sink with the D flag.
         assert!(matches!(
             d,
-            Disposition::Forward { .. } | Disposition::Sibling { .. } | Disposition::Deliver { .. }
+            Disposition::Forward { .. }
+                | Disposition::Sibling { .. }
+                | Disposition::Deliver { .. }
+                | Disposition::Drop(scion_dp::DropReason::TelemetryConsumed)
         ));
         let hl = usize::from(single[5]) * 4;
         let hbh_len = (usize::from(single[hl + 1]) + 1) * 4;

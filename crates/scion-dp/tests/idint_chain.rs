@@ -761,6 +761,51 @@ mod infrastructure {
     }
 
     fn probe_trip(deliver: bool) -> (Vec<u8>, Disposition, Vec<v1::Report>, u64) {
+        probe_trip_with(deliver, |p| p)
+    }
+
+    /// Doubles the ID-INT options of a packet: the main option and stack appear twice in the
+    /// hop-by-hop header (malformed: the specification allows one).
+    fn with_second_request(mut p: Vec<u8>) -> Vec<u8> {
+        let r = hbh_range(&p);
+        let (main_at, used_end, used_words) = {
+            let idint = IdInt::locate(&p[r.clone()]).unwrap().unwrap();
+            let stack = idint.stack_range();
+            let used = idint.used_len();
+            (
+                r.start + idint.main_offset(),
+                r.start + stack.start + used,
+                used / 4,
+            )
+        };
+        // The copy: the main option and just the used part of its stack.
+        let mut extra = p[main_at..used_end].to_vec();
+        extra[4] = used_words as u8;
+        // The copy starts at an offset = 2 (mod 4) after 2 bytes of PadN-free alignment:
+        // main options are 2 (mod 4) long and stacks 0 (mod 4), so a Pad of 2 keeps it valid.
+        let mut insert = vec![1u8, 0];
+        insert.extend_from_slice(&extra);
+        let n = insert.len();
+        p.splice(r.end..r.end, insert);
+        p[r.start + 1] += (n / 4) as u8;
+        let pl = u16::from_be_bytes([p[6], p[7]]) + n as u16;
+        p[6..8].copy_from_slice(&pl.to_be_bytes());
+        p
+    }
+
+    #[test]
+    fn the_sink_strips_every_request_a_packet_carries() {
+        let (pkt, d, reports, _) = probe_trip_with(true, with_second_request);
+        assert!(matches!(d, Disposition::Deliver { .. }));
+        assert_eq!(reports.len(), 1);
+        let r = hbh_range(&pkt);
+        assert!(IdInt::locate(&pkt[r]).unwrap().is_none());
+    }
+
+    fn probe_trip_with(
+        deliver: bool,
+        edit: impl Fn(Vec<u8>) -> Vec<u8>,
+    ) -> (Vec<u8>, Disposition, Vec<v1::Report>, u64) {
         let rs = routers();
         let (_, src_key) = collector_keys();
         let mut probes = ProbeSource::new(
@@ -782,6 +827,7 @@ mod infrastructure {
                 request: ProbeRequest {
                     encrypt: true,
                     deliver,
+                    stack_len_words: 100,
                     ..ProbeRequest::default()
                 },
             },
@@ -799,6 +845,7 @@ mod infrastructure {
         );
         assert_eq!(probes.next_due(), Some(NOW + 1_000_000_000));
         buf.truncate(probe.len);
+        let mut buf = edit(buf);
         let len = buf.len();
         let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
         let mut sink = stage(4, &rs).with_sink(Reports(Vec::new()));
