@@ -1,0 +1,248 @@
+//! Loads a SCION border router's configuration from the standard files into
+//! [`scion_dp::config::RouterConfig`].
+//!
+//! Two `topology.json` dialects are read (detected from the type of `isd_as`):
+//!
+//! * **Reference** (scionproto, SCIONLab): `isd_as` is a string; `attributes: ["core"]`;
+//!   `dispatched_ports`; `border_routers.<id>.{internal_addr, interfaces.<ifid>.{isd_as,
+//!   link_to, remote_interface_id, mtu, underlay.{local|public, remote}}}`;
+//!   `control_service.<id>.addr`, `discovery_service.<id>.addr`.
+//! * **Appliance** (Anapaya `local_topology.json`, seed 002 §4.1.1): `isd_as` is an object
+//!   keyed by ISD-AS, each with `internal_scion_mtu`, `control.address`, `discovery.address`
+//!   and one `router.{internal_address, interfaces.<ifid>.{address, remote_address,
+//!   remote_isd_as, link_type, scion_mtu, remote_interface_id}}`. Each AS has exactly one
+//!   router, named like SCION names it: `br<ISD>-<AS with '_' for ':'>-1`, e.g.
+//!   `br1-ff00_0_110-1`. The format does not say whether an AS is core: an optional `core`
+//!   boolean or `attributes: ["core"]` is honoured, otherwise an AS with a core link is core.
+//!
+//! ```no_run
+//! let topo = scion_topology::Topology::load("conf/topology.json")?;
+//! let config = topo.router_config("br1-ff00_0_110-1", "conf/keys")?;
+//! let router = scion_dp::config::Router::new(config)?;
+//! for ifc in topo.router("br1-ff00_0_110-1")?.interfaces.iter() {
+//!     println!("{} local {} remote {}", ifc.id, ifc.underlay.local, ifc.underlay.remote);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod keys;
+mod parse;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use idint_wire::{IsdAsn, Svc};
+use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
+
+pub use error::{FieldError, TopologyError};
+pub use keys::MasterKeys;
+
+/// Which `topology.json` dialect a file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// scionproto / SCIONLab `topology.json`.
+    Reference,
+    /// Anapaya appliance `local_topology.json` (one or more ASes).
+    Appliance,
+}
+
+/// The UDP/IP endpoints of an inter-AS link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Underlay {
+    /// This router's end. A `":port"` local address in the file has the unspecified IP of the
+    /// remote address's family (bind to any).
+    pub local: SocketAddr,
+    /// The neighbour router's end.
+    pub remote: SocketAddr,
+}
+
+/// One inter-AS interface as the file describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Interface ID (non-zero).
+    pub id: u16,
+    /// ISD-AS of the neighbour.
+    pub neighbor_ia: IsdAsn,
+    /// Link type from this AS's point of view.
+    pub link_type: LinkType,
+    /// The neighbour's interface ID, when given (needed for peering links).
+    pub remote_interface_id: Option<u16>,
+    /// Link MTU, when given.
+    pub mtu: Option<u16>,
+    /// UDP/IP endpoints.
+    pub underlay: Underlay,
+}
+
+/// One border router of an AS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BorderRouter {
+    /// Router id (`border_routers` key, or `br<IA>-1` in the appliance format).
+    pub id: String,
+    /// AS-internal address; its IP is the router's SCION host address.
+    pub internal_addr: SocketAddr,
+    /// The interfaces this router owns, sorted by ID.
+    pub interfaces: Vec<Interface>,
+}
+
+impl BorderRouter {
+    /// The interface with this ID, if this router owns it.
+    pub fn interface(&self, id: u16) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.id == id)
+    }
+}
+
+/// One AS of a topology file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AsTopology {
+    /// The AS.
+    pub ia: IsdAsn,
+    /// Whether it is a core AS.
+    pub core: bool,
+    /// AS-internal MTU, when given.
+    pub mtu: Option<u16>,
+    /// End-host port range.
+    pub dispatched_ports: DispatchedPorts,
+    /// Service addresses (first instance of CS and of DS).
+    pub services: Vec<(Svc, SocketAddr)>,
+    /// Border routers, sorted by id.
+    pub routers: Vec<BorderRouter>,
+}
+
+/// A loaded topology file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// The file it was read from (named in errors).
+    pub file: PathBuf,
+    /// Its dialect.
+    pub format: Format,
+    /// The ASes it describes (one for the reference format).
+    pub ases: Vec<AsTopology>,
+}
+
+impl Topology {
+    /// Reads and validates a `topology.json` (either dialect).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Io {
+            file: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses the JSON text of a topology file; `file` is only used in errors.
+    pub fn parse(text: &str, file: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        parse::topology(text, file.as_ref())
+    }
+
+    /// Every border router id in the file.
+    pub fn router_ids(&self) -> impl Iterator<Item = &str> {
+        self.ases
+            .iter()
+            .flat_map(|a| a.routers.iter().map(|r| r.id.as_str()))
+    }
+
+    /// The AS and router with this id.
+    pub fn find_router(&self, id: &str) -> Result<(&AsTopology, &BorderRouter), TopologyError> {
+        for a in &self.ases {
+            if let Some(r) = a.routers.iter().find(|r| r.id == id) {
+                return Ok((a, r));
+            }
+        }
+        Err(TopologyError::UnknownRouter {
+            file: self.file.clone(),
+            id: id.to_string(),
+            known: self.router_ids().collect::<Vec<_>>().join(", "),
+        })
+    }
+
+    /// The border router with this id.
+    pub fn router(&self, id: &str) -> Result<&BorderRouter, TopologyError> {
+        self.find_router(id).map(|(_, r)| r)
+    }
+
+    /// The data-plane configuration of router `id`, with the forwarding key derived from
+    /// `keys_dir/master0.key`. Validated with [`Router::new`] so a returned config is accepted.
+    pub fn router_config(
+        &self,
+        id: &str,
+        keys_dir: impl AsRef<Path>,
+    ) -> Result<RouterConfig, TopologyError> {
+        let keys = MasterKeys::load(keys_dir)?;
+        self.router_config_with_key(id, keys.forwarding_key())
+    }
+
+    /// As [`Topology::router_config`], with the forwarding key given directly.
+    pub fn router_config_with_key(
+        &self,
+        id: &str,
+        forwarding_key: [u8; 16],
+    ) -> Result<RouterConfig, TopologyError> {
+        let (asys, me) = self.find_router(id)?;
+        let mut interfaces = Vec::new();
+        for r in &asys.routers {
+            let owner = if r.id == me.id {
+                Owner::Local
+            } else {
+                Owner::Sibling(r.internal_addr)
+            };
+            for i in &r.interfaces {
+                interfaces.push(InterfaceConfig {
+                    id: i.id,
+                    link_type: i.link_type,
+                    neighbor_ia: i.neighbor_ia,
+                    owner,
+                });
+            }
+        }
+        interfaces.sort_by_key(|i| i.id);
+        let config = RouterConfig {
+            local_ia: asys.ia,
+            core: asys.core,
+            internal_addr: me.internal_addr,
+            interfaces,
+            services: asys.services.clone(),
+            dispatched_ports: asys.dispatched_ports,
+            forwarding_key,
+        };
+        Router::new(config.clone()).map_err(|reason| TopologyError::Config {
+            file: self.file.clone(),
+            id: id.to_string(),
+            reason,
+        })?;
+        Ok(config)
+    }
+}
+
+/// The SCION name of the `n`-th border router of `ia`: `br1-ff00_0_110-1` for
+/// (`1-ff00:0:110`, 1).
+pub fn router_name(ia: IsdAsn, n: u32) -> String {
+    format!("br{}-{n}", ia.to_string().replace(':', "_"))
+}
+
+/// The ISD-AS a SCION router name (`br1-ff00_0_110-1`) refers to, if it has that shape.
+pub fn ia_of_router_name(id: &str) -> Option<IsdAsn> {
+    let rest = id.strip_prefix("br")?;
+    let (ia, n) = rest.rsplit_once('-')?;
+    n.parse::<u32>().ok()?;
+    ia.replace('_', ":").parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn router_names() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        assert_eq!(router_name(ia, 1), "br1-ff00_0_110-1");
+        assert_eq!(ia_of_router_name("br1-ff00_0_110-2"), Some(ia));
+        assert_eq!(ia_of_router_name("br1a"), None);
+        assert_eq!(ia_of_router_name("br1-ff00_0_110-x"), None);
+        assert_eq!(
+            ia_of_router_name("br64-559-1"),
+            Some("64-559".parse().unwrap())
+        );
+    }
+}
