@@ -1,0 +1,402 @@
+//! The router's configuration: a TOML file naming the SCION `topology.json` (reference or
+//! appliance format), the keys directory, EAL arguments, the mapping of SCION interfaces and
+//! the internal network onto DPDK ports, and static next-hop MAC addresses.
+//!
+//! ```toml
+//! topology = "topology.json"        # relative paths are relative to this file
+//! keys = "keys"                     # master0.key (hop-field key, DRKey secret)
+//! router_id = "br1-ff00_0_110-1"
+//! eal = ["--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0-1",
+//!        "--vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap"]
+//!
+//! [dataplane]                       # all optional
+//! mbufs = 8191
+//! rx_desc = 512
+//! tx_desc = 512
+//!
+//! [drkey]
+//! epoch_secs = 86400
+//!
+//! [idint]
+//! node_id = 1
+//!
+//! [[port]]
+//! device = "net_pcap0"              # DPDK device name
+//! interfaces = [1, 2]               # SCION interfaces of this router on that port
+//! internal = true                   # the AS-internal network is on this port too
+//!
+//! [[neighbor]]                      # next-hop MAC per underlay IP
+//! ip = "192.0.2.2"
+//! mac = "02:00:00:00:00:02"
+//! ```
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use scion_dp::config::RouterConfig;
+use scion_topology::{MasterKeys, Topology, TopologyError};
+use serde::Deserialize;
+
+/// Why a configuration was rejected. Every variant names the file or item at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The TOML file cannot be read.
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML file does not parse or has wrong or unknown keys.
+    #[error("{file}: {message}")]
+    Toml {
+        /// The file.
+        file: PathBuf,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// The topology or keys are invalid.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// A bad item in the TOML file.
+    #[error("{file}: {item}: {reason}")]
+    Item {
+        /// The file.
+        file: PathBuf,
+        /// The item (e.g. `port[1].interfaces`).
+        item: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    topology: PathBuf,
+    keys: Option<PathBuf>,
+    router_id: String,
+    #[serde(default)]
+    eal: Vec<String>,
+    #[serde(default)]
+    dataplane: RawDataplane,
+    #[serde(default)]
+    drkey: RawDrkey,
+    #[serde(default)]
+    idint: RawIdInt,
+    #[serde(default)]
+    port: Vec<RawPort>,
+    #[serde(default)]
+    neighbor: Vec<RawNeighbor>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataplane {
+    mbufs: Option<u32>,
+    rx_desc: Option<u16>,
+    tx_desc: Option<u16>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDrkey {
+    epoch_secs: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdInt {
+    node_id: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPort {
+    device: String,
+    #[serde(default)]
+    interfaces: Vec<u16>,
+    #[serde(default)]
+    internal: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNeighbor {
+    ip: String,
+    mac: String,
+}
+
+/// One SCION interface of this router, placed on a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfacePlan {
+    /// Interface ID.
+    pub id: u16,
+    /// This router's underlay address of the link.
+    pub local: SocketAddr,
+    /// The neighbour's underlay address.
+    pub remote: SocketAddr,
+}
+
+/// One DPDK port and what runs over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortPlan {
+    /// DPDK device name.
+    pub device: String,
+    /// SCION interfaces on the port.
+    pub interfaces: Vec<InterfacePlan>,
+    /// Whether the AS-internal network is on this port.
+    pub internal: bool,
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The TOML file.
+    pub file: PathBuf,
+    /// Router id in the topology.
+    pub router_id: String,
+    /// The data-plane model for scion-dp.
+    pub router: RouterConfig,
+    /// The AS master secret `master0` (DRKey secret values).
+    pub master0: Vec<u8>,
+    /// EAL arguments.
+    pub eal: Vec<String>,
+    /// Ports in configuration order.
+    pub ports: Vec<PortPlan>,
+    /// Static next-hop MACs by underlay IP.
+    pub neighbors: HashMap<IpAddr, [u8; 6]>,
+    /// Mbufs in the pool.
+    pub mbufs: u32,
+    /// Rx descriptors per queue.
+    pub rx_desc: u16,
+    /// Tx descriptors per queue.
+    pub tx_desc: u16,
+    /// DRKey epoch length, seconds.
+    pub epoch_secs: u32,
+    /// Node id written into ID-INT entries.
+    pub node_id: Option<u32>,
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split([':', '-']);
+    for b in out.iter_mut() {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+impl Config {
+    /// Reads and validates the TOML file at `path` and the files it names.
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            file: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates the TOML `text`; relative paths in it are relative to `file`'s directory.
+    pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Toml {
+            file: file.to_path_buf(),
+            message: e.to_string().trim_end().replace('\n', " "),
+        })?;
+        let item = |item: &str, reason: String| ConfigError::Item {
+            file: file.to_path_buf(),
+            item: item.to_string(),
+            reason,
+        };
+        let base = file.parent().unwrap_or(Path::new("."));
+        let topo_path = base.join(&raw.topology);
+        let topo = Topology::load(&topo_path)?;
+        let keys_dir = match &raw.keys {
+            Some(k) => base.join(k),
+            None => topo_path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("keys"),
+        };
+        let keys = MasterKeys::load(&keys_dir)?;
+        let router = topo.router_config_with_key(&raw.router_id, keys.forwarding_key())?;
+        let me = topo.router(&raw.router_id)?;
+
+        if raw.port.is_empty() {
+            return Err(item("port", "no [[port]] configured".into()));
+        }
+        let mut ports = Vec::new();
+        let mut placed: HashMap<u16, usize> = HashMap::new();
+        let mut internal_port = None;
+        for (i, p) in raw.port.iter().enumerate() {
+            let name = format!("port[{i}]");
+            if p.device.trim().is_empty() {
+                return Err(item(&format!("{name}.device"), "empty device name".into()));
+            }
+            if ports.iter().any(|q: &PortPlan| q.device == p.device) {
+                return Err(item(
+                    &format!("{name}.device"),
+                    format!("device {:?} configured twice", p.device),
+                ));
+            }
+            let mut interfaces = Vec::new();
+            for &id in &p.interfaces {
+                let Some(ifc) = me.interface(id) else {
+                    let own: Vec<String> = me.interfaces.iter().map(|i| i.id.to_string()).collect();
+                    return Err(item(
+                        &format!("{name}.interfaces"),
+                        format!(
+                            "interface {id} is not an interface of router {} (its interfaces: {})",
+                            raw.router_id,
+                            own.join(", ")
+                        ),
+                    ));
+                };
+                if let Some(prev) = placed.insert(id, i) {
+                    return Err(item(
+                        &format!("{name}.interfaces"),
+                        format!("interface {id} is already on port[{prev}]"),
+                    ));
+                }
+                if ifc.underlay.local.ip().is_unspecified() {
+                    return Err(item(
+                        &format!("{name}.interfaces"),
+                        format!(
+                            "interface {id}: the topology gives no local underlay IP (\"{}\"); DPDK needs one",
+                            ifc.underlay.local
+                        ),
+                    ));
+                }
+                interfaces.push(InterfacePlan {
+                    id,
+                    local: ifc.underlay.local,
+                    remote: ifc.underlay.remote,
+                });
+            }
+            if p.internal {
+                if let Some(prev) = internal_port {
+                    return Err(item(
+                        &format!("{name}.internal"),
+                        format!("the internal network is already on port[{prev}]"),
+                    ));
+                }
+                internal_port = Some(i);
+            }
+            ports.push(PortPlan {
+                device: p.device.clone(),
+                interfaces,
+                internal: p.internal,
+            });
+        }
+        if internal_port.is_none() {
+            return Err(item(
+                "port",
+                "no port carries the internal network (set internal = true on one)".into(),
+            ));
+        }
+        if let Some(missing) = me.interfaces.iter().find(|i| !placed.contains_key(&i.id)) {
+            return Err(item(
+                "port",
+                format!(
+                    "interface {} of router {} is on no port",
+                    missing.id, raw.router_id
+                ),
+            ));
+        }
+        let mut neighbors = HashMap::new();
+        for (i, n) in raw.neighbor.iter().enumerate() {
+            let ip: IpAddr = n
+                .ip
+                .parse()
+                .map_err(|_| item(&format!("neighbor[{i}].ip"), format!("{:?} is not an IP address", n.ip)))?;
+            let mac = parse_mac(&n.mac).ok_or_else(|| {
+                item(
+                    &format!("neighbor[{i}].mac"),
+                    format!("{:?} is not a MAC address (aa:bb:cc:dd:ee:ff)", n.mac),
+                )
+            })?;
+            if neighbors.insert(ip, mac).is_some() {
+                return Err(item(&format!("neighbor[{i}].ip"), format!("{ip} listed twice")));
+            }
+        }
+        let epoch_secs = raw.drkey.epoch_secs.unwrap_or(86_400);
+        if !(360..=259_200).contains(&epoch_secs) {
+            return Err(item(
+                "drkey.epoch_secs",
+                format!("{epoch_secs} is outside 360 ..= 259200 (6 minutes to 3 days)"),
+            ));
+        }
+        let mbufs = raw.dataplane.mbufs.unwrap_or(8191);
+        if mbufs < 512 {
+            return Err(item("dataplane.mbufs", format!("{mbufs} is below 512")));
+        }
+        let desc = |v: Option<u16>, name: &str| -> Result<u16, ConfigError> {
+            let v = v.unwrap_or(512);
+            if !(32..=4096).contains(&v) || !v.is_power_of_two() {
+                return Err(item(
+                    name,
+                    format!("{v} must be a power of two in 32 ..= 4096"),
+                ));
+            }
+            Ok(v)
+        };
+        Ok(Config {
+            file: file.to_path_buf(),
+            router_id: raw.router_id,
+            master0: keys.master0.clone(),
+            router,
+            eal: raw.eal,
+            ports,
+            neighbors,
+            mbufs,
+            rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
+            tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
+            epoch_secs,
+            node_id: raw.idint.node_id,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs() {
+        assert_eq!(parse_mac("02:00:0a:FF:00:01"), Some([2, 0, 10, 255, 0, 1]));
+        assert_eq!(parse_mac("02-00-0a-ff-00-01"), Some([2, 0, 10, 255, 0, 1]));
+        assert_eq!(parse_mac("02:00:0a:ff:00"), None);
+        assert_eq!(parse_mac("02:00:0a:ff:00:01:02"), None);
+        assert_eq!(parse_mac("2:00:0a:ff:00:01"), None);
+        assert_eq!(parse_mac("zz:00:0a:ff:00:01"), None);
+    }
+
+    #[test]
+    fn toml_errors_name_file_and_key() {
+        let e = Config::parse("topology = 3\nrouter_id = \"x\"", Path::new("/x/r.toml"))
+            .expect_err("bad type");
+        let s = e.to_string();
+        assert!(s.starts_with("/x/r.toml:"), "{s}");
+        assert!(s.contains("topology"), "{s}");
+        let e = Config::parse(
+            "topology = \"t.json\"\nrouter_id = \"x\"\nbogus = 1",
+            Path::new("/x/r.toml"),
+        )
+        .expect_err("unknown key");
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = Config::parse(
+            "topology = \"/nonexistent/t.json\"\nrouter_id = \"x\"",
+            Path::new("/x/r.toml"),
+        )
+        .expect_err("missing topology");
+        assert!(e.to_string().contains("/nonexistent/t.json"), "{e}");
+    }
+}

@@ -1,0 +1,16 @@
+//! The DPDK poll-mode SCION/ID-INT border router: a thin I/O shell around `scion-dp`.
+//!
+//! * [`dpdk`]: the safe DPDK layer (EAL, mempools, ports, mbufs, bursts, lcores); the only
+//!   module with `unsafe` code.
+//! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
+//! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
+//! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
+//! * [`stats`]: counters shared between workers and the control thread.
+//! * [`run`]: wiring it all up (ports, tables, workers, summary).
+
+pub mod config;
+pub mod dpdk;
+pub mod run;
+pub mod stats;
+pub mod underlay;
+pub mod worker;

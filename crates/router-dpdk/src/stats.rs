@@ -1,0 +1,269 @@
+//! Counters shared between the workers and the control thread: plain atomics, written by
+//! one worker each (published a few hundred times per second, not per packet) and summed by
+//! readers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use scion_dp::idint::IdIntCounters;
+use scion_dp::{Counters, DropReason, ScmpReason};
+
+/// I/O-level counters of one worker (what happens around scion-dp).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IoCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Bytes received (frames).
+    pub rx_bytes: u64,
+    /// Frames handed to the driver for sending.
+    pub tx_frames: u64,
+    /// Frames dropped because a tx queue was full.
+    pub tx_full: u64,
+    /// Frames that are not IPv4/IPv6 UDP (ARP, other protocols) or have broken IP/UDP headers.
+    pub not_scion: u64,
+    /// UDP frames to an address/port that is none of this router's underlay addresses.
+    pub not_for_us: u64,
+    /// Chained (multi-segment) mbufs, not handled.
+    pub chained: u64,
+    /// Packets whose next hop has no known MAC address.
+    pub no_next_hop_mac: u64,
+    /// Packets for which no egress port or header room was found.
+    pub unroutable: u64,
+}
+
+const IO_FIELDS: usize = 9;
+const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
+const II_FIELDS: usize = 13;
+
+impl IoCounters {
+    fn to_array(self) -> [u64; IO_FIELDS] {
+        [
+            self.rx_frames,
+            self.rx_bytes,
+            self.tx_frames,
+            self.tx_full,
+            self.not_scion,
+            self.not_for_us,
+            self.chained,
+            self.no_next_hop_mac,
+            self.unroutable,
+        ]
+    }
+
+    fn from_array(a: [u64; IO_FIELDS]) -> Self {
+        IoCounters {
+            rx_frames: a[0],
+            rx_bytes: a[1],
+            tx_frames: a[2],
+            tx_full: a[3],
+            not_scion: a[4],
+            not_for_us: a[5],
+            chained: a[6],
+            no_next_hop_mac: a[7],
+            unroutable: a[8],
+        }
+    }
+
+    /// `(name, value)` pairs.
+    pub fn named(&self) -> [(&'static str, u64); IO_FIELDS] {
+        let a = self.to_array();
+        [
+            ("rx_frames", a[0]),
+            ("rx_bytes", a[1]),
+            ("tx_frames", a[2]),
+            ("tx_full", a[3]),
+            ("not_scion", a[4]),
+            ("not_for_us", a[5]),
+            ("chained", a[6]),
+            ("no_next_hop_mac", a[7]),
+            ("unroutable", a[8]),
+        ]
+    }
+
+    /// Adds another worker's counters.
+    pub fn merge(&mut self, o: &IoCounters) {
+        let mut a = self.to_array();
+        for (x, y) in a.iter_mut().zip(o.to_array()) {
+            *x += y;
+        }
+        *self = Self::from_array(a);
+    }
+}
+
+fn dp_to_array(c: &Counters) -> [u64; DP_FIELDS] {
+    let mut a = [0u64; DP_FIELDS];
+    a[0] = c.forwarded;
+    a[1] = c.to_sibling;
+    a[2] = c.delivered;
+    a[3] = c.bfd;
+    a[4..4 + ScmpReason::COUNT].copy_from_slice(&c.replies);
+    a[4 + ScmpReason::COUNT..].copy_from_slice(&c.drops);
+    a
+}
+
+fn dp_from_array(a: &[u64; DP_FIELDS]) -> Counters {
+    let mut c = Counters {
+        forwarded: a[0],
+        to_sibling: a[1],
+        delivered: a[2],
+        bfd: a[3],
+        ..Counters::default()
+    };
+    c.replies.copy_from_slice(&a[4..4 + ScmpReason::COUNT]);
+    c.drops.copy_from_slice(&a[4 + ScmpReason::COUNT..]);
+    c
+}
+
+fn ii_to_array(c: &IdIntCounters) -> [u64; II_FIELDS] {
+    c.named().map(|(_, v)| v)
+}
+
+fn ii_from_array(a: &[u64; II_FIELDS]) -> IdIntCounters {
+    IdIntCounters {
+        packets: a[0],
+        pushed: a[1],
+        aggregated: a[2],
+        encrypted: a[3],
+        stack_full: a[4],
+        delayed: a[5],
+        no_key: a[6],
+        malformed: a[7],
+        unsupported: a[8],
+        exported: a[9],
+        export_refused: a[10],
+        stripped: a[11],
+        consumed: a[12],
+    }
+}
+
+/// The published counters of one worker.
+#[derive(Debug)]
+pub struct WorkerStats {
+    io: [AtomicU64; IO_FIELDS],
+    dp: [AtomicU64; DP_FIELDS],
+    ii: [AtomicU64; II_FIELDS],
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        WorkerStats {
+            io: std::array::from_fn(|_| AtomicU64::new(0)),
+            dp: std::array::from_fn(|_| AtomicU64::new(0)),
+            ii: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// A snapshot of every counter (one worker or a sum).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// I/O counters.
+    pub io: IoCounters,
+    /// scion-dp dispositions.
+    pub dp: Counters,
+    /// ID-INT stage counters.
+    pub idint: IdIntCounters,
+}
+
+impl WorkerStats {
+    /// Publishes the worker's current values (called by its worker only).
+    pub fn publish(&self, io: &IoCounters, dp: &Counters, ii: &IdIntCounters) {
+        for (a, v) in self.io.iter().zip(io.to_array()) {
+            a.store(v, Ordering::Relaxed);
+        }
+        for (a, v) in self.dp.iter().zip(dp_to_array(dp)) {
+            a.store(v, Ordering::Relaxed);
+        }
+        for (a, v) in self.ii.iter().zip(ii_to_array(ii)) {
+            a.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// The last published values.
+    pub fn snapshot(&self) -> Snapshot {
+        let io = std::array::from_fn(|i| self.io[i].load(Ordering::Relaxed));
+        let dp = std::array::from_fn(|i| self.dp[i].load(Ordering::Relaxed));
+        let ii = std::array::from_fn(|i| self.ii[i].load(Ordering::Relaxed));
+        Snapshot {
+            io: IoCounters::from_array(io),
+            dp: dp_from_array(&dp),
+            idint: ii_from_array(&ii),
+        }
+    }
+}
+
+impl Snapshot {
+    /// Sum over workers.
+    pub fn sum<'a>(it: impl IntoIterator<Item = &'a WorkerStats>) -> Snapshot {
+        let mut s = Snapshot::default();
+        for w in it {
+            let x = w.snapshot();
+            s.io.merge(&x.io);
+            s.dp.merge(&x.dp);
+            s.idint.merge(&x.idint);
+        }
+        s
+    }
+
+    /// The snapshot as JSON: io, dispositions, replies and drops by reason, ID-INT.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut replies = serde_json::Map::new();
+        for r in ScmpReason::ALL {
+            replies.insert(r.name().into(), self.dp.replies_for(r).into());
+        }
+        let mut drops = serde_json::Map::new();
+        for r in DropReason::ALL {
+            drops.insert(r.name().into(), self.dp.drops_for(r).into());
+        }
+        let mut ii = serde_json::Map::new();
+        for (k, v) in self.idint.named() {
+            ii.insert(k.into(), v.into());
+        }
+        serde_json::json!({
+            "io": self.io,
+            "forwarded": self.dp.forwarded,
+            "to_sibling": self.dp.to_sibling,
+            "delivered": self.dp.delivered,
+            "bfd": self.dp.bfd,
+            "scmp_replies": replies,
+            "drops": drops,
+            "idint": ii,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_snapshot_sum_roundtrip() {
+        let mut dp = Counters::default();
+        dp.record(&scion_dp::Disposition::Forward { ifid: 1 });
+        dp.record(&scion_dp::Disposition::Drop(DropReason::Malformed));
+        let ii = IdIntCounters {
+            pushed: 3,
+            consumed: 9,
+            ..Default::default()
+        };
+        let io = IoCounters {
+            rx_frames: 5,
+            unroutable: 2,
+            ..Default::default()
+        };
+        let a = WorkerStats::default();
+        let b = WorkerStats::default();
+        a.publish(&io, &dp, &ii);
+        b.publish(&io, &dp, &ii);
+        assert_eq!(a.snapshot().dp, dp);
+        assert_eq!(a.snapshot().idint, ii);
+        let s = Snapshot::sum([&a, &b]);
+        assert_eq!(s.io.rx_frames, 10);
+        assert_eq!(s.io.unroutable, 4);
+        assert_eq!(s.dp.forwarded, 2);
+        assert_eq!(s.dp.drops_for(DropReason::Malformed), 2);
+        assert_eq!(s.idint.consumed, 18);
+        let j = s.to_json();
+        assert_eq!(j["drops"]["malformed"], 2);
+        assert_eq!(j["io"]["rx_frames"], 10);
+    }
+}

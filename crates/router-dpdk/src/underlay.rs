@@ -1,0 +1,277 @@
+//! The underlay headers around a SCION packet: Ethernet, IPv4 or IPv6, UDP. Parsed on rx and
+//! written in place on tx, allocation-free.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Ethernet header length (no VLAN tag).
+pub const ETH_LEN: usize = 14;
+/// Ethernet + IPv4 (no options) + UDP.
+pub const V4_HDR_LEN: usize = ETH_LEN + 20 + 8;
+/// Ethernet + IPv6 (no extension headers) + UDP.
+pub const V6_HDR_LEN: usize = ETH_LEN + 40 + 8;
+
+const ETHERTYPE_IPV4: u16 = 0x0800;
+const ETHERTYPE_IPV6: u16 = 0x86dd;
+const PROTO_UDP: u8 = 17;
+
+/// What the underlay of a received frame says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Offset of the UDP payload (the SCION packet).
+    pub offset: usize,
+    /// Length of the UDP payload.
+    pub len: usize,
+    /// Underlay source.
+    pub src: SocketAddr,
+    /// Underlay destination.
+    pub dst: SocketAddr,
+    /// Ethernet source MAC.
+    pub eth_src: [u8; 6],
+}
+
+/// Why a frame is not a SCION-over-UDP packet for us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotScion {
+    /// Not IPv4/IPv6 (ARP, LLDP, ...).
+    OtherEtherType,
+    /// IP but not UDP, a fragment, or IPv6 with extension headers.
+    NotUdp,
+    /// Truncated or inconsistent lengths.
+    Truncated,
+}
+
+#[inline]
+fn be16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+/// Parses the headers of `frame`.
+#[inline]
+pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
+    if frame.len() < ETH_LEN {
+        return Err(NotScion::Truncated);
+    }
+    let mut eth_src = [0u8; 6];
+    eth_src.copy_from_slice(&frame[6..12]);
+    let (src_ip, dst_ip, l4, l4_end) = match be16(frame, 12) {
+        ETHERTYPE_IPV4 => {
+            let ip = &frame[ETH_LEN..];
+            if ip.len() < 20 || ip[0] >> 4 != 4 {
+                return Err(NotScion::Truncated);
+            }
+            let ihl = usize::from(ip[0] & 0x0f) * 4;
+            let total = usize::from(be16(ip, 2));
+            if ihl < 20 || total < ihl || total > ip.len() {
+                return Err(NotScion::Truncated);
+            }
+            // More fragments or a fragment offset: not handled (SCION avoids fragmentation).
+            if ip[9] != PROTO_UDP || be16(ip, 6) & 0x3fff != 0 {
+                return Err(NotScion::NotUdp);
+            }
+            let s = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
+            let d = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+            (
+                IpAddr::V4(s),
+                IpAddr::V4(d),
+                ETH_LEN + ihl,
+                ETH_LEN + total,
+            )
+        }
+        ETHERTYPE_IPV6 => {
+            let ip = &frame[ETH_LEN..];
+            if ip.len() < 40 || ip[0] >> 4 != 6 {
+                return Err(NotScion::Truncated);
+            }
+            if ip[6] != PROTO_UDP {
+                return Err(NotScion::NotUdp);
+            }
+            let payload = usize::from(be16(ip, 4));
+            if 40 + payload > ip.len() {
+                return Err(NotScion::Truncated);
+            }
+            let mut s = [0u8; 16];
+            s.copy_from_slice(&ip[8..24]);
+            let mut d = [0u8; 16];
+            d.copy_from_slice(&ip[24..40]);
+            (
+                IpAddr::V6(Ipv6Addr::from(s)),
+                IpAddr::V6(Ipv6Addr::from(d)),
+                ETH_LEN + 40,
+                ETH_LEN + 40 + payload,
+            )
+        }
+        _ => return Err(NotScion::OtherEtherType),
+    };
+    if l4 + 8 > l4_end {
+        return Err(NotScion::Truncated);
+    }
+    let udp_len = usize::from(be16(frame, l4 + 4));
+    if udp_len < 8 || l4 + udp_len > l4_end {
+        return Err(NotScion::Truncated);
+    }
+    Ok(Received {
+        offset: l4 + 8,
+        len: udp_len - 8,
+        src: SocketAddr::new(src_ip, be16(frame, l4)),
+        dst: SocketAddr::new(dst_ip, be16(frame, l4 + 2)),
+        eth_src,
+    })
+}
+
+/// Header length for a packet sent to `dst`.
+#[inline]
+pub fn header_len(dst: &SocketAddr) -> usize {
+    if dst.is_ipv4() { V4_HDR_LEN } else { V6_HDR_LEN }
+}
+
+/// Ones'-complement sum of `data` added to `sum`.
+#[inline]
+fn sum16(mut sum: u32, data: &[u8]) -> u32 {
+    let mut chunks = data.chunks_exact(2);
+    for c in chunks.by_ref() {
+        sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+    }
+    if let [last] = chunks.remainder() {
+        sum += u32::from(*last) << 8;
+    }
+    sum
+}
+
+#[inline]
+fn fold(mut sum: u32) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// Writes Ethernet/IP/UDP headers into `frame[..header_len(dst)]` for a UDP payload of
+/// `payload_len` bytes that already follows them. `src` and `dst` must be of the same family
+/// (returns `false` otherwise). IPv4 gets its header checksum and UDP checksum 0 (allowed);
+/// IPv6 gets the mandatory UDP checksum.
+pub fn write(
+    frame: &mut [u8],
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: SocketAddr,
+    dst: SocketAddr,
+    payload_len: usize,
+) -> bool {
+    let hl = header_len(&dst);
+    if frame.len() < hl + payload_len || payload_len + 8 > usize::from(u16::MAX) - 40 {
+        return false;
+    }
+    frame[0..6].copy_from_slice(&dst_mac);
+    frame[6..12].copy_from_slice(&src_mac);
+    let udp_len = (payload_len + 8) as u16;
+    match (src.ip(), dst.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+            let ip = &mut frame[ETH_LEN..ETH_LEN + 20];
+            ip[0] = 0x45;
+            ip[1] = 0;
+            ip[2..4].copy_from_slice(&(udp_len + 20).to_be_bytes());
+            ip[4..6].copy_from_slice(&[0, 0]);
+            ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
+            ip[8] = 64;
+            ip[9] = PROTO_UDP;
+            ip[10..12].copy_from_slice(&[0, 0]);
+            ip[12..16].copy_from_slice(&s.octets());
+            ip[16..20].copy_from_slice(&d.octets());
+            let c = fold(sum16(0, ip));
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            let udp = &mut frame[ETH_LEN + 20..ETH_LEN + 28];
+            udp[0..2].copy_from_slice(&src.port().to_be_bytes());
+            udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
+            udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+            udp[6..8].copy_from_slice(&[0, 0]);
+            true
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            frame[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+            let ip = &mut frame[ETH_LEN..ETH_LEN + 40];
+            ip[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
+            ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
+            ip[6] = PROTO_UDP;
+            ip[7] = 64;
+            ip[8..24].copy_from_slice(&s.octets());
+            ip[24..40].copy_from_slice(&d.octets());
+            let l4 = ETH_LEN + 40;
+            {
+                let udp = &mut frame[l4..l4 + 8];
+                udp[0..2].copy_from_slice(&src.port().to_be_bytes());
+                udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
+                udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
+                udp[6..8].copy_from_slice(&[0, 0]);
+            }
+            let mut sum = sum16(0, &s.octets());
+            sum = sum16(sum, &d.octets());
+            sum += u32::from(udp_len) + u32::from(PROTO_UDP);
+            sum = sum16(sum, &frame[l4..l4 + usize::from(udp_len)]);
+            let mut c = fold(sum);
+            if c == 0 {
+                c = 0xffff;
+            }
+            frame[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
+            true
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(src: &str, dst: &str) {
+        let (src, dst): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+        let payload: Vec<u8> = (0..77u8).collect();
+        let hl = header_len(&dst);
+        let mut frame = vec![0u8; hl + payload.len()];
+        frame[hl..].copy_from_slice(&payload);
+        assert!(write(&mut frame, [1; 6], [2; 6], src, dst, payload.len()));
+        let r = parse(&frame).expect("parses");
+        assert_eq!(r.offset, hl);
+        assert_eq!(r.len, payload.len());
+        assert_eq!((r.src, r.dst, r.eth_src), (src, dst, [1; 6]));
+        assert_eq!(&frame[0..6], &[2; 6]);
+        // Checksums verify: the ones'-complement sum over the header (IPv4) or pseudo header
+        // plus segment (IPv6) folds to 0.
+        match (src.ip(), dst.ip()) {
+            (IpAddr::V4(_), _) => assert_eq!(fold(sum16(0, &frame[ETH_LEN..ETH_LEN + 20])), 0),
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                let l4 = ETH_LEN + 40;
+                let mut sum = sum16(sum16(0, &s.octets()), &d.octets());
+                sum += (payload.len() as u32 + 8) + 17;
+                sum = sum16(sum, &frame[l4..]);
+                assert_eq!(fold(sum), 0);
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn write_then_parse() {
+        roundtrip("192.0.2.1:50000", "198.51.100.7:30041");
+        roundtrip("[2001:db8::1]:50000", "[2001:db8::2]:31000");
+    }
+
+    #[test]
+    fn rejects_other_frames() {
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        assert_eq!(parse(&arp), Err(NotScion::OtherEtherType));
+        assert_eq!(parse(&arp[..10]), Err(NotScion::Truncated));
+        let src: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        let dst: SocketAddr = "192.0.2.2:2".parse().unwrap();
+        let mut f = vec![0u8; V4_HDR_LEN + 10];
+        assert!(write(&mut f, [0; 6], [0; 6], src, dst, 10));
+        f[ETH_LEN + 9] = 6; // TCP
+        assert_eq!(parse(&f), Err(NotScion::NotUdp));
+        f[ETH_LEN + 9] = 17;
+        assert!(parse(&f).is_ok());
+        assert_eq!(parse(&f[..f.len() - 1]), Err(NotScion::Truncated));
+        let v6: SocketAddr = "[2001:db8::1]:1".parse().unwrap();
+        assert!(!write(&mut f, [0; 6], [0; 6], src, v6, 10), "mixed families");
+    }
+}

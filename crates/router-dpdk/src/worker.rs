@@ -1,0 +1,376 @@
+//! The worker loop: rx burst -> underlay parse -> scion-dp `process_burst_with` (with the
+//! ID-INT stage) -> underlay rewrite in place -> tx burst per egress port. Nothing on this
+//! path allocates, locks, logs or makes system calls.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use scion_dp::config::Router;
+use scion_dp::idint::{CtrDrbg, IdIntStage, VerifierKeys};
+use scion_dp::telemetry::{HopContext, TelemetrySource};
+use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
+
+use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, RxQueue, TxQueue};
+use crate::stats::{IoCounters, WorkerStats};
+use crate::underlay;
+
+/// Where a SCION interface of this router leaves.
+#[derive(Debug, Clone, Copy)]
+pub struct IfEgress {
+    /// Index of the port in [`Tables::ports`].
+    pub port: usize,
+    /// Local underlay address.
+    pub local: SocketAddr,
+    /// Neighbour's underlay address.
+    pub remote: SocketAddr,
+    /// Neighbour's MAC, if known.
+    pub mac: Option<[u8; 6]>,
+}
+
+/// The static forwarding tables, shared read-only by all workers.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    /// Port MAC addresses, by port index.
+    pub ports: Vec<[u8; 6]>,
+    /// DPDK port id of each port index.
+    pub port_ids: Vec<u16>,
+    /// Underlay address -> ingress, per port index: `(local addr, ingress)`.
+    pub ingress: Vec<Vec<(SocketAddr, Ingress)>>,
+    /// Egress by interface id (index = ifid).
+    pub egress: Vec<Option<IfEgress>>,
+    /// Index of the internal port.
+    pub internal_port: usize,
+    /// This router's internal address.
+    pub internal_addr: SocketAddr,
+    /// Static next-hop MACs.
+    pub neighbors: Vec<(IpAddr, [u8; 6])>,
+}
+
+impl Tables {
+    #[inline]
+    fn classify(&self, port: usize, dst: &SocketAddr) -> Option<Ingress> {
+        let list = self.ingress.get(port)?;
+        list.iter().find(|(a, _)| a == dst).map(|(_, i)| *i)
+    }
+
+    #[inline]
+    fn neighbor(&self, ip: &IpAddr) -> Option<[u8; 6]> {
+        self.neighbors
+            .iter()
+            .find(|(a, _)| a == ip)
+            .map(|(_, m)| *m)
+    }
+}
+
+/// Wall-clock time from the TSC: Unix ns at a reference TSC value plus elapsed ticks.
+#[derive(Debug, Clone, Copy)]
+pub struct TscClock {
+    tsc0: u64,
+    unix_ns0: u64,
+    hz: u64,
+}
+
+impl TscClock {
+    /// Calibrates against the system clock now.
+    pub fn new(hz: u64) -> Self {
+        let unix_ns0 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        TscClock {
+            tsc0: dpdk::rdtsc(),
+            unix_ns0,
+            hz: hz.max(1),
+        }
+    }
+
+    /// Unix ns at TSC value `tsc`.
+    #[inline]
+    pub fn unix_ns(&self, tsc: u64) -> u64 {
+        let dt = tsc.wrapping_sub(self.tsc0);
+        self.unix_ns0 + ((u128::from(dt) * 1_000_000_000) / u128::from(self.hz)) as u64
+    }
+
+    /// Unix ns now.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.unix_ns(dpdk::rdtsc())
+    }
+}
+
+/// The router's measurements for ID-INT: TSC timestamps, node id, uptime.
+#[derive(Debug, Clone, Copy)]
+pub struct RouterTelemetry {
+    /// Clock.
+    pub clock: TscClock,
+    /// Node id.
+    pub node_id: Option<u32>,
+    /// Start time (Unix ns).
+    pub started_ns: u64,
+    /// Time the current burst was received (Unix ns).
+    pub rx_ns: u64,
+}
+
+impl TelemetrySource for RouterTelemetry {
+    fn node_id(&self) -> Option<u32> {
+        self.node_id
+    }
+    fn ingress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
+        Some(self.rx_ns)
+    }
+    fn egress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
+        Some(self.clock.now_ns())
+    }
+    fn uptime_s(&mut self) -> Option<u32> {
+        Some((self.rx_ns.saturating_sub(self.started_ns) / 1_000_000_000) as u32)
+    }
+    fn software_version(&self) -> Option<(u16, u16, u16)> {
+        let p = |s: &str| s.parse().unwrap_or(0);
+        Some((
+            p(env!("CARGO_PKG_VERSION_MAJOR")),
+            p(env!("CARGO_PKG_VERSION_MINOR")),
+            p(env!("CARGO_PKG_VERSION_PATCH")),
+        ))
+    }
+}
+
+/// One packet of a burst: the owned mbuf plus what the underlay said.
+#[derive(Debug, Default)]
+struct Slot {
+    m: Option<Mbuf>,
+    offset: usize,
+    len: usize,
+    ingress: Option<Ingress>,
+    src: Option<SocketAddr>,
+    dst: Option<SocketAddr>,
+    eth_src: [u8; 6],
+    disposition: Option<Disposition>,
+}
+
+impl BurstPacket for Slot {
+    #[inline]
+    fn buffer(&mut self) -> &mut [u8] {
+        let off = self.offset;
+        match self.m.as_mut().and_then(|m| m.room_mut(off)) {
+            Some(b) => b,
+            None => &mut [],
+        }
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn ingress(&self) -> Ingress {
+        self.ingress.unwrap_or(Ingress::Internal)
+    }
+    #[inline]
+    fn disposition_mut(&mut self) -> &mut Option<Disposition> {
+        &mut self.disposition
+    }
+}
+
+/// Everything one worker owns.
+pub struct Worker<K: VerifierKeys> {
+    /// Rx queues polled, with their port index.
+    pub rx: Vec<(usize, RxQueue)>,
+    /// One tx queue per port index.
+    pub tx: Vec<TxQueue>,
+    /// Shared tables.
+    pub tables: Arc<Tables>,
+    /// The router model.
+    pub router: Arc<Router>,
+    /// Published counters.
+    pub stats: Arc<WorkerStats>,
+    /// ID-INT keys.
+    pub keys: K,
+    /// Nonce generator seed (from the OS).
+    pub seed: [u8; 32],
+    /// Telemetry source.
+    pub telemetry: RouterTelemetry,
+}
+
+impl<K: VerifierKeys> Worker<K> {
+    /// Polls until [`dpdk::stop_requested`]; returns the number of frames received.
+    pub fn run(self) -> u64 {
+        let Worker {
+            mut rx,
+            mut tx,
+            tables,
+            router,
+            stats,
+            keys,
+            seed,
+            telemetry,
+        } = self;
+        let mut proc = Processor::new(&router);
+        let mut stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
+        let mut io = IoCounters::default();
+        let mut slots: Vec<Slot> = (0..MAX_BURST).map(|_| Slot::default()).collect();
+        let mut out: Vec<MbufBurst> = (0..tx.len()).map(|_| MbufBurst::new()).collect();
+        let mut burst = MbufBurst::new();
+        let clock = telemetry.clock;
+        let publish_every = clock.hz / 200;
+        let mut last_publish = 0u64;
+        loop {
+            if dpdk::stop_requested() {
+                break;
+            }
+            for (port, q) in rx.iter_mut() {
+                let n = q.rx_burst(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                let tsc = dpdk::rdtsc();
+                let now = clock.unix_ns(tsc);
+                stage.source.rx_ns = now;
+                let filled = classify(&tables, *port, &mut burst, &mut slots, &mut io);
+                proc.process_burst_with(&mut slots[..filled], now, &mut stage);
+                for s in slots[..filled].iter_mut() {
+                    route(&tables, *port, s, &mut out, &mut io);
+                }
+                for (b, t) in out.iter_mut().zip(tx.iter_mut()) {
+                    flush(t, b, &mut io);
+                }
+            }
+            let tsc = dpdk::rdtsc();
+            if tsc.wrapping_sub(last_publish) > publish_every {
+                last_publish = tsc;
+                stats.publish(&io, proc.counters(), &stage.counters);
+            }
+        }
+        for (b, t) in out.iter_mut().zip(tx.iter_mut()) {
+            flush(t, b, &mut io);
+        }
+        stats.publish(&io, proc.counters(), &stage.counters);
+        io.rx_frames
+    }
+}
+
+/// Moves the received mbufs into slots (underlay parsed); frames that are not SCION for us
+/// are freed and counted. Returns the number of slots filled.
+#[inline]
+fn classify(
+    tables: &Tables,
+    port: usize,
+    burst: &mut MbufBurst,
+    slots: &mut [Slot],
+    io: &mut IoCounters,
+) -> usize {
+    let mut n = 0;
+    for m in burst.drain() {
+        io.rx_frames += 1;
+        io.rx_bytes += m.pkt_len() as u64;
+        if m.segments() != 1 {
+            io.chained += 1;
+            continue;
+        }
+        let r = match underlay::parse(m.data()) {
+            Ok(r) => r,
+            Err(_) => {
+                io.not_scion += 1;
+                continue;
+            }
+        };
+        let Some(ingress) = tables.classify(port, &r.dst) else {
+            io.not_for_us += 1;
+            continue;
+        };
+        let s = &mut slots[n];
+        s.offset = r.offset;
+        s.len = r.len;
+        s.ingress = Some(ingress);
+        s.src = Some(r.src);
+        s.dst = Some(r.dst);
+        s.eth_src = r.eth_src;
+        s.disposition = None;
+        s.m = Some(m);
+        n += 1;
+    }
+    n
+}
+
+/// Rewrites the underlay of a processed packet and queues it on its egress port, or frees it.
+#[inline]
+fn route(tables: &Tables, in_port: usize, s: &mut Slot, out: &mut [MbufBurst], io: &mut IoCounters) {
+    let Some(mut m) = s.m.take() else { return };
+    let Some(d) = s.disposition.take() else {
+        return;
+    };
+    // (egress port, src, dst, dst mac, SCION length)
+    let (port, src, dst, mac, len) = match d {
+        Disposition::Forward { ifid } => {
+            let Some(e) = tables.egress.get(usize::from(ifid)).copied().flatten() else {
+                io.unroutable += 1;
+                return;
+            };
+            (e.port, e.local, e.remote, e.mac, s.len)
+        }
+        Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
+            let mac = tables.neighbor(&addr.ip());
+            (
+                tables.internal_port,
+                tables.internal_addr,
+                addr,
+                mac,
+                s.len,
+            )
+        }
+        Disposition::Reply { len, .. } => {
+            let (Some(src), Some(dst)) = (s.dst, s.src) else {
+                io.unroutable += 1;
+                return;
+            };
+            (in_port, src, dst, Some(s.eth_src), len)
+        }
+        Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
+    };
+    let Some(mac) = mac else {
+        io.no_next_hop_mac += 1;
+        return;
+    };
+    let (Some(src_mac), Some(b)) = (tables.ports.get(port).copied(), out.get_mut(port)) else {
+        io.unroutable += 1;
+        return;
+    };
+    // Source address of the reply/forward must match the destination's family; a router
+    // address of the other family (e.g. IPv6 internal, IPv4 link) cannot be used.
+    if src.is_ipv4() != dst.is_ipv4() {
+        io.unroutable += 1;
+        return;
+    }
+    let hl = underlay::header_len(&dst);
+    if !m.set_len(s.offset + len) {
+        io.unroutable += 1;
+        return;
+    }
+    let ok = if hl < s.offset {
+        m.adj((s.offset - hl) as u16)
+    } else if hl > s.offset {
+        m.prepend((hl - s.offset) as u16)
+    } else {
+        true
+    };
+    if !ok || !underlay::write(m.data_mut(), src_mac, mac, src, dst, len) {
+        io.unroutable += 1;
+        return;
+    }
+    if let Err(m) = b.push(m) {
+        drop(m);
+        io.tx_full += 1;
+    }
+}
+
+/// Sends a port's queued burst; what the driver does not take is freed and counted.
+#[inline]
+fn flush(t: &mut TxQueue, b: &mut MbufBurst, io: &mut IoCounters) {
+    if b.is_empty() {
+        return;
+    }
+    let sent = t.tx_burst(b);
+    io.tx_frames += sent as u64;
+    if !b.is_empty() {
+        io.tx_full += b.len() as u64;
+        b.clear();
+    }
+}
