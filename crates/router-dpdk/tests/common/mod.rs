@@ -1,0 +1,248 @@
+//! Shared helpers of the router integration tests: a configuration directory from the
+//! shared example topology, SCION packets with valid hop fields, pcap files, and running the
+//! router binary in its own process (EAL initialises once per process).
+#![allow(dead_code)]
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use drkey::Protocol;
+use drkey::provider::{Level1Provider, LocalProvider};
+use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::idint::crypto::sign_source;
+use idint_wire::idint::{AggregationMode, IdInt, Instruction, RequestBuilder, Verifier};
+use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
+use idint_wire::scion::{FlowId, NextHdr, PathType, ScionRepr};
+use idint_wire::udp::UdpRepr;
+use idint_wire::{HostAddr, IsdAsn};
+use scion_dp::config::{Router, RouterConfig};
+use scion_dp::hop_mac::HopMac;
+use scion_topology::Topology;
+use wire_tools::pcap::{LINKTYPE_ETHERNET, PcapReader, PcapWriter, ethernet_ipv4_udp};
+
+/// The example topology used by every test (AS 1-ff00:0:1, router br1a).
+pub fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/scion/config_examples/router_benchmark")
+}
+
+/// Router id in the example topology.
+pub const ROUTER: &str = "br1a";
+/// br1a's internal address.
+pub const INTERNAL: &str = "10.123.10.1:30042";
+/// An end host in the AS.
+pub const HOST: &str = "10.123.10.50:31000";
+/// br1a's and its neighbour's underlay addresses on interface 2.
+pub const IF2_LOCAL: &str = "10.123.2.1:50000";
+/// Neighbour of interface 2.
+pub const IF2_REMOTE: &str = "10.123.2.2:50000";
+/// MAC configured for the neighbour of interface 2.
+pub const IF2_MAC: [u8; 6] = [0x02, 0, 0, 0, 0x02, 0x02];
+/// SCION destination host (in 1-ff00:0:2).
+pub const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 2, 0, 9);
+/// The source's ID-INT key (host-to-host; shared by source and verifier in the test).
+pub const SOURCE_KEY: [u8; 16] = [0x11; 16];
+
+/// The router's data-plane configuration as the test sees it.
+pub fn router_config() -> RouterConfig {
+    let topo = Topology::load(example_dir().join("topology.json")).unwrap();
+    topo.router_config(ROUTER, example_dir().join("keys")).unwrap()
+}
+
+/// The AS-to-host ID-INT key of AS 1-ff00:0:1 for the destination host at `now_s`.
+pub fn as_key(now_s: u64) -> Aes128 {
+    let cfg = router_config();
+    let keys = scion_topology::MasterKeys::load(example_dir().join("keys")).unwrap();
+    let p = LocalProvider::new(cfg.local_ia, &keys.master0, 86_400).unwrap();
+    let (_, l1) = p
+        .level1(Protocol::IDINT, cfg.local_ia, dst_ia(), now_s)
+        .unwrap();
+    drkey::as_host(&l1.cipher(), &HostAddr::V4(DST_HOST))
+        .unwrap()
+        .cipher()
+}
+
+fn dst_ia() -> IsdAsn {
+    "1-ff00:0:2".parse().unwrap()
+}
+
+/// Unix seconds now.
+pub fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A SCION/UDP packet from a host of 1-ff00:0:1 to 1-ff00:0:2 down one segment that leaves
+/// br1a on interface `egress`; hop field 0 carries a valid MAC unless `bad_mac`. With `idint`, it
+/// carries an ID-INT request (destination verifier, encrypted, ingress timestamp and node id).
+pub fn packet(now_s: u64, egress: u16, bad_mac: bool, idint: bool, payload: &[u8]) -> Vec<u8> {
+    let cfg = router_config();
+    let router = Router::new(cfg.clone()).unwrap();
+    let ts = (now_s - 60) as u32;
+    let seg_id = 0x1234;
+    let mut path = ScionPathRepr {
+        meta: PathMeta {
+            curr_inf: 0,
+            curr_hf: 0,
+            reserved: 0,
+            seg_len: [2, 0, 0],
+        },
+        infos: [InfoField::default(); 3],
+        hops: [HopField::default(); 64],
+    };
+    path.infos[0] = InfoField {
+        peer: false,
+        cons_dir: true,
+        seg_id,
+        timestamp: ts,
+    };
+    path.hops[0] = HopField {
+        exp_time: 63,
+        cons_ingress: 0,
+        cons_egress: egress,
+        ..Default::default()
+    };
+    let block = path.hops[0].mac_input(seg_id, ts);
+    let mac: &HopMac = router.hop_mac();
+    let full = mac.compute(&block);
+    path.hops[0].mac.copy_from_slice(&full[..6]);
+    if bad_mac {
+        path.hops[0].mac[0] ^= 0x80;
+    }
+    path.hops[1] = HopField {
+        exp_time: 63,
+        cons_ingress: 7,
+        cons_egress: 0,
+        mac: [0xab; 6],
+        ..Default::default()
+    };
+    let req = RequestBuilder {
+        encrypt: true,
+        mode: AggregationMode::PerBorderRouter,
+        verifier: Verifier::Destination,
+        inst_bitmap: 0x8,
+        instructions: [
+            Instruction(0x82),
+            Instruction::NOP,
+            Instruction::NOP,
+            Instruction::NOP,
+        ],
+        stack_len_words: 32,
+        source_port: 7,
+        ..RequestBuilder::new((now_s * 1_000_000_000) % (1 << 48))
+    };
+    let hbh_len = if idint { req.hbh_len() } else { 0 };
+    let scion = ScionRepr {
+        version: 0,
+        traffic_class: 0,
+        flow_id: FlowId::from_u20(0xbeef),
+        next_header: if idint { NextHdr::HopByHop } else { NextHdr::Udp },
+        path_type: PathType::Scion,
+        path_len: path.buffer_len(),
+        payload_len: (hbh_len + 8 + payload.len()) as u16,
+        dst_ia: dst_ia(),
+        src_ia: cfg.local_ia,
+        dst_host: HostAddr::V4(DST_HOST),
+        src_host: HostAddr::V4(Ipv4Addr::new(10, 123, 10, 50)),
+    };
+    let hl = scion.header_len();
+    let mut pkt = vec![0u8; hl + hbh_len + 8 + payload.len()];
+    scion.emit(&mut pkt).unwrap();
+    path.emit(&mut pkt[scion.address_end()..]).unwrap();
+    if idint {
+        req.emit_hbh(&mut pkt[hl..], 17).unwrap();
+        let mut st = IdInt::locate(&mut pkt[hl..hl + hbh_len]).unwrap().unwrap();
+        sign_source(&mut st, &aes128(&SOURCE_KEY)).unwrap();
+    }
+    let l4 = hl + hbh_len;
+    UdpRepr {
+        src_port: 31000,
+        dst_port: 32000,
+        payload_len: payload.len() as u16,
+        checksum: 0,
+    }
+    .emit(&mut pkt[l4..])
+    .unwrap();
+    pkt[l4 + 8..].copy_from_slice(payload);
+    pkt
+}
+
+/// An Ethernet/IPv4/UDP frame around `scion` from `src` to `dst`.
+pub fn frame(src: &str, dst: &str, scion: &[u8]) -> Vec<u8> {
+    let s: SocketAddrV4 = src.parse().unwrap();
+    let d: SocketAddrV4 = dst.parse().unwrap();
+    ethernet_ipv4_udp(s, d, scion)
+}
+
+/// Writes frames into a pcap file.
+pub fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = PcapWriter::new(std::io::BufWriter::new(f), LINKTYPE_ETHERNET).unwrap();
+    for (i, fr) in frames.iter().enumerate() {
+        w.write(1_000_000 * i as u64, fr).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+/// Reads every frame of a pcap file.
+pub fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut r = PcapReader::new(std::io::BufReader::new(f)).unwrap();
+    let mut out = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        out.push(rec.data);
+    }
+    out
+}
+
+/// EAL arguments for a run without hugepages or PCI devices, with these `--vdev`s.
+pub fn eal(vdevs: &[String]) -> String {
+    let mut args: Vec<String> = [
+        "--no-huge",
+        "-m",
+        "256",
+        "--no-pci",
+        "--no-shconf",
+        "-l",
+        "0-1",
+        "--log-level=*:error",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(vdevs.iter().map(|v| format!("--vdev={v}")));
+    format!("{args:?}")
+}
+
+/// Writes `router.toml` into `dir` (topology and keys from the shared example) with one port
+/// `device` carrying interfaces 2 and 3 and the internal network; `extra` is appended.
+pub fn write_config(dir: &Path, vdevs: &[String], device: &str, extra: &str) -> PathBuf {
+    let ex = example_dir();
+    let text = format!(
+        "topology = {:?}\nkeys = {:?}\nrouter_id = \"{ROUTER}\"\neal = {}\n\n[idint]\nnode_id = 77\n\n[[port]]\ndevice = \"{device}\"\ninterfaces = [2, 3]\ninternal = true\n\n[[neighbor]]\nip = \"10.123.2.2\"\nmac = \"02:00:00:00:02:02\"\n{extra}",
+        ex.join("topology.json"),
+        ex.join("keys"),
+        eal(vdevs),
+    );
+    let p = dir.join("router.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Runs the router binary to completion.
+pub fn run_router(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idint-router"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Parses an underlay frame: (src, dst, dst MAC, src MAC, UDP payload).
+pub fn split(frame: &[u8]) -> (SocketAddr, SocketAddr, [u8; 6], [u8; 6], Vec<u8>) {
+    let r = router_dpdk::underlay::parse(frame).expect("IPv4/UDP frame");
+    let mut dmac = [0u8; 6];
+    dmac.copy_from_slice(&frame[..6]);
+    (r.src, r.dst, dmac, r.eth_src, frame[r.offset..r.offset + r.len].to_vec())
+}
