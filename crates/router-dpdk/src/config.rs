@@ -221,10 +221,7 @@ impl Config {
         let topo = Topology::load(&topo_path)?;
         let keys_dir = match &raw.keys {
             Some(k) => base.join(k),
-            None => topo_path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("keys"),
+            None => topo_path.parent().unwrap_or(Path::new(".")).join("keys"),
         };
         let keys = MasterKeys::load(&keys_dir)?;
         let router = topo.router_config_with_key(&raw.router_id, keys.forwarding_key())?;
@@ -313,10 +310,12 @@ impl Config {
         }
         let mut neighbors = HashMap::new();
         for (i, n) in raw.neighbor.iter().enumerate() {
-            let ip: IpAddr = n
-                .ip
-                .parse()
-                .map_err(|_| item(&format!("neighbor[{i}].ip"), format!("{:?} is not an IP address", n.ip)))?;
+            let ip: IpAddr = n.ip.parse().map_err(|_| {
+                item(
+                    &format!("neighbor[{i}].ip"),
+                    format!("{:?} is not an IP address", n.ip),
+                )
+            })?;
             let mac = parse_mac(&n.mac).ok_or_else(|| {
                 item(
                     &format!("neighbor[{i}].mac"),
@@ -324,7 +323,10 @@ impl Config {
                 )
             })?;
             if neighbors.insert(ip, mac).is_some() {
-                return Err(item(&format!("neighbor[{i}].ip"), format!("{ip} listed twice")));
+                return Err(item(
+                    &format!("neighbor[{i}].ip"),
+                    format!("{ip} listed twice"),
+                ));
             }
         }
         let epoch_secs = raw.drkey.epoch_secs.unwrap_or(86_400);

@@ -623,13 +623,31 @@ pub fn probe_port(_eal: &Eal, id: u16) -> Result<PortCaps, DpdkError> {
     })
 }
 
-/// A configured and started port. Stopped and closed on drop; the mempool it receives into
-/// is kept alive as long as the port.
+/// The started device; stopped and closed when the last handle (port or queue) is gone.
+#[derive(Debug)]
+struct Started {
+    id: u16,
+    _pool: Arc<Mempool>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        // SAFETY: the port was started by us; no queue handle is left (each holds an `Arc`
+        // of this), so nobody polls it any more.
+        unsafe {
+            let _ = sys::rte_eth_dev_stop(self.id);
+            let _ = sys::rte_eth_dev_close(self.id);
+        }
+    }
+}
+
+/// A configured and started port. The device is stopped and closed when the port and every
+/// queue handed out from it are dropped; the mempool it receives into lives as long.
 #[derive(Debug)]
 pub struct Port {
     caps: PortCaps,
     setup: PortSetup,
-    _pool: Arc<Mempool>,
+    started: Arc<Started>,
     rx_taken: Vec<bool>,
     tx_taken: Vec<bool>,
 }
@@ -702,9 +720,9 @@ impl Port {
         // SAFETY: started port; -ENOTSUP is fine (virtual devices).
         let _ = unsafe { sys::rte_eth_promiscuous_enable(id) };
         Ok(Port {
+            started: Arc::new(Started { id, _pool: pool }),
             caps,
             setup,
-            _pool: pool,
             rx_taken: vec![false; usize::from(setup.rx_queues)],
             tx_taken: vec![false; usize::from(setup.tx_queues)],
         })
@@ -735,6 +753,7 @@ impl Port {
         Some(RxQueue {
             port: self.caps.id,
             queue: q,
+            _started: self.started.clone(),
         })
     }
 
@@ -748,6 +767,7 @@ impl Port {
         Some(TxQueue {
             port: self.caps.id,
             queue: q,
+            _started: self.started.clone(),
         })
     }
 
@@ -792,22 +812,12 @@ pub fn port_link(id: u16) -> (bool, u32) {
     (l.link_status() != 0, l.link_speed)
 }
 
-impl Drop for Port {
-    fn drop(&mut self) {
-        // SAFETY: the port was started by us; its queue handles are by contract no longer
-        // polled (workers are joined before ports are dropped).
-        unsafe {
-            let _ = sys::rte_eth_dev_stop(self.caps.id);
-            let _ = sys::rte_eth_dev_close(self.caps.id);
-        }
-    }
-}
-
 /// One rx queue of a started port, polled by one thread.
 #[derive(Debug)]
 pub struct RxQueue {
     port: u16,
     queue: u16,
+    _started: Arc<Started>,
 }
 
 impl RxQueue {
@@ -848,6 +858,7 @@ impl RxQueue {
 pub struct TxQueue {
     port: u16,
     queue: u16,
+    _started: Arc<Started>,
 }
 
 impl TxQueue {
@@ -940,7 +951,10 @@ pub fn launch(
     if ret < 0 {
         // SAFETY: the launch failed, so the trampoline never runs; reclaim the argument.
         drop(unsafe { Box::from_raw(arg) });
-        return Err(DpdkError::from_code(format!("launch on lcore {lcore}"), ret));
+        return Err(DpdkError::from_code(
+            format!("launch on lcore {lcore}"),
+            ret,
+        ));
     }
     Ok(LcoreHandle { lcore, panic })
 }
@@ -979,8 +993,8 @@ unsafe impl Sync for MbufRing {}
 impl MbufRing {
     /// A ring with room for `size - 1` mbufs (`size` a power of two).
     pub fn new(_eal: &Eal, name: &str, size: u32) -> Result<MbufRing, DpdkError> {
-        let c = CString::new(name)
-            .map_err(|_| DpdkError::other("ring", format!("NUL in {name:?}")))?;
+        let c =
+            CString::new(name).map_err(|_| DpdkError::other("ring", format!("NUL in {name:?}")))?;
         // SAFETY: valid name; DPDK checks the size.
         let p = unsafe {
             sys::rte_ring_create(

@@ -130,9 +130,14 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         let mut rx = Vec::new();
         let mut tx = Vec::new();
         for (i, p) in ports.iter_mut().enumerate() {
-            let r = p.rx_queue(q).ok_or_else(|| RunError::Setup("rx queue taken".into()))?;
+            let r = p
+                .rx_queue(q)
+                .ok_or_else(|| RunError::Setup("rx queue taken".into()))?;
             rx.push((i, r));
-            tx.push(p.tx_queue(q).ok_or_else(|| RunError::Setup("tx queue taken".into()))?);
+            tx.push(
+                p.tx_queue(q)
+                    .ok_or_else(|| RunError::Setup("tx queue taken".into()))?,
+            );
         }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)

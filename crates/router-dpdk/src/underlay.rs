@@ -70,12 +70,7 @@ pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
             }
             let s = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
             let d = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-            (
-                IpAddr::V4(s),
-                IpAddr::V4(d),
-                ETH_LEN + ihl,
-                ETH_LEN + total,
-            )
+            (IpAddr::V4(s), IpAddr::V4(d), ETH_LEN + ihl, ETH_LEN + total)
         }
         ETHERTYPE_IPV6 => {
             let ip = &frame[ETH_LEN..];
@@ -121,7 +116,11 @@ pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
 /// Header length for a packet sent to `dst`.
 #[inline]
 pub fn header_len(dst: &SocketAddr) -> usize {
-    if dst.is_ipv4() { V4_HDR_LEN } else { V6_HDR_LEN }
+    if dst.is_ipv4() {
+        V4_HDR_LEN
+    } else {
+        V6_HDR_LEN
+    }
 }
 
 /// Ones'-complement sum of `data` added to `sum`.
@@ -272,6 +271,9 @@ mod tests {
         assert!(parse(&f).is_ok());
         assert_eq!(parse(&f[..f.len() - 1]), Err(NotScion::Truncated));
         let v6: SocketAddr = "[2001:db8::1]:1".parse().unwrap();
-        assert!(!write(&mut f, [0; 6], [0; 6], src, v6, 10), "mixed families");
+        assert!(
+            !write(&mut f, [0; 6], [0; 6], src, v6, 10),
+            "mixed families"
+        );
     }
 }

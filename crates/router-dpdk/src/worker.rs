@@ -292,7 +292,13 @@ fn classify(
 
 /// Rewrites the underlay of a processed packet and queues it on its egress port, or frees it.
 #[inline]
-fn route(tables: &Tables, in_port: usize, s: &mut Slot, out: &mut [MbufBurst], io: &mut IoCounters) {
+fn route(
+    tables: &Tables,
+    in_port: usize,
+    s: &mut Slot,
+    out: &mut [MbufBurst],
+    io: &mut IoCounters,
+) {
     let Some(mut m) = s.m.take() else { return };
     let Some(d) = s.disposition.take() else {
         return;
@@ -308,13 +314,7 @@ fn route(tables: &Tables, in_port: usize, s: &mut Slot, out: &mut [MbufBurst], i
         }
         Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
             let mac = tables.neighbor(&addr.ip());
-            (
-                tables.internal_port,
-                tables.internal_addr,
-                addr,
-                mac,
-                s.len,
-            )
+            (tables.internal_port, tables.internal_addr, addr, mac, s.len)
         }
         Disposition::Reply { len, .. } => {
             let (Some(src), Some(dst)) = (s.dst, s.src) else {

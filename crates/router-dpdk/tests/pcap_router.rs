@@ -87,19 +87,22 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
     // 2. ID-INT packet: forwarded on interface 2; the destination verifies and decrypts the
     //    router's entry.
     let (src, dst, _, _, mut scion) = split(&sent[1]);
-    assert_eq!((src, dst), (IF2_LOCAL.parse().unwrap(), IF2_REMOTE.parse().unwrap()));
-    assert_eq!(scion.len(), with_idint.len(), "ID-INT never changes the size");
+    assert_eq!(
+        (src, dst),
+        (IF2_LOCAL.parse().unwrap(), IF2_REMOTE.parse().unwrap())
+    );
+    assert_eq!(
+        scion.len(),
+        with_idint.len(),
+        "ID-INT never changes the size"
+    );
     let range = Packet::parse(&scion).unwrap().hbh_range().unwrap();
     let mut st = IdInt::locate(&mut scion[range]).unwrap().unwrap();
     let key = as_key(t0 / 1_000_000_000);
     let mut window = ReplayWindow::<64>::new(60_000_000_000, 5_000_000_000);
-    let n = open(
-        &mut st,
-        &mut window,
-        t1,
-        &aes128(&SOURCE_KEY),
-        |i, _| (i == 1).then_some(&key),
-    )
+    let n = open(&mut st, &mut window, t1, &aes128(&SOURCE_KEY), |i, _| {
+        (i == 1).then_some(&key)
+    })
     .expect("the host verifies the router's entry");
     assert_eq!(n, 2, "source entry + router entry");
     let entries: Vec<_> = decode_entries(&st).map(|e| e.unwrap()).collect();
@@ -109,7 +112,10 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
     assert_eq!(e.metadata.node_id, Some(77));
     let ts = e.metadata.slots[0].expect("ingress timestamp").value;
     let (lo, hi) = (t0 % (1 << 48), t1 % (1 << 48));
-    assert!(lo <= ts && ts <= hi, "ingress timestamp {ts} not in [{lo}, {hi}]");
+    assert!(
+        lo <= ts && ts <= hi,
+        "ingress timestamp {ts} not in [{lo}, {hi}]"
+    );
 
     // 3. Bad MAC: SCMP reply back to the host, bytes as scion-dp builds them.
     let (d, want) = predict(&bad_mac, t0);
@@ -123,7 +129,11 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
     let (src, dst, dmac, _, scion) = split(&sent[2]);
     assert_eq!(src, INTERNAL.parse().unwrap());
     assert_eq!(dst, HOST.parse().unwrap());
-    assert_eq!(dmac, frames[2][6..12], "replies go back to the sender's MAC");
+    assert_eq!(
+        dmac,
+        frames[2][6..12],
+        "replies go back to the sender's MAC"
+    );
     assert_eq!(scion, want, "SCMP reply differs from scion-dp's");
 }
 
@@ -135,10 +145,18 @@ fn missing_next_hop_mac_is_counted_not_sent() {
     // Interface 3's neighbour has no configured MAC (and ARP is not implemented).
     let pkt = packet(now, 3, false, false, b"x");
     write_pcap(&inp, &[frame(HOST, INTERNAL, &pkt)]);
-    let vdev = format!("net_pcap0,rx_pcap={},tx_pcap={}", inp.display(), outp.display());
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
     let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
     let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["io"]["rx_frames"], 1);
     assert_eq!(summary["forwarded"], 1, "{summary:#}");

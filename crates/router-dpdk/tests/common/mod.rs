@@ -23,7 +23,8 @@ use wire_tools::pcap::{LINKTYPE_ETHERNET, PcapReader, PcapWriter, ethernet_ipv4_
 
 /// The example topology used by every test (AS 1-ff00:0:1, router br1a).
 pub fn example_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/scion/config_examples/router_benchmark")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/vectors/scion/config_examples/router_benchmark")
 }
 
 /// Router id in the example topology.
@@ -46,7 +47,8 @@ pub const SOURCE_KEY: [u8; 16] = [0x11; 16];
 /// The router's data-plane configuration as the test sees it.
 pub fn router_config() -> RouterConfig {
     let topo = Topology::load(example_dir().join("topology.json")).unwrap();
-    topo.router_config(ROUTER, example_dir().join("keys")).unwrap()
+    topo.router_config(ROUTER, example_dir().join("keys"))
+        .unwrap()
 }
 
 /// The AS-to-host ID-INT key of AS 1-ff00:0:1 for the destination host at `now_s`.
@@ -138,7 +140,11 @@ pub fn packet(now_s: u64, egress: u16, bad_mac: bool, idint: bool, payload: &[u8
         version: 0,
         traffic_class: 0,
         flow_id: FlowId::from_u20(0xbeef),
-        next_header: if idint { NextHdr::HopByHop } else { NextHdr::Udp },
+        next_header: if idint {
+            NextHdr::HopByHop
+        } else {
+            NextHdr::Udp
+        },
         path_type: PathType::Scion,
         path_len: path.buffer_len(),
         payload_len: (hbh_len + 8 + payload.len()) as u16,
@@ -244,5 +250,11 @@ pub fn split(frame: &[u8]) -> (SocketAddr, SocketAddr, [u8; 6], [u8; 6], Vec<u8>
     let r = router_dpdk::underlay::parse(frame).expect("IPv4/UDP frame");
     let mut dmac = [0u8; 6];
     dmac.copy_from_slice(&frame[..6]);
-    (r.src, r.dst, dmac, r.eth_src, frame[r.offset..r.offset + r.len].to_vec())
+    (
+        r.src,
+        r.dst,
+        dmac,
+        r.eth_src,
+        frame[r.offset..r.offset + r.len].to_vec(),
+    )
 }
