@@ -86,6 +86,9 @@ struct RawConfig {
     drkey: RawDrkey,
     #[serde(default)]
     idint: RawIdInt,
+    export: Option<RawExport>,
+    #[serde(default)]
+    control: RawControl,
     #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
@@ -110,6 +113,25 @@ struct RawDrkey {
 #[serde(deny_unknown_fields)]
 struct RawIdInt {
     node_id: Option<u32>,
+    power_w: Option<u16>,
+    energy_per_packet_nj: Option<u32>,
+    co2_per_packet_pg: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExport {
+    collector: String,
+    router_number: Option<u32>,
+    max_reports: Option<usize>,
+    max_bytes: Option<usize>,
+    flush_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawControl {
+    http: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -178,6 +200,27 @@ pub struct Config {
     pub epoch_secs: u32,
     /// Node id written into ID-INT entries.
     pub node_id: Option<u32>,
+    /// Configured energy figures for telemetry.
+    pub energy: crate::worker::EnergyFigures,
+    /// Infrastructure-mode sink: report export to a collector.
+    pub export: Option<ExportSettings>,
+    /// Loopback address of the `/metrics` and `/health` endpoints.
+    pub http: Option<SocketAddr>,
+}
+
+/// The `[export]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSettings {
+    /// Collector UDP address.
+    pub collector: SocketAddr,
+    /// Router number in the reports' exporter identity.
+    pub router_number: u32,
+    /// Most reports per batch.
+    pub max_reports: usize,
+    /// Most bytes per batch datagram.
+    pub max_bytes: usize,
+    /// Longest wait before a partial batch is sent, ms.
+    pub flush_ms: u64,
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
@@ -350,7 +393,63 @@ impl Config {
             }
             Ok(v)
         };
+        let export = match &raw.export {
+            None => None,
+            Some(e) => {
+                let collector: SocketAddr = e.collector.parse().map_err(|_| {
+                    item(
+                        "export.collector",
+                        format!("{:?} is not an IP:port address", e.collector),
+                    )
+                })?;
+                let max_reports = e.max_reports.unwrap_or(32);
+                if !(1..=1024).contains(&max_reports) {
+                    return Err(item(
+                        "export.max_reports",
+                        format!("{max_reports} is outside 1 ..= 1024"),
+                    ));
+                }
+                let max_bytes = e.max_bytes.unwrap_or(1400);
+                if !(512..=65_000).contains(&max_bytes) {
+                    return Err(item(
+                        "export.max_bytes",
+                        format!("{max_bytes} is outside 512 ..= 65000"),
+                    ));
+                }
+                Some(ExportSettings {
+                    collector,
+                    router_number: e.router_number.unwrap_or(1),
+                    max_reports,
+                    max_bytes,
+                    flush_ms: e.flush_ms.unwrap_or(50).clamp(1, 10_000),
+                })
+            }
+        };
+        let http = match &raw.control.http {
+            None => None,
+            Some(h) => {
+                let a: SocketAddr = h.parse().map_err(|_| {
+                    item("control.http", format!("{h:?} is not an IP:port address"))
+                })?;
+                if !a.ip().is_loopback() {
+                    return Err(item(
+                        "control.http",
+                        format!(
+                            "{a} is not a loopback address (the endpoints are unauthenticated)"
+                        ),
+                    ));
+                }
+                Some(a)
+            }
+        };
         Ok(Config {
+            export,
+            http,
+            energy: crate::worker::EnergyFigures {
+                power_w: raw.idint.power_w,
+                energy_per_packet_nj: raw.idint.energy_per_packet_nj,
+                co2_per_packet_pg: raw.idint.co2_per_packet_pg,
+            },
             file: file.to_path_buf(),
             router_id: raw.router_id,
             master0: keys.master0.clone(),

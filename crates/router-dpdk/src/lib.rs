@@ -5,11 +5,15 @@
 //! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
 //! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
+//! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
+//! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
 pub mod config;
 pub mod dpdk;
+pub mod export;
+pub mod http;
 pub mod run;
 pub mod stats;
 pub mod underlay;

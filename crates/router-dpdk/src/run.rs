@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use drkey::cache::KeyCache;
@@ -11,10 +12,22 @@ use scion_dp::Ingress;
 use scion_dp::config::Router;
 use scion_dp::idint::DrkeyKeys;
 
+use idint_report::v1::Exporter;
+
 use crate::config::Config;
-use crate::dpdk::{self, DpdkError, Eal, LcoreError, Mempool, Port, PortSetup};
+use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
+use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::worker::{IfEgress, RouterTelemetry, Tables, TscClock, Worker};
+use crate::worker::{IfEgress, PortSample, RouterTelemetry, Tables, TscClock, Worker};
+
+/// Reads every port's counters into the shared samples (rates over `interval_ns`).
+fn sample_ports(ports: &[Port], samples: &[PortSample], interval_ns: u64) {
+    for (p, s) in ports.iter().zip(samples) {
+        if let Ok(st) = p.stats() {
+            s.update(&st, p.link().1, interval_ns);
+        }
+    }
+}
 
 /// Run options from the command line.
 #[derive(Debug, Clone, Default)]
@@ -121,7 +134,42 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     );
     let clock = TscClock::new(eal.tsc_hz());
     let started_ns = clock.now_ns();
+    let samples: Arc<[PortSample]> = ports.iter().map(|_| PortSample::default()).collect();
+    sample_ports(&ports, &samples, 1);
     dpdk::install_stop_signals()?;
+
+    // Report export: one SP/SC ring per worker, drained by the exporter thread.
+    let export_stats = Arc::new(ExportStats::default());
+    let mut rings = Vec::new();
+    if config.export.is_some() {
+        for w in 0..workers.len() {
+            rings.push(Arc::new(MbufRing::new(&eal, &format!("export_{w}"), 1024)?));
+        }
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let exporter_thread = match &config.export {
+        None => None,
+        Some(e) => {
+            let cfg = ExportConfig {
+                collector: e.collector,
+                exporter: Exporter {
+                    isd_as: config.router.local_ia.to_u64(),
+                    router_id: e.router_number,
+                    name: config.router_id.clone(),
+                },
+                max_reports: e.max_reports,
+                max_bytes: e.max_bytes,
+                flush: Duration::from_millis(e.flush_ms),
+            };
+            let (r, st, d) = (rings.clone(), export_stats.clone(), done.clone());
+            Some(
+                std::thread::Builder::new()
+                    .name("report-export".into())
+                    .spawn(move || export::run_exporter(cfg, r, st, d))
+                    .map_err(|e| RunError::Setup(format!("exporter thread: {e}")))?,
+            )
+        }
+    };
 
     let mut stats = Vec::new();
     let mut handles = Vec::new();
@@ -160,7 +208,13 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
                 node_id: config.node_id,
                 started_ns,
                 rx_ns: started_ns,
+                ports: samples.clone(),
+                tables: tables.clone(),
+                energy: config.energy,
             },
+            exporter: rings
+                .get(w)
+                .map(|r| RingExporter::new(pool.clone(), r.clone())),
         };
         handles.push(dpdk::launch(&eal, lcore, move || {
             worker.run();
@@ -168,12 +222,71 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         })?);
     }
 
+    // Control endpoints.
+    let port_ids: Vec<(String, u16)> = config
+        .ports
+        .iter()
+        .zip(ports.iter())
+        .map(|(p, q)| (p.device.clone(), q.id()))
+        .collect();
+    let http_thread = match config.http {
+        None => None,
+        Some(addr) => {
+            let listener = crate::http::bind(addr)
+                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+            let (st, es, d, pids) = (
+                stats.clone(),
+                export_stats.clone(),
+                done.clone(),
+                port_ids.clone(),
+            );
+            let st2 = stats.clone();
+            Some(
+                std::thread::Builder::new()
+                    .name("control-http".into())
+                    .spawn(move || {
+                        crate::http::serve(
+                            listener,
+                            d,
+                            || {
+                                let snap = Snapshot::sum(st.iter().map(|s| &**s));
+                                let ps: Vec<_> = pids
+                                    .iter()
+                                    .map(|(n, id)| {
+                                        (n.clone(), dpdk::port_stats(*id).unwrap_or_default())
+                                    })
+                                    .collect();
+                                crate::http::prometheus(&snap, &ps, &es.named())
+                            },
+                            || {
+                                let snap = Snapshot::sum(st2.iter().map(|s| &**s));
+                                let ok = !dpdk::stop_requested();
+                                let body = serde_json::json!({
+                                    "status": if ok { "ok" } else { "stopping" },
+                                    "workers": st2.len(),
+                                    "rx_frames": snap.io.rx_frames,
+                                });
+                                (ok, body.to_string())
+                            },
+                        )
+                    })
+                    .map_err(|e| RunError::Setup(format!("control thread: {e}")))?,
+            )
+        }
+    };
+
     let start = Instant::now();
+    let mut last_sample = Instant::now();
     while !dpdk::stop_requested() {
         if opts.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
+        if last_sample.elapsed() >= Duration::from_millis(100) {
+            let ns = last_sample.elapsed().as_nanos() as u64;
+            last_sample = Instant::now();
+            sample_ports(&ports, &samples, ns);
+        }
     }
     let signalled = dpdk::stop_requested();
     dpdk::request_stop();
@@ -182,6 +295,17 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         if let Err(e) = h.join() {
             failure.get_or_insert(e);
         }
+    }
+    done.store(true, Ordering::Release);
+    if let Some(t) = exporter_thread {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(RunError::Setup(format!("report export: {e}"))),
+            Err(_) => return Err(RunError::Setup("report export thread panicked".into())),
+        }
+    }
+    if let Some(t) = http_thread {
+        let _ = t.join();
     }
     let elapsed = start.elapsed().as_secs_f64();
     let snap = Snapshot::sum(stats.iter().map(|s| &**s));
@@ -203,8 +327,14 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     summary["stopped_by_signal"] = signalled.into();
     summary["rx_mpps"] = (snap.io.rx_frames as f64 / elapsed.max(1e-9) / 1e6).into();
     summary["ports"] = port_json.into();
+    let mut ex = serde_json::Map::new();
+    for (k, v) in export_stats.named() {
+        ex.insert(k.into(), v.into());
+    }
+    summary["export"] = ex.into();
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
     drop(ports); // stops and closes the ports (net_pcap flushes its output file)
+    drop(rings);
     drop(pool);
     if let Some(path) = &opts.summary {
         std::fs::write(path, &text)

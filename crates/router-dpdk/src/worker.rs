@@ -4,13 +4,15 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use scion_dp::config::Router;
-use scion_dp::idint::{CtrDrbg, IdIntStage, VerifierKeys};
-use scion_dp::telemetry::{HopContext, TelemetrySource};
+use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
+use scion_dp::telemetry::{CounterKind, Direction, Environment, HopContext, TelemetrySource};
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, RxQueue, TxQueue};
+use crate::export::RingExporter;
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 
@@ -98,8 +100,68 @@ impl TscClock {
     }
 }
 
-/// The router's measurements for ID-INT: TSC timestamps, node id, uptime.
-#[derive(Debug, Clone, Copy)]
+/// Port measurements sampled by the control thread (a few times per second) and read by the
+/// workers' telemetry sources: no DPDK call on the packet path.
+#[derive(Debug, Default)]
+pub struct PortSample {
+    /// Packets received.
+    pub rx_packets: AtomicU64,
+    /// Packets sent.
+    pub tx_packets: AtomicU64,
+    /// Bytes received.
+    pub rx_bytes: AtomicU64,
+    /// Bytes sent.
+    pub tx_bytes: AtomicU64,
+    /// Receive drops (missed, errors, no mbuf).
+    pub rx_drops: AtomicU64,
+    /// Transmit errors.
+    pub tx_drops: AtomicU64,
+    /// Receive rate over the last sample interval, kbit/s.
+    pub rx_kbps: AtomicU64,
+    /// Transmit rate over the last sample interval, kbit/s.
+    pub tx_kbps: AtomicU64,
+    /// Link speed, Mbit/s (0 = unknown).
+    pub speed_mbps: AtomicU64,
+}
+
+impl PortSample {
+    /// Stores a new reading; rates from the byte deltas over `interval_ns`.
+    pub fn update(&self, s: &dpdk::PortStats, speed_mbps: u32, interval_ns: u64) {
+        let rate = |new: u64, old: &AtomicU64| {
+            let d = new.saturating_sub(old.load(Ordering::Relaxed));
+            (u128::from(d) * 8 * 1_000_000 / u128::from(interval_ns.max(1))) as u64
+        };
+        self.rx_kbps
+            .store(rate(s.rx_bytes, &self.rx_bytes), Ordering::Relaxed);
+        self.tx_kbps
+            .store(rate(s.tx_bytes, &self.tx_bytes), Ordering::Relaxed);
+        self.rx_packets.store(s.rx_packets, Ordering::Relaxed);
+        self.tx_packets.store(s.tx_packets, Ordering::Relaxed);
+        self.rx_bytes.store(s.rx_bytes, Ordering::Relaxed);
+        self.tx_bytes.store(s.tx_bytes, Ordering::Relaxed);
+        self.rx_drops
+            .store(s.rx_missed + s.rx_errors + s.rx_nombuf, Ordering::Relaxed);
+        self.tx_drops.store(s.tx_errors, Ordering::Relaxed);
+        self.speed_mbps
+            .store(u64::from(speed_mbps), Ordering::Relaxed);
+    }
+}
+
+/// Configured energy figures (instructions 0x08 power draw, 0x4b/0x4c energy and CO2 per
+/// packet); absent values stay unmeasured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EnergyFigures {
+    /// Power draw of the router, W.
+    pub power_w: Option<u16>,
+    /// Energy per forwarded packet, nJ.
+    pub energy_per_packet_nj: Option<u32>,
+    /// CO2 per forwarded packet, pg.
+    pub co2_per_packet_pg: Option<u32>,
+}
+
+/// The router's measurements for ID-INT: TSC timestamps, port counters and link utilisation
+/// (sampled by the control thread), node id, uptime, configured energy figures.
+#[derive(Debug, Clone)]
 pub struct RouterTelemetry {
     /// Clock.
     pub clock: TscClock,
@@ -109,6 +171,36 @@ pub struct RouterTelemetry {
     pub started_ns: u64,
     /// Time the current burst was received (Unix ns).
     pub rx_ns: u64,
+    /// Samples by port index.
+    pub ports: Arc<[PortSample]>,
+    /// Port index by interface id (0 = internal port).
+    pub tables: Arc<Tables>,
+    /// Energy figures.
+    pub energy: EnergyFigures,
+}
+
+impl RouterTelemetry {
+    #[inline]
+    fn port_of(&self, ifid: u16) -> Option<&PortSample> {
+        let i = if ifid == 0 {
+            self.tables.internal_port
+        } else {
+            self.tables.egress.get(usize::from(ifid))?.as_ref()?.port
+        };
+        self.ports.get(i)
+    }
+}
+
+fn counter(p: &PortSample, dir: Direction, kind: CounterKind) -> u64 {
+    let a = match (dir, kind) {
+        (Direction::Rx, CounterKind::Packets) => &p.rx_packets,
+        (Direction::Rx, CounterKind::Bytes) => &p.rx_bytes,
+        (Direction::Rx, CounterKind::Drops) => &p.rx_drops,
+        (Direction::Tx, CounterKind::Packets) => &p.tx_packets,
+        (Direction::Tx, CounterKind::Bytes) => &p.tx_bytes,
+        (Direction::Tx, CounterKind::Drops) => &p.tx_drops,
+    };
+    a.load(Ordering::Relaxed)
 }
 
 impl TelemetrySource for RouterTelemetry {
@@ -120,6 +212,48 @@ impl TelemetrySource for RouterTelemetry {
     }
     fn egress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
         Some(self.clock.now_ns())
+    }
+    fn interface_counter(&mut self, ifid: u16, dir: Direction, kind: CounterKind) -> Option<u64> {
+        self.port_of(ifid).map(|p| counter(p, dir, kind))
+    }
+    fn total_counter(&mut self, dir: Direction, kind: CounterKind) -> Option<u64> {
+        Some(self.ports.iter().map(|p| counter(p, dir, kind)).sum())
+    }
+    fn link_utilisation_kbps(&mut self, ifid: u16, dir: Direction) -> Option<u32> {
+        let p = self.port_of(ifid)?;
+        let v = match dir {
+            Direction::Rx => p.rx_kbps.load(Ordering::Relaxed),
+            Direction::Tx => p.tx_kbps.load(Ordering::Relaxed),
+        };
+        Some(v.min(u64::from(u32::MAX)) as u32)
+    }
+    fn interface_speed_mbps(&mut self, ifid: u16) -> Option<u32> {
+        let s = self.port_of(ifid)?.speed_mbps.load(Ordering::Relaxed);
+        (s != 0).then_some(s.min(u64::from(u32::MAX)) as u32)
+    }
+    fn energy_per_packet_nj(&mut self, _ctx: &HopContext) -> Option<u32> {
+        self.energy.energy_per_packet_nj
+    }
+    fn co2_per_packet_pg(&mut self, _ctx: &HopContext) -> Option<u32> {
+        self.energy.co2_per_packet_pg
+    }
+    fn environment(&mut self, item: Environment) -> Option<u16> {
+        match item {
+            Environment::PowerDraw => self.energy.power_w,
+            _ => None,
+        }
+    }
+    fn node_ipv4(&self) -> Option<std::net::Ipv4Addr> {
+        match self.tables.internal_addr.ip() {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(_) => None,
+        }
+    }
+    fn node_ipv6(&self) -> Option<std::net::Ipv6Addr> {
+        match self.tables.internal_addr.ip() {
+            IpAddr::V6(a) => Some(a),
+            IpAddr::V4(_) => None,
+        }
     }
     fn uptime_s(&mut self) -> Option<u32> {
         Some((self.rx_ns.saturating_sub(self.started_ns) / 1_000_000_000) as u32)
@@ -188,61 +322,99 @@ pub struct Worker<K: VerifierKeys> {
     pub seed: [u8; 32],
     /// Telemetry source.
     pub telemetry: RouterTelemetry,
+    /// Infrastructure-mode sink export (the stage acts as sink when set).
+    pub exporter: Option<RingExporter>,
 }
 
 impl<K: VerifierKeys> Worker<K> {
     /// Polls until [`dpdk::stop_requested`]; returns the number of frames received.
     pub fn run(self) -> u64 {
         let Worker {
-            mut rx,
-            mut tx,
+            rx,
+            tx,
             tables,
             router,
             stats,
             keys,
             seed,
             telemetry,
+            exporter,
         } = self;
-        let mut proc = Processor::new(&router);
-        let mut stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
+        let clock = telemetry.clock;
+        let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
+        let io = Io {
+            rx,
+            tx,
+            tables,
+            stats,
+            clock,
+        };
+        match exporter {
+            Some(x) => io.poll(&router, stage.with_sink(x)),
+            None => io.poll(&router, stage),
+        }
+    }
+}
+
+/// The worker's I/O side.
+struct Io {
+    rx: Vec<(usize, RxQueue)>,
+    tx: Vec<TxQueue>,
+    tables: Arc<Tables>,
+    stats: Arc<WorkerStats>,
+    clock: TscClock,
+}
+
+impl Io {
+    fn poll<K, N, X>(
+        mut self,
+        router: &Router,
+        mut stage: IdIntStage<K, RouterTelemetry, N, X>,
+    ) -> u64
+    where
+        K: VerifierKeys,
+        N: NonceSource,
+        X: ReportExporter,
+    {
+        let mut proc = Processor::new(router);
         let mut io = IoCounters::default();
         let mut slots: Vec<Slot> = (0..MAX_BURST).map(|_| Slot::default()).collect();
-        let mut out: Vec<MbufBurst> = (0..tx.len()).map(|_| MbufBurst::new()).collect();
+        let mut out: Vec<MbufBurst> = (0..self.tx.len()).map(|_| MbufBurst::new()).collect();
         let mut burst = MbufBurst::new();
-        let clock = telemetry.clock;
+        let clock = self.clock;
+        let tables = &*self.tables;
         let publish_every = clock.hz / 200;
         let mut last_publish = 0u64;
         loop {
             if dpdk::stop_requested() {
                 break;
             }
-            for (port, q) in rx.iter_mut() {
+            for (port, q) in self.rx.iter_mut() {
                 let n = q.rx_burst(&mut burst);
                 if n == 0 {
                     continue;
                 }
-                let tsc = dpdk::rdtsc();
-                let now = clock.unix_ns(tsc);
+                let now = clock.unix_ns(dpdk::rdtsc());
                 stage.source.rx_ns = now;
-                let filled = classify(&tables, *port, &mut burst, &mut slots, &mut io);
+                let filled = classify(tables, *port, &mut burst, &mut slots, &mut io);
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 for s in slots[..filled].iter_mut() {
-                    route(&tables, *port, s, &mut out, &mut io);
+                    route(tables, *port, s, &mut out, &mut io);
                 }
-                for (b, t) in out.iter_mut().zip(tx.iter_mut()) {
+                for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
                     flush(t, b, &mut io);
                 }
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
                 last_publish = tsc;
-                stats.publish(&io, proc.counters(), &stage.counters);
+                self.stats.publish(&io, proc.counters(), &stage.counters);
             }
         }
-        for (b, t) in out.iter_mut().zip(tx.iter_mut()) {
+        for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
             flush(t, b, &mut io);
         }
-        stats.publish(&io, proc.counters(), &stage.counters);
+        self.stats.publish(&io, proc.counters(), &stage.counters);
         io.rx_frames
     }
 }

@@ -1,0 +1,224 @@
+//! ID-INT report export (infrastructure-mode sink), off the packet path.
+//!
+//! A worker's [`RingExporter`] copies each sink record into an mbuf from the router's pool
+//! (receive time and ingress interface first, then the SCION packet) and enqueues it on that
+//! worker's single-producer ring; no heap allocation, lock or system call. The exporter
+//! thread drains the rings, builds `idint.report.v1.Report`s, groups them into
+//! `ReportBatch`es (by count, size or age) and sends each batch as one UDP datagram to the
+//! collector.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use idint_report::Message;
+use idint_report::v1::{Exporter, Report, ReportBatch};
+use scion_dp::idint::{ReportExporter, SinkRecord};
+
+use crate::dpdk::{MbufBurst, MbufRing, Mempool};
+
+/// Bytes of metadata in front of the packet in an export mbuf.
+const META_LEN: usize = 10;
+
+/// The worker side: record -> mbuf -> ring.
+pub struct RingExporter {
+    pool: Arc<Mempool>,
+    ring: Arc<MbufRing>,
+    one: MbufBurst,
+}
+
+impl RingExporter {
+    /// An exporter feeding `ring` (this worker is its only producer) with mbufs from `pool`.
+    pub fn new(pool: Arc<Mempool>, ring: Arc<MbufRing>) -> Self {
+        RingExporter {
+            pool,
+            ring,
+            one: MbufBurst::new(),
+        }
+    }
+}
+
+impl ReportExporter for RingExporter {
+    #[inline]
+    fn export(&mut self, record: &SinkRecord<'_>) -> bool {
+        let Some(mut m) = self.pool.alloc() else {
+            return false;
+        };
+        let Some(buf) = m.append(META_LEN + record.packet.len()) else {
+            return false;
+        };
+        buf[..8].copy_from_slice(&record.receive_ns.to_be_bytes());
+        buf[8..10].copy_from_slice(&record.ingress.ifid().to_be_bytes());
+        buf[META_LEN..].copy_from_slice(record.packet);
+        if self.one.push(m).is_err() {
+            return false;
+        }
+        let taken = self.ring.enqueue(&mut self.one) == 1;
+        self.one.clear();
+        taken
+    }
+}
+
+/// Export settings.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    /// Collector UDP address.
+    pub collector: SocketAddr,
+    /// Exporter identity in every batch.
+    pub exporter: Exporter,
+    /// Most reports per batch.
+    pub max_reports: usize,
+    /// Most encoded bytes per batch (one UDP datagram).
+    pub max_bytes: usize,
+    /// Longest a report waits before its batch is sent.
+    pub flush: Duration,
+}
+
+/// What the exporter thread did.
+#[derive(Debug, Default)]
+pub struct ExportStats {
+    /// Reports sent.
+    pub reports: AtomicU64,
+    /// Batches (datagrams) sent.
+    pub batches: AtomicU64,
+    /// Records that did not give a report (not parseable).
+    pub bad_records: AtomicU64,
+    /// Datagrams the socket refused.
+    pub send_errors: AtomicU64,
+}
+
+impl ExportStats {
+    /// `(name, value)` pairs.
+    pub fn named(&self) -> [(&'static str, u64); 4] {
+        [
+            ("export_reports", self.reports.load(Ordering::Relaxed)),
+            ("export_batches", self.batches.load(Ordering::Relaxed)),
+            (
+                "export_bad_records",
+                self.bad_records.load(Ordering::Relaxed),
+            ),
+            (
+                "export_send_errors",
+                self.send_errors.load(Ordering::Relaxed),
+            ),
+        ]
+    }
+}
+
+struct Batcher {
+    cfg: ExportConfig,
+    socket: UdpSocket,
+    batch: ReportBatch,
+    bytes: usize,
+    oldest: Option<Instant>,
+    stats: Arc<ExportStats>,
+}
+
+impl Batcher {
+    fn add(&mut self, r: Report) {
+        let len = r.encoded_len() + 4;
+        if !self.batch.reports.is_empty() && self.bytes + len > self.cfg.max_bytes {
+            self.send();
+        }
+        self.bytes += len;
+        self.batch.reports.push(r);
+        self.oldest.get_or_insert_with(Instant::now);
+        if self.batch.reports.len() >= self.cfg.max_reports {
+            self.send();
+        }
+    }
+
+    fn due(&self) -> bool {
+        self.oldest.is_some_and(|t| t.elapsed() >= self.cfg.flush)
+    }
+
+    fn send(&mut self) {
+        if self.batch.reports.is_empty() {
+            return;
+        }
+        let n = self.batch.reports.len() as u64;
+        let bytes = self.batch.encode_to_vec();
+        match self.socket.send_to(&bytes, self.cfg.collector) {
+            Ok(_) => {
+                self.stats.reports.fetch_add(n, Ordering::Relaxed);
+                self.stats.batches.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                self.stats.send_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.batch.sequence += 1;
+        self.batch.reports.clear();
+        self.bytes = 0;
+        self.oldest = None;
+    }
+}
+
+/// Runs the exporter until `done` is set (after the workers have stopped) and the rings are
+/// empty.
+pub fn run_exporter(
+    cfg: ExportConfig,
+    rings: Vec<Arc<MbufRing>>,
+    stats: Arc<ExportStats>,
+    done: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let bind: SocketAddr = if cfg.collector.is_ipv4() {
+        "0.0.0.0:0".parse().expect("literal")
+    } else {
+        "[::]:0".parse().expect("literal")
+    };
+    let socket = UdpSocket::bind(bind)?;
+    let mut b = Batcher {
+        batch: ReportBatch {
+            exporter: Some(cfg.exporter.clone()),
+            sequence: 0,
+            reports: Vec::new(),
+        },
+        cfg,
+        socket,
+        bytes: 0,
+        oldest: None,
+        stats,
+    };
+    let mut burst = MbufBurst::new();
+    loop {
+        let stopping = done.load(Ordering::Acquire);
+        let mut got = 0;
+        for ring in &rings {
+            got += ring.dequeue(&mut burst);
+            for m in burst.drain() {
+                let d = m.data();
+                if d.len() < META_LEN {
+                    b.stats.bad_records.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let mut ns = [0u8; 8];
+                ns.copy_from_slice(&d[..8]);
+                let ifid = u16::from_be_bytes([d[8], d[9]]);
+                let exporter = b.batch.exporter.clone().unwrap_or_default();
+                match idint_report::report_from_packet(
+                    &exporter,
+                    u64::from_be_bytes(ns),
+                    ifid,
+                    &d[META_LEN..],
+                ) {
+                    Ok(r) => b.add(r),
+                    Err(_) => {
+                        b.stats.bad_records.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        if b.due() {
+            b.send();
+        }
+        if got == 0 {
+            if stopping {
+                b.send();
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
