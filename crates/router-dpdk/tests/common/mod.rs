@@ -53,18 +53,22 @@ pub fn router_config() -> RouterConfig {
 
 /// The AS-to-host ID-INT key of AS 1-ff00:0:1 for the destination host at `now_s`.
 pub fn as_key(now_s: u64) -> Aes128 {
+    as_key_for(now_s, dst_ia(), DST_HOST)
+}
+
+/// The AS-to-host ID-INT key of AS 1-ff00:0:1 for `host` in `ia` at `now_s`.
+pub fn as_key_for(now_s: u64, ia: IsdAsn, host: Ipv4Addr) -> Aes128 {
     let cfg = router_config();
     let keys = scion_topology::MasterKeys::load(example_dir().join("keys")).unwrap();
     let p = LocalProvider::new(cfg.local_ia, &keys.master0, 86_400).unwrap();
-    let (_, l1) = p
-        .level1(Protocol::IDINT, cfg.local_ia, dst_ia(), now_s)
-        .unwrap();
-    drkey::as_host(&l1.cipher(), &HostAddr::V4(DST_HOST))
+    let (_, l1) = p.level1(Protocol::IDINT, cfg.local_ia, ia, now_s).unwrap();
+    drkey::as_host(&l1.cipher(), &HostAddr::V4(host))
         .unwrap()
         .cipher()
 }
 
-fn dst_ia() -> IsdAsn {
+/// The neighbour AS behind interface 2.
+pub fn dst_ia() -> IsdAsn {
     "1-ff00:0:2".parse().unwrap()
 }
 
@@ -80,6 +84,95 @@ pub fn now_s() -> u64 {
 /// br1a on interface `egress`; hop field 0 carries a valid MAC unless `bad_mac`. With `idint`, it
 /// carries an ID-INT request (destination verifier, encrypted, ingress timestamp and node id).
 pub fn packet(now_s: u64, egress: u16, bad_mac: bool, idint: bool, payload: &[u8]) -> Vec<u8> {
+    let req = idint.then(|| request(now_s, false, false));
+    outbound(now_s, egress, bad_mac, req, payload)
+}
+
+/// The ID-INT request the tests send (destination verifier, encrypted, ingress timestamp).
+pub fn request(now_s: u64, infrastructure: bool, discard: bool) -> RequestBuilder {
+    RequestBuilder {
+        encrypt: true,
+        infrastructure,
+        discard,
+        mode: AggregationMode::PerBorderRouter,
+        verifier: Verifier::Destination,
+        inst_bitmap: 0x8,
+        instructions: [
+            Instruction(0x82),
+            Instruction::NOP,
+            Instruction::NOP,
+            Instruction::NOP,
+        ],
+        stack_len_words: 32,
+        source_port: 7,
+        ..RequestBuilder::new((now_s * 1_000_000_000) % (1 << 48))
+    }
+}
+
+/// A host in the local AS that inbound packets are delivered to.
+pub const LOCAL_HOST: Ipv4Addr = Ipv4Addr::new(10, 123, 10, 60);
+
+/// A packet from 1-ff00:0:2 arriving on br1a's interface 2 (last hop of a down segment) for
+/// [`LOCAL_HOST`] port 32000, with an ID-INT request `req`.
+pub fn inbound(now_s: u64, req: Option<RequestBuilder>, payload: &[u8]) -> Vec<u8> {
+    let cfg = router_config();
+    let router = Router::new(cfg.clone()).unwrap();
+    let ts = (now_s - 60) as u32;
+    let seg_id = 0x4321;
+    let mut path = ScionPathRepr {
+        meta: PathMeta {
+            curr_inf: 0,
+            curr_hf: 1,
+            reserved: 0,
+            seg_len: [2, 0, 0],
+        },
+        infos: [InfoField::default(); 3],
+        hops: [HopField::default(); 64],
+    };
+    path.infos[0] = InfoField {
+        peer: false,
+        cons_dir: false,
+        seg_id,
+        timestamp: ts,
+    };
+    path.hops[0] = HopField {
+        exp_time: 63,
+        cons_ingress: 7,
+        cons_egress: 0,
+        mac: [0xcd; 6],
+        ..Default::default()
+    };
+    path.hops[1] = HopField {
+        exp_time: 63,
+        cons_ingress: 0,
+        cons_egress: 2,
+        ..Default::default()
+    };
+    // Against construction direction the packet carries SegID ^ MAC[..2] of the hop ahead;
+    // the ingress router restores SegID and verifies the MAC with it.
+    let full = router
+        .hop_mac()
+        .compute(&path.hops[1].mac_input(seg_id, ts));
+    path.hops[1].mac.copy_from_slice(&full[..6]);
+    path.infos[0].seg_id = seg_id ^ u16::from_be_bytes([full[0], full[1]]);
+    build(
+        &path,
+        dst_ia(),
+        Ipv4Addr::new(10, 2, 0, 9),
+        cfg.local_ia,
+        LOCAL_HOST,
+        req,
+        payload,
+    )
+}
+
+fn outbound(
+    now_s: u64,
+    egress: u16,
+    bad_mac: bool,
+    req: Option<RequestBuilder>,
+    payload: &[u8],
+) -> Vec<u8> {
     let cfg = router_config();
     let router = Router::new(cfg.clone()).unwrap();
     let ts = (now_s - 60) as u32;
@@ -120,27 +213,32 @@ pub fn packet(now_s: u64, egress: u16, bad_mac: bool, idint: bool, payload: &[u8
         mac: [0xab; 6],
         ..Default::default()
     };
-    let req = RequestBuilder {
-        encrypt: true,
-        mode: AggregationMode::PerBorderRouter,
-        verifier: Verifier::Destination,
-        inst_bitmap: 0x8,
-        instructions: [
-            Instruction(0x82),
-            Instruction::NOP,
-            Instruction::NOP,
-            Instruction::NOP,
-        ],
-        stack_len_words: 32,
-        source_port: 7,
-        ..RequestBuilder::new((now_s * 1_000_000_000) % (1 << 48))
-    };
-    let hbh_len = if idint { req.hbh_len() } else { 0 };
+    build(
+        &path,
+        cfg.local_ia,
+        Ipv4Addr::new(10, 123, 10, 50),
+        dst_ia(),
+        DST_HOST,
+        req,
+        payload,
+    )
+}
+
+fn build(
+    path: &ScionPathRepr,
+    src_ia: IsdAsn,
+    src_host: Ipv4Addr,
+    dst_ia: IsdAsn,
+    dst_host: Ipv4Addr,
+    req: Option<RequestBuilder>,
+    payload: &[u8],
+) -> Vec<u8> {
+    let hbh_len = req.as_ref().map_or(0, |r| r.hbh_len());
     let scion = ScionRepr {
         version: 0,
         traffic_class: 0,
         flow_id: FlowId::from_u20(0xbeef),
-        next_header: if idint {
+        next_header: if req.is_some() {
             NextHdr::HopByHop
         } else {
             NextHdr::Udp
@@ -148,16 +246,16 @@ pub fn packet(now_s: u64, egress: u16, bad_mac: bool, idint: bool, payload: &[u8
         path_type: PathType::Scion,
         path_len: path.buffer_len(),
         payload_len: (hbh_len + 8 + payload.len()) as u16,
-        dst_ia: dst_ia(),
-        src_ia: cfg.local_ia,
-        dst_host: HostAddr::V4(DST_HOST),
-        src_host: HostAddr::V4(Ipv4Addr::new(10, 123, 10, 50)),
+        dst_ia,
+        src_ia,
+        dst_host: HostAddr::V4(dst_host),
+        src_host: HostAddr::V4(src_host),
     };
     let hl = scion.header_len();
     let mut pkt = vec![0u8; hl + hbh_len + 8 + payload.len()];
     scion.emit(&mut pkt).unwrap();
     path.emit(&mut pkt[scion.address_end()..]).unwrap();
-    if idint {
+    if let Some(req) = &req {
         req.emit_hbh(&mut pkt[hl..], 17).unwrap();
         let mut st = IdInt::locate(&mut pkt[hl..hl + hbh_len]).unwrap().unwrap();
         sign_source(&mut st, &aes128(&SOURCE_KEY)).unwrap();

@@ -1,0 +1,163 @@
+//! Infrastructure-mode ID-INT: the router is the sink, its reports reach a UDP listener as
+//! `ReportBatch`es that decode and verify; packets with the D flag are consumed, others
+//! delivered without their ID-INT options. Meanwhile `/health` and `/metrics` answer on the
+//! loopback control port.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use idint_report::v1::ReportBatch;
+use idint_report::{Message, idint_hbh};
+use idint_wire::crypto::aes128;
+use idint_wire::idint::IdInt;
+use idint_wire::idint::crypto::verify_stack;
+use idint_wire::packet::Packet;
+
+fn http(addr: &str, request: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(3))).ok()?;
+    s.write_all(request.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn reports_reach_the_collector_and_control_endpoints_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let collector = UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let http_addr = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let now = now_s();
+    let keep = inbound(now, Some(request(now, true, false)), b"deliver me");
+    let consume = inbound(now, Some(request(now, true, true)), b"consume me");
+    let plain = inbound(now, None, b"no telemetry");
+    write_pcap(
+        &inp,
+        &[
+            frame(IF2_REMOTE, IF2_LOCAL, &keep),
+            frame(IF2_REMOTE, IF2_LOCAL, &consume),
+            frame(IF2_REMOTE, IF2_LOCAL, &plain),
+        ],
+    );
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let extra = format!(
+        "\n[[neighbor]]\nip = \"{LOCAL_HOST}\"\nmac = \"02:00:00:00:10:60\"\n\n[export]\ncollector = \"{}\"\nrouter_number = 5\nflush_ms = 10\n\n[control]\nhttp = \"{http_addr}\"\n",
+        collector.local_addr().unwrap()
+    );
+    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", &extra);
+    let child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Control endpoints while it runs.
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let health = loop {
+        if let Some(h) = http(&http_addr, "GET /health HTTP/1.0\r\n\r\n") {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "control port never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(health.starts_with("HTTP/1.0 200"), "{health}");
+    assert!(health.contains("\"status\":\"ok\""), "{health}");
+    std::thread::sleep(Duration::from_millis(200));
+    let metrics = http(&http_addr, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    assert!(metrics.starts_with("HTTP/1.0 200"), "{metrics}");
+    assert!(
+        metrics.contains("idint_router_io_rx_frames_total 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("idint_router_drops_total{reason=\"telemetry_consumed\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("idint_router_port_rx_packets_total{device=\"net_pcap0\"} 3"));
+    let missing = http(&http_addr, "GET /nope HTTP/1.0\r\n\r\n").unwrap();
+    assert!(
+        missing.starts_with("HTTP/1.0 404") && missing.contains("\"error\""),
+        "{missing}"
+    );
+    let post = http(&http_addr, "POST /metrics HTTP/1.0\r\n\r\n").unwrap();
+    assert!(post.starts_with("HTTP/1.0 405"), "{post}");
+    let junk = http(&http_addr, "\r\n\r\n").unwrap();
+    assert!(junk.starts_with("HTTP/1.0 400"), "{junk}");
+
+    // Reports at the collector.
+    let mut reports = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while reports.len() < 2 {
+        let n = collector.recv(&mut buf).expect("a report batch arrives");
+        let batch = ReportBatch::decode(&buf[..n]).expect("a ReportBatch");
+        let ex = batch.exporter.clone().unwrap();
+        assert_eq!(ex.name, ROUTER);
+        assert_eq!(ex.router_id, 5);
+        assert_eq!(ex.isd_as, router_config().local_ia.to_u64());
+        reports.extend(batch.reports);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reports.len(), 2, "{summary:#}");
+    let key = as_key_for(now, router_config().local_ia, LOCAL_HOST);
+    for r in &reports {
+        assert_eq!(r.ingress_interface, 2);
+        assert_eq!(r.src_isd_as, dst_ia().to_u64());
+        assert_eq!(r.dst_isd_as, router_config().local_ia.to_u64());
+        let mut hbh = idint_hbh(r).expect("options rebuild");
+        let mut st = IdInt::locate(&mut hbh[..]).unwrap().unwrap();
+        let n = verify_stack(&mut st, &aes128(&SOURCE_KEY), |i, _| {
+            (i == 1).then_some(&key)
+        })
+        .expect("the router's entry verifies");
+        assert_eq!(n, 2);
+    }
+
+    assert_eq!(summary["idint"]["idint_exported"], 2, "{summary:#}");
+    assert_eq!(summary["idint"]["idint_consumed"], 1);
+    assert_eq!(summary["idint"]["idint_stripped"], 1);
+    assert_eq!(summary["drops"]["telemetry_consumed"], 1);
+    assert_eq!(summary["delivered"], 2);
+    assert_eq!(summary["export"]["export_reports"], 2);
+    assert_eq!(summary["export"]["export_bad_records"], 0);
+
+    // Delivered: the stripped packet and the plain one, same sizes, no ID-INT left.
+    let sent = read_pcap(&outp);
+    assert_eq!(sent.len(), 2);
+    let (src, dst, dmac, _, mut scion) = split(&sent[0]);
+    assert_eq!(src, INTERNAL.parse().unwrap());
+    assert_eq!(dst, format!("{LOCAL_HOST}:32000").parse().unwrap());
+    assert_eq!(dmac, [0x02, 0, 0, 0, 0x10, 0x60]);
+    assert_eq!(scion.len(), keep.len());
+    let range = Packet::parse(&scion).unwrap().hbh_range();
+    if let Some(range) = range {
+        assert!(
+            IdInt::locate(&mut scion[range]).unwrap().is_none(),
+            "options stripped"
+        );
+    }
+    let (_, _, _, _, scion) = split(&sent[1]);
+    assert_eq!(scion.len(), plain.len());
+}
