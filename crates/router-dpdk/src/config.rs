@@ -10,6 +10,7 @@
 //!        "--vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap"]
 //!
 //! [dataplane]                       # all optional
+//! distribution = "auto"             # "queues" (RSS), "software" (distributor lcore) or auto
 //! mbufs = 8191
 //! rx_desc = 512
 //! tx_desc = 512
@@ -98,6 +99,7 @@ struct RawConfig {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDataplane {
+    distribution: Option<String>,
     mbufs: Option<u32>,
     rx_desc: Option<u16>,
     tx_desc: Option<u16>,
@@ -151,6 +153,17 @@ struct RawNeighbor {
     mac: String,
 }
 
+/// How packets reach the workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    /// Queues if every port has one rx and one tx queue per worker, else software.
+    Auto,
+    /// Every worker polls its own rx queue of every port (RSS spreads flows).
+    Queues,
+    /// One distributor lcore polls the ports and hashes flows onto worker rings.
+    Software,
+}
+
 /// One SCION interface of this router, placed on a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InterfacePlan {
@@ -190,6 +203,8 @@ pub struct Config {
     pub ports: Vec<PortPlan>,
     /// Static next-hop MACs by underlay IP.
     pub neighbors: HashMap<IpAddr, [u8; 6]>,
+    /// How packets reach the workers.
+    pub distribution: Distribution,
     /// Mbufs in the pool.
     pub mbufs: u32,
     /// Rx descriptors per queue.
@@ -442,7 +457,19 @@ impl Config {
                 Some(a)
             }
         };
+        let distribution = match raw.dataplane.distribution.as_deref() {
+            None | Some("auto") => Distribution::Auto,
+            Some("queues") => Distribution::Queues,
+            Some("software") => Distribution::Software,
+            Some(other) => {
+                return Err(item(
+                    "dataplane.distribution",
+                    format!("{other:?}: expected \"auto\", \"queues\" or \"software\""),
+                ));
+            }
+        };
         Ok(Config {
+            distribution,
             export,
             http,
             energy: crate::worker::EnergyFigures {

@@ -5,12 +5,14 @@
 //! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
 //! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
+//! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
 pub mod config;
+pub mod distribute;
 pub mod dpdk;
 pub mod export;
 pub mod http;

@@ -14,11 +14,14 @@ use scion_dp::idint::DrkeyKeys;
 
 use idint_report::v1::Exporter;
 
-use crate::config::Config;
+use crate::config::{Config, Distribution};
+use crate::distribute::{DistStats, Distributor};
 use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::worker::{IfEgress, PortSample, RouterTelemetry, Tables, TscClock, Worker};
+use crate::worker::{
+    IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
+};
 
 /// Reads every port's counters into the shared samples (rates over `interval_ns`).
 fn sample_ports(ports: &[Port], samples: &[PortSample], interval_ns: u64) {
@@ -61,7 +64,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             "no worker lcore: give EAL at least two lcores (e.g. -l 0-1); the main lcore runs the control loop".into(),
         ));
     }
-    let nq = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
+    let nw = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
     let pool = Arc::new(Mempool::new(&eal, "router_pool", config.mbufs, 256)?);
     let router = Arc::new(
         Router::new(config.router.clone())
@@ -74,6 +77,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     let mut ingress = Vec::new();
     let mut egress: Vec<Option<IfEgress>> = vec![None; 1 + usize::from(u16::MAX)];
     let mut internal_port = 0;
+    let mut probed = Vec::new();
     for (i, plan) in config.ports.iter().enumerate() {
         let id = eal.port_by_name(&plan.device).map_err(|e| {
             RunError::Setup(format!(
@@ -81,13 +85,35 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
                 plan.device
             ))
         })?;
-        let caps = dpdk::probe_port(&eal, id)?;
-        if caps.max_rx_queues < nq || caps.max_tx_queues < nq {
+        probed.push(dpdk::probe_port(&eal, id)?);
+    }
+    let short = probed
+        .iter()
+        .zip(&config.ports)
+        .find(|(c, _)| c.max_rx_queues < nw || c.max_tx_queues < nw);
+    let software = match (config.distribution, short) {
+        (Distribution::Software, _) => true,
+        (Distribution::Auto, s) => s.is_some(),
+        (Distribution::Queues, None) => false,
+        (Distribution::Queues, Some((c, p))) => {
             return Err(RunError::Setup(format!(
-                "port[{i}] {:?} ({}) has {} rx / {} tx queues, {} workers need one each",
-                plan.device, caps.driver, caps.max_rx_queues, caps.max_tx_queues, nq
+                "port {:?} ({}) has {} rx / {} tx queues, {} workers need one each (use distribution = \"software\" or \"auto\")",
+                p.device, c.driver, c.max_rx_queues, c.max_tx_queues, nw
             )));
         }
+    };
+    if software && workers.len() < 2 {
+        return Err(RunError::Setup(
+            "software flow distribution needs a distributor and a worker lcore besides the main one (e.g. -l 0-2, or --lcores=0@0,1@1,2@1)".into(),
+        ));
+    }
+    let (dist_lcore, workers) = if software {
+        (Some(workers[0]), workers[1..].to_vec())
+    } else {
+        (None, workers)
+    };
+    let nq = if software { 1 } else { nw };
+    for (i, (plan, caps)) in config.ports.iter().zip(probed).enumerate() {
         let port = Port::start(
             &eal,
             caps,
@@ -173,19 +199,48 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
 
     let mut stats = Vec::new();
     let mut handles = Vec::new();
+    let dist_stats = Arc::new(DistStats::default());
+    let dist_done = Arc::new(AtomicBool::new(false));
+    let mut to_workers = Vec::new();
+    let mut from_workers = Vec::new();
+    if software {
+        for w in 0..workers.len() {
+            let mut ins = Vec::new();
+            let mut outs = Vec::new();
+            for p in 0..ports.len() {
+                ins.push(Arc::new(MbufRing::new(
+                    &eal,
+                    &format!("d_in_{w}_{p}"),
+                    1024,
+                )?));
+                outs.push(Arc::new(MbufRing::new(
+                    &eal,
+                    &format!("d_out_{w}_{p}"),
+                    1024,
+                )?));
+            }
+            to_workers.push(ins);
+            from_workers.push(outs);
+        }
+    }
     for (w, &lcore) in workers.iter().enumerate() {
         let q = w as u16;
         let mut rx = Vec::new();
         let mut tx = Vec::new();
         for (i, p) in ports.iter_mut().enumerate() {
+            if software {
+                rx.push((i, Source::Ring(to_workers[w][i].clone())));
+                tx.push(Sink::Ring(from_workers[w][i].clone()));
+                continue;
+            }
             let r = p
                 .rx_queue(q)
                 .ok_or_else(|| RunError::Setup("rx queue taken".into()))?;
-            rx.push((i, r));
-            tx.push(
+            rx.push((i, Source::Queue(r)));
+            tx.push(Sink::Queue(
                 p.tx_queue(q)
                     .ok_or_else(|| RunError::Setup("tx queue taken".into()))?,
-            );
+            ));
         }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
@@ -221,6 +276,36 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             0
         })?);
     }
+
+    let dist_handle = match dist_lcore {
+        None => None,
+        Some(lcore) => {
+            let mut rx = Vec::new();
+            let mut tx = Vec::new();
+            for p in ports.iter_mut() {
+                rx.push(
+                    p.rx_queue(0)
+                        .ok_or_else(|| RunError::Setup("rx queue taken".into()))?,
+                );
+                tx.push(
+                    p.tx_queue(0)
+                        .ok_or_else(|| RunError::Setup("tx queue taken".into()))?,
+                );
+            }
+            let d = Distributor {
+                rx,
+                tx,
+                to_workers: to_workers.clone(),
+                from_workers: from_workers.clone(),
+                stats: dist_stats.clone(),
+                done: dist_done.clone(),
+            };
+            Some(dpdk::launch(&eal, lcore, move || {
+                d.run();
+                0
+            })?)
+        }
+    };
 
     // Control endpoints.
     let port_ids: Vec<(String, u16)> = config
@@ -296,6 +381,10 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             failure.get_or_insert(e);
         }
     }
+    dist_done.store(true, Ordering::Release);
+    if let Some(Err(e)) = dist_handle.map(|h| h.join()) {
+        failure.get_or_insert(e);
+    }
     done.store(true, Ordering::Release);
     if let Some(t) = exporter_thread {
         match t.join() {
@@ -323,6 +412,14 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     let mut summary = snap.to_json();
     summary["router_id"] = config.router_id.clone().into();
     summary["workers"] = workers.len().into();
+    summary["distribution"] = if software { "software" } else { "queues" }.into();
+    if software {
+        let mut d = serde_json::Map::new();
+        for (k, v) in dist_stats.named() {
+            d.insert(k.into(), v.into());
+        }
+        summary["distributor"] = d.into();
+    }
     summary["elapsed_s"] = elapsed.into();
     summary["stopped_by_signal"] = signalled.into();
     summary["rx_mpps"] = (snap.io.rx_frames as f64 / elapsed.max(1e-9) / 1e6).into();
@@ -335,6 +432,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
     drop(ports); // stops and closes the ports (net_pcap flushes its output file)
     drop(rings);
+    drop((to_workers, from_workers));
     drop(pool);
     if let Some(path) = &opts.summary {
         std::fs::write(path, &text)

@@ -11,7 +11,7 @@ use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, Verifier
 use scion_dp::telemetry::{CounterKind, Direction, Environment, HopContext, TelemetrySource};
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
-use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, RxQueue, TxQueue};
+use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
@@ -304,12 +304,53 @@ impl BurstPacket for Slot {
     }
 }
 
+/// Where a worker's packets come from: an rx queue of the port, or (software flow
+/// distribution) the ring the distributor fills for this worker and port.
+#[derive(Debug)]
+pub enum Source {
+    /// A NIC rx queue.
+    Queue(RxQueue),
+    /// A ring fed by the distributor lcore.
+    Ring(Arc<MbufRing>),
+}
+
+impl Source {
+    /// Receives into the free room of `burst`.
+    #[inline]
+    pub fn receive(&mut self, burst: &mut MbufBurst) -> usize {
+        match self {
+            Source::Queue(q) => q.rx_burst(burst),
+            Source::Ring(r) => r.dequeue(burst),
+        }
+    }
+}
+
+/// Where a worker's packets for one port go: a tx queue, or a ring the distributor drains.
+#[derive(Debug)]
+pub enum Sink {
+    /// A NIC tx queue.
+    Queue(TxQueue),
+    /// A ring drained by the distributor lcore.
+    Ring(Arc<MbufRing>),
+}
+
+impl Sink {
+    /// Sends; unsent mbufs stay in `burst`.
+    #[inline]
+    pub fn send(&mut self, burst: &mut MbufBurst) -> usize {
+        match self {
+            Sink::Queue(q) => q.tx_burst(burst),
+            Sink::Ring(r) => r.enqueue(burst),
+        }
+    }
+}
+
 /// Everything one worker owns.
 pub struct Worker<K: VerifierKeys> {
     /// Rx queues polled, with their port index.
-    pub rx: Vec<(usize, RxQueue)>,
+    pub rx: Vec<(usize, Source)>,
     /// One tx queue per port index.
-    pub tx: Vec<TxQueue>,
+    pub tx: Vec<Sink>,
     /// Shared tables.
     pub tables: Arc<Tables>,
     /// The router model.
@@ -358,8 +399,8 @@ impl<K: VerifierKeys> Worker<K> {
 
 /// The worker's I/O side.
 struct Io {
-    rx: Vec<(usize, RxQueue)>,
-    tx: Vec<TxQueue>,
+    rx: Vec<(usize, Source)>,
+    tx: Vec<Sink>,
     tables: Arc<Tables>,
     stats: Arc<WorkerStats>,
     clock: TscClock,
@@ -390,7 +431,7 @@ impl Io {
                 break;
             }
             for (port, q) in self.rx.iter_mut() {
-                let n = q.rx_burst(&mut burst);
+                let n = q.receive(&mut burst);
                 if n == 0 {
                     continue;
                 }
@@ -535,11 +576,11 @@ fn route(
 
 /// Sends a port's queued burst; what the driver does not take is freed and counted.
 #[inline]
-fn flush(t: &mut TxQueue, b: &mut MbufBurst, io: &mut IoCounters) {
+fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
     if b.is_empty() {
         return;
     }
-    let sent = t.tx_burst(b);
+    let sent = t.send(b);
     io.tx_frames += sent as u64;
     if !b.is_empty() {
         io.tx_full += b.len() as u64;
