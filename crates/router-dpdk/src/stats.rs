@@ -28,9 +28,11 @@ pub struct IoCounters {
     pub no_next_hop_mac: u64,
     /// Packets for which no egress port or header room was found.
     pub unroutable: u64,
+    /// ARP requests for the router's addresses answered.
+    pub arp_replies: u64,
 }
 
-const IO_FIELDS: usize = 9;
+const IO_FIELDS: usize = 10;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
 const II_FIELDS: usize = 13;
 
@@ -46,6 +48,7 @@ impl IoCounters {
             self.chained,
             self.no_next_hop_mac,
             self.unroutable,
+            self.arp_replies,
         ]
     }
 
@@ -60,6 +63,7 @@ impl IoCounters {
             chained: a[6],
             no_next_hop_mac: a[7],
             unroutable: a[8],
+            arp_replies: a[9],
         }
     }
 
@@ -76,6 +80,7 @@ impl IoCounters {
             ("chained", a[6]),
             ("no_next_hop_mac", a[7]),
             ("unroutable", a[8]),
+            ("arp_replies", a[9]),
         ]
     }
 

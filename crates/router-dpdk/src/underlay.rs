@@ -113,6 +113,43 @@ pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
     })
 }
 
+const ETHERTYPE_ARP: u16 = 0x0806;
+
+/// Turns an ARP request for an IPv4 address `is_mine` accepts into the reply from `my_mac`,
+/// in place (same length). Returns `false` (frame untouched) for anything else.
+pub fn arp_reply_in_place(
+    frame: &mut [u8],
+    my_mac: [u8; 6],
+    is_mine: impl Fn(Ipv4Addr) -> bool,
+) -> bool {
+    if frame.len() < ETH_LEN + 28 || be16(frame, 12) != ETHERTYPE_ARP {
+        return false;
+    }
+    let a = &frame[ETH_LEN..ETH_LEN + 28];
+    // Ethernet/IPv4, request.
+    if be16(a, 0) != 1 || be16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 || be16(a, 6) != 1
+    {
+        return false;
+    }
+    let target = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
+    if !is_mine(target) {
+        return false;
+    }
+    let mut sha = [0u8; 6];
+    sha.copy_from_slice(&a[8..14]);
+    let mut spa = [0u8; 4];
+    spa.copy_from_slice(&a[14..18]);
+    let a = &mut frame[ETH_LEN..ETH_LEN + 28];
+    a[6..8].copy_from_slice(&2u16.to_be_bytes());
+    a[8..14].copy_from_slice(&my_mac);
+    a[14..18].copy_from_slice(&target.octets());
+    a[18..24].copy_from_slice(&sha);
+    a[24..28].copy_from_slice(&spa);
+    frame[0..6].copy_from_slice(&sha);
+    frame[6..12].copy_from_slice(&my_mac);
+    true
+}
+
 /// Header length for a packet sent to `dst`.
 #[inline]
 pub fn header_len(dst: &SocketAddr) -> usize {
@@ -253,6 +290,38 @@ mod tests {
     fn write_then_parse() {
         roundtrip("192.0.2.1:50000", "198.51.100.7:30041");
         roundtrip("[2001:db8::1]:50000", "[2001:db8::2]:31000");
+    }
+
+    #[test]
+    fn arp_requests_for_own_addresses_are_answered() {
+        let mine = Ipv4Addr::new(10, 0, 0, 1);
+        let mut f = vec![0u8; 60];
+        f[0..6].copy_from_slice(&[0xff; 6]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+        f[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+        let a = &mut f[ETH_LEN..ETH_LEN + 28];
+        a[0..8].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        a[8..14].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+        a[14..18].copy_from_slice(&[10, 0, 0, 9]);
+        a[24..28].copy_from_slice(&mine.octets());
+        let req = f.clone();
+        let me = [2, 0, 0, 0, 0, 1];
+        assert!(!arp_reply_in_place(&mut f, me, |ip| ip == Ipv4Addr::new(10, 0, 0, 2)));
+        assert_eq!(f, req, "not ours: untouched");
+        assert!(arp_reply_in_place(&mut f, me, |ip| ip == mine));
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 0, 9]);
+        assert_eq!(&f[6..12], &me);
+        let a = &f[ETH_LEN..ETH_LEN + 28];
+        assert_eq!(&a[6..8], &[0, 2], "reply");
+        assert_eq!(&a[8..14], &me);
+        assert_eq!(&a[14..18], &mine.octets());
+        assert_eq!(&a[18..24], &[2, 0, 0, 0, 0, 9]);
+        assert_eq!(&a[24..28], &[10, 0, 0, 9]);
+        // A reply is not answered again.
+        let before = f.clone();
+        assert!(!arp_reply_in_place(&mut f, me, |ip| ip == Ipv4Addr::new(10, 0, 0, 9)));
+        assert_eq!(f, before);
+        assert!(!arp_reply_in_place(&mut f[..30], me, |_| true));
     }
 
     #[test]

@@ -437,7 +437,7 @@ impl Io {
                 }
                 let now = clock.unix_ns(dpdk::rdtsc());
                 stage.source.rx_ns = now;
-                let filled = classify(tables, *port, &mut burst, &mut slots, &mut io);
+                let filled = classify(tables, *port, &mut burst, &mut slots, &mut out, &mut io);
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 for s in slots[..filled].iter_mut() {
                     route(tables, *port, s, &mut out, &mut io);
@@ -468,6 +468,7 @@ fn classify(
     port: usize,
     burst: &mut MbufBurst,
     slots: &mut [Slot],
+    out: &mut [MbufBurst],
     io: &mut IoCounters,
 ) -> usize {
     let mut n = 0;
@@ -480,6 +481,26 @@ fn classify(
         }
         let r = match underlay::parse(m.data()) {
             Ok(r) => r,
+            Err(underlay::NotScion::OtherEtherType) => {
+                let mut m = m;
+                if let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) {
+                    let mine = |ip: std::net::Ipv4Addr| {
+                        tables.ingress[port]
+                            .iter()
+                            .any(|(a, _)| a.ip() == IpAddr::V4(ip))
+                    };
+                    if underlay::arp_reply_in_place(m.data_mut(), mac, mine) {
+                        io.arp_replies += 1;
+                        if let Err(m) = b.push(m) {
+                            drop(m);
+                            io.tx_full += 1;
+                        }
+                        continue;
+                    }
+                }
+                io.not_scion += 1;
+                continue;
+            }
             Err(_) => {
                 io.not_scion += 1;
                 continue;

@@ -12,6 +12,20 @@ use idint_wire::packet::Packet;
 use scion_dp::config::Router;
 use scion_dp::{Disposition, Ingress, Processor, ScmpReason};
 
+fn arp_request(mac: [u8; 6], from: &str, target: &str) -> Vec<u8> {
+    let from: std::net::Ipv4Addr = from.parse().unwrap();
+    let target: std::net::Ipv4Addr = target.parse().unwrap();
+    let mut f = vec![0u8; 60];
+    f[0..6].copy_from_slice(&[0xff; 6]);
+    f[6..12].copy_from_slice(&mac);
+    f[12..14].copy_from_slice(&[0x08, 0x06]);
+    f[14..22].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    f[22..28].copy_from_slice(&mac);
+    f[28..32].copy_from_slice(&from.octets());
+    f[38..42].copy_from_slice(&target.octets());
+    f
+}
+
 fn predict(input: &[u8], now_ns: u64) -> (Disposition, Vec<u8>) {
     let router = Router::new(router_config()).unwrap();
     let mut p = Processor::new(&router);
@@ -44,6 +58,8 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
         frame(HOST, INTERNAL, &truncated),
         frame(HOST, "10.9.9.9:30042", &plain), // not one of the router's addresses
         arp,
+        arp_request([2, 0, 0, 0, 0x10, 0x50], "10.123.10.50", "10.123.10.1"),
+        arp_request([2, 0, 0, 0, 0x10, 0x50], "10.123.10.50", "10.123.10.77"),
     ];
     write_pcap(&inp, &frames);
     let vdev = format!(
@@ -60,19 +76,35 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
 
     // Counters: everything accounted for.
-    assert_eq!(summary["io"]["rx_frames"], 6, "{summary:#}");
+    assert_eq!(summary["io"]["rx_frames"], 8, "{summary:#}");
     assert_eq!(summary["forwarded"], 2, "{summary:#}");
     assert_eq!(summary["scmp_replies"]["invalid_hop_field_mac"], 1);
     assert_eq!(summary["drops"]["malformed"], 1);
     assert_eq!(summary["io"]["not_for_us"], 1);
-    assert_eq!(summary["io"]["not_scion"], 1);
-    assert_eq!(summary["io"]["tx_frames"], 3);
+    assert_eq!(
+        summary["io"]["not_scion"], 2,
+        "a zero frame, an ARP request for another host"
+    );
+    assert_eq!(summary["io"]["arp_replies"], 1);
+    assert_eq!(summary["io"]["tx_frames"], 4);
     assert_eq!(summary["idint"]["idint_pushed"], 1);
     assert_eq!(summary["idint"]["idint_encrypted"], 1);
-    assert_eq!(summary["ports"][0]["stats"]["tx_packets"], 3);
+    assert_eq!(summary["ports"][0]["stats"]["tx_packets"], 4);
 
-    let sent = read_pcap(&outp);
+    let all = read_pcap(&outp);
+    let (arp, sent): (Vec<_>, Vec<_>) = all.into_iter().partition(|f| f[12..14] == [0x08, 0x06]);
     assert_eq!(sent.len(), 3, "forwarded, ID-INT forwarded, SCMP reply");
+    assert_eq!(arp.len(), 1, "one ARP reply");
+    let a = &arp[0][14..42];
+    assert_eq!(&a[6..8], &[0, 2], "ARP reply");
+    assert_eq!(
+        &a[14..18],
+        &[10, 123, 10, 1],
+        "for the router's internal address"
+    );
+    assert_eq!(&a[18..24], &[2, 0, 0, 0, 0x10, 0x50]);
+    assert_eq!(&arp[0][0..6], &[2, 0, 0, 0, 0x10, 0x50]);
+    assert_eq!(&a[8..14], &arp[0][6..12], "sender MAC = the port's MAC");
 
     // 1. Plain packet: leaves on interface 2 with exactly the bytes scion-dp predicts.
     let (d, want) = predict(&plain, t0);
