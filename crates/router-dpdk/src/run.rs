@@ -423,6 +423,8 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     summary["elapsed_s"] = elapsed.into();
     summary["stopped_by_signal"] = signalled.into();
     summary["rx_mpps"] = (snap.io.rx_frames as f64 / elapsed.max(1e-9) / 1e6).into();
+    let passed = snap.dp.forwarded + snap.dp.delivered + snap.dp.to_sibling;
+    summary["forwarded_mpps"] = (passed as f64 / elapsed.max(1e-9) / 1e6).into();
     summary["ports"] = port_json.into();
     let mut ex = serde_json::Map::new();
     for (k, v) in export_stats.named() {

@@ -142,4 +142,5 @@ fn sigterm_stops_cleanly_with_final_counters() {
     assert_eq!(s["forwarded"], 0);
     assert_eq!(s["ports"][0]["stats"]["rx_packets"].as_u64().unwrap(), rx);
     assert!(s["rx_mpps"].as_f64().unwrap() > 0.0);
+    assert_eq!(s["forwarded_mpps"].as_f64(), Some(0.0), "nothing was SCION");
 }
