@@ -8,6 +8,7 @@
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
+//! * [`neighbor`]: next-hop MACs learned from ARP, shared lock-free by the workers.
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
@@ -16,6 +17,7 @@ pub mod distribute;
 pub mod dpdk;
 pub mod export;
 pub mod http;
+pub mod neighbor;
 pub mod run;
 pub mod stats;
 pub mod underlay;

@@ -18,6 +18,7 @@ use crate::config::{Config, Distribution};
 use crate::distribute::{DistStats, Distributor};
 use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
+use crate::neighbor::NeighborTable;
 use crate::stats::{Snapshot, WorkerStats};
 use crate::worker::{
     IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
@@ -152,6 +153,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         internal_port,
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
+        learned: NeighborTable::new(4096),
     });
 
     let provider = Arc::new(
@@ -253,6 +255,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             tables: tables.clone(),
             router: router.clone(),
             stats: s,
+            pool: pool.clone(),
             keys: DrkeyKeys {
                 cache: KeyCache::new(provider.clone(), 1024),
                 local: config.router.local_ia,

@@ -30,9 +30,13 @@ pub struct IoCounters {
     pub unroutable: u64,
     /// ARP requests for the router's addresses answered.
     pub arp_replies: u64,
+    /// ARP requests sent for next hops without a MAC.
+    pub arp_requests: u64,
+    /// Neighbour MACs learned (or refreshed) from ARP packets addressed to the router.
+    pub arp_learned: u64,
 }
 
-const IO_FIELDS: usize = 10;
+const IO_FIELDS: usize = 12;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
 const II_FIELDS: usize = 13;
 
@@ -49,6 +53,8 @@ impl IoCounters {
             self.no_next_hop_mac,
             self.unroutable,
             self.arp_replies,
+            self.arp_requests,
+            self.arp_learned,
         ]
     }
 
@@ -64,6 +70,8 @@ impl IoCounters {
             no_next_hop_mac: a[7],
             unroutable: a[8],
             arp_replies: a[9],
+            arp_requests: a[10],
+            arp_learned: a[11],
         }
     }
 
@@ -81,6 +89,8 @@ impl IoCounters {
             ("no_next_hop_mac", a[7]),
             ("unroutable", a[8]),
             ("arp_replies", a[9]),
+            ("arp_requests", a[10]),
+            ("arp_learned", a[11]),
         ]
     }
 

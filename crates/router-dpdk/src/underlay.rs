@@ -150,6 +150,61 @@ pub fn arp_reply_in_place(
     true
 }
 
+/// The sender (IP, MAC) of an ARP request or reply whose target IP `is_mine` accepts (RFC 826:
+/// a host addressed by an ARP packet records its sender).
+pub fn arp_sender_to_me(
+    frame: &[u8],
+    is_mine: impl Fn(Ipv4Addr) -> bool,
+) -> Option<(Ipv4Addr, [u8; 6])> {
+    if frame.len() < ETH_LEN + 28 || be16(frame, 12) != ETHERTYPE_ARP {
+        return None;
+    }
+    let a = &frame[ETH_LEN..ETH_LEN + 28];
+    let op = be16(a, 6);
+    if be16(a, 0) != 1
+        || be16(a, 2) != ETHERTYPE_IPV4
+        || a[4] != 6
+        || a[5] != 4
+        || !(op == 1 || op == 2)
+    {
+        return None;
+    }
+    if !is_mine(Ipv4Addr::new(a[24], a[25], a[26], a[27])) {
+        return None;
+    }
+    let mut sha = [0u8; 6];
+    sha.copy_from_slice(&a[8..14]);
+    if sha[0] & 1 == 1 {
+        return None; // multicast/broadcast sender MAC: never a next hop
+    }
+    Some((Ipv4Addr::new(a[14], a[15], a[16], a[17]), sha))
+}
+
+/// Length of an ARP request frame (minimum Ethernet frame without FCS).
+pub const ARP_FRAME_LEN: usize = 60;
+
+/// Writes a broadcast ARP request "who has `target`, tell `my_ip`" into `frame[..60]`.
+pub fn write_arp_request(
+    frame: &mut [u8],
+    my_mac: [u8; 6],
+    my_ip: Ipv4Addr,
+    target: Ipv4Addr,
+) -> bool {
+    if frame.len() < ARP_FRAME_LEN {
+        return false;
+    }
+    frame[..ARP_FRAME_LEN].fill(0);
+    frame[0..6].copy_from_slice(&[0xff; 6]);
+    frame[6..12].copy_from_slice(&my_mac);
+    frame[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+    let a = &mut frame[ETH_LEN..ETH_LEN + 28];
+    a[0..8].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+    a[8..14].copy_from_slice(&my_mac);
+    a[14..18].copy_from_slice(&my_ip.octets());
+    a[24..28].copy_from_slice(&target.octets());
+    true
+}
+
 /// Header length for a packet sent to `dst`.
 #[inline]
 pub fn header_len(dst: &SocketAddr) -> usize {
@@ -322,6 +377,30 @@ mod tests {
         assert!(!arp_reply_in_place(&mut f, me, |ip| ip == Ipv4Addr::new(10, 0, 0, 9)));
         assert_eq!(f, before);
         assert!(!arp_reply_in_place(&mut f[..30], me, |_| true));
+        // The reply, seen by the requester, teaches it our MAC.
+        assert_eq!(
+            arp_sender_to_me(&f, |ip| ip == Ipv4Addr::new(10, 0, 0, 9)),
+            Some((mine, me))
+        );
+        assert_eq!(
+            arp_sender_to_me(&f, |ip| ip == mine),
+            None,
+            "not addressed to us"
+        );
+    }
+
+    #[test]
+    fn arp_request_roundtrip() {
+        let mut f = [0u8; ARP_FRAME_LEN];
+        let me = [2, 0, 0, 0, 0, 1];
+        let (my_ip, target) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 7));
+        assert!(write_arp_request(&mut f, me, my_ip, target));
+        assert!(!write_arp_request(&mut [0u8; 59], me, my_ip, target));
+        // The target answers it...
+        let peer = [2, 0, 0, 0, 0, 7];
+        assert!(arp_reply_in_place(&mut f, peer, |ip| ip == target));
+        // ...and we learn the target's MAC from the reply.
+        assert_eq!(arp_sender_to_me(&f, |ip| ip == my_ip), Some((target, peer)));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
+use crate::neighbor::NeighborTable;
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 
@@ -29,8 +30,8 @@ pub struct IfEgress {
     pub mac: Option<[u8; 6]>,
 }
 
-/// The static forwarding tables, shared read-only by all workers.
-#[derive(Debug, Clone)]
+/// The forwarding tables, shared by all workers (read-only except the learned neighbours).
+#[derive(Debug)]
 pub struct Tables {
     /// Port MAC addresses, by port index.
     pub ports: Vec<[u8; 6]>,
@@ -46,6 +47,8 @@ pub struct Tables {
     pub internal_addr: SocketAddr,
     /// Static next-hop MACs.
     pub neighbors: Vec<(IpAddr, [u8; 6])>,
+    /// Next-hop MACs learned from ARP.
+    pub learned: NeighborTable,
 }
 
 impl Tables {
@@ -55,12 +58,24 @@ impl Tables {
         list.iter().find(|(a, _)| a == dst).map(|(_, i)| *i)
     }
 
+    /// The MAC of next hop `ip`: static configuration first, then ARP-learned.
     #[inline]
     fn neighbor(&self, ip: &IpAddr) -> Option<[u8; 6]> {
-        self.neighbors
-            .iter()
-            .find(|(a, _)| a == ip)
-            .map(|(_, m)| *m)
+        if let Some((_, m)) = self.neighbors.iter().find(|(a, _)| a == ip) {
+            return Some(*m);
+        }
+        match ip {
+            IpAddr::V4(v4) => self.learned.lookup(*v4),
+            IpAddr::V6(_) => None,
+        }
+    }
+
+    /// Whether `ip` is one of the router's underlay addresses on port `port`.
+    #[inline]
+    fn is_mine(&self, port: usize, ip: std::net::Ipv4Addr) -> bool {
+        self.ingress
+            .get(port)
+            .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V4(ip)))
     }
 }
 
@@ -357,6 +372,8 @@ pub struct Worker<K: VerifierKeys> {
     pub router: Arc<Router>,
     /// Published counters.
     pub stats: Arc<WorkerStats>,
+    /// Pool for frames the worker makes itself (ARP requests).
+    pub pool: Arc<dpdk::Mempool>,
     /// ID-INT keys.
     pub keys: K,
     /// Nonce generator seed (from the OS).
@@ -376,6 +393,7 @@ impl<K: VerifierKeys> Worker<K> {
             tables,
             router,
             stats,
+            pool,
             keys,
             seed,
             telemetry,
@@ -389,6 +407,7 @@ impl<K: VerifierKeys> Worker<K> {
             tables,
             stats,
             clock,
+            pool,
         };
         match exporter {
             Some(x) => io.poll(&router, stage.with_sink(x)),
@@ -404,6 +423,7 @@ struct Io {
     tables: Arc<Tables>,
     stats: Arc<WorkerStats>,
     clock: TscClock,
+    pool: Arc<dpdk::Mempool>,
 }
 
 impl Io {
@@ -423,6 +443,11 @@ impl Io {
         let mut out: Vec<MbufBurst> = (0..self.tx.len()).map(|_| MbufBurst::new()).collect();
         let mut burst = MbufBurst::new();
         let clock = self.clock;
+        let mut resolver = Resolver {
+            pool: self.pool.clone(),
+            interval: clock.hz / 10,
+            asked: [(0, 0); 64],
+        };
         let tables = &*self.tables;
         let publish_every = clock.hz / 200;
         let mut last_publish = 0u64;
@@ -440,7 +465,7 @@ impl Io {
                 let filled = classify(tables, *port, &mut burst, &mut slots, &mut out, &mut io);
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 for s in slots[..filled].iter_mut() {
-                    route(tables, *port, s, &mut out, &mut io);
+                    route(tables, *port, s, &mut out, &mut io, &mut resolver);
                 }
                 for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
                     flush(t, b, &mut io);
@@ -483,20 +508,21 @@ fn classify(
             Ok(r) => r,
             Err(underlay::NotScion::OtherEtherType) => {
                 let mut m = m;
-                if let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) {
-                    let mine = |ip: std::net::Ipv4Addr| {
-                        tables.ingress[port]
-                            .iter()
-                            .any(|(a, _)| a.ip() == IpAddr::V4(ip))
-                    };
-                    if underlay::arp_reply_in_place(m.data_mut(), mac, mine) {
-                        io.arp_replies += 1;
-                        if let Err(m) = b.push(m) {
-                            drop(m);
-                            io.tx_full += 1;
-                        }
-                        continue;
+                let mine = |ip: std::net::Ipv4Addr| tables.is_mine(port, ip);
+                if let Some((ip, mac)) = underlay::arp_sender_to_me(m.data(), mine)
+                    && tables.learned.learn(ip, mac)
+                {
+                    io.arp_learned += 1;
+                }
+                if let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port))
+                    && underlay::arp_reply_in_place(m.data_mut(), mac, mine)
+                {
+                    io.arp_replies += 1;
+                    if let Err(m) = b.push(m) {
+                        drop(m);
+                        io.tx_full += 1;
                     }
+                    continue;
                 }
                 io.not_scion += 1;
                 continue;
@@ -532,6 +558,7 @@ fn route(
     s: &mut Slot,
     out: &mut [MbufBurst],
     io: &mut IoCounters,
+    resolver: &mut Resolver,
 ) {
     let Some(mut m) = s.m.take() else { return };
     let Some(d) = s.disposition.take() else {
@@ -544,7 +571,8 @@ fn route(
                 io.unroutable += 1;
                 return;
             };
-            (e.port, e.local, e.remote, e.mac, s.len)
+            let mac = e.mac.or_else(|| tables.neighbor(&e.remote.ip()));
+            (e.port, e.local, e.remote, mac, s.len)
         }
         Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
             let mac = tables.neighbor(&addr.ip());
@@ -561,6 +589,9 @@ fn route(
     };
     let Some(mac) = mac else {
         io.no_next_hop_mac += 1;
+        if let (IpAddr::V4(me), IpAddr::V4(target)) = (src.ip(), dst.ip()) {
+            resolver.ask(tables, port, me, target, out, io);
+        }
         return;
     };
     let (Some(src_mac), Some(b)) = (tables.ports.get(port).copied(), out.get_mut(port)) else {
@@ -592,6 +623,50 @@ fn route(
     if let Err(m) = b.push(m) {
         drop(m);
         io.tx_full += 1;
+    }
+}
+
+/// Sends ARP requests for next hops without a MAC, at most one per address every 100 ms
+/// per worker (the packet that needed it is dropped; later ones find the learned MAC).
+pub struct Resolver {
+    /// Pool for the request frames.
+    pub pool: Arc<dpdk::Mempool>,
+    /// TSC ticks between two requests for the same address.
+    pub interval: u64,
+    /// (address, TSC of the last request), by address hash.
+    pub asked: [(u32, u64); 64],
+}
+
+impl Resolver {
+    #[cold]
+    fn ask(
+        &mut self,
+        tables: &Tables,
+        port: usize,
+        me: std::net::Ipv4Addr,
+        target: std::net::Ipv4Addr,
+        out: &mut [MbufBurst],
+        io: &mut IoCounters,
+    ) {
+        let key = u32::from(target);
+        let slot = &mut self.asked[(key.wrapping_mul(0x9e37_79b1) >> 26) as usize];
+        let now = dpdk::rdtsc();
+        if slot.0 == key && now.wrapping_sub(slot.1) < self.interval {
+            return;
+        }
+        let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) else {
+            return;
+        };
+        let Some(mut m) = self.pool.alloc() else {
+            return;
+        };
+        let ok = m
+            .append(underlay::ARP_FRAME_LEN)
+            .is_some_and(|f| underlay::write_arp_request(f, mac, me, target));
+        if ok && b.push(m).is_ok() {
+            *slot = (key, now);
+            io.arp_requests += 1;
+        }
     }
 }
 
