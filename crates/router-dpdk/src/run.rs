@@ -24,6 +24,23 @@ use crate::worker::{
     IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
 };
 
+/// Sibling routers owning exactly one interface, by internal address (for several, the
+/// I/O layer cannot tell which link a packet came over; see the README).
+fn sibling_links(r: &scion_dp::config::RouterConfig) -> Vec<(std::net::SocketAddr, u16)> {
+    let mut by_addr: std::collections::HashMap<std::net::SocketAddr, Vec<u16>> =
+        std::collections::HashMap::new();
+    for i in &r.interfaces {
+        if let scion_dp::config::Owner::Sibling(a) = i.owner {
+            by_addr.entry(a).or_default().push(i.id);
+        }
+    }
+    by_addr
+        .into_iter()
+        .filter(|(_, ids)| ids.len() == 1)
+        .map(|(a, ids)| (a, ids[0]))
+        .collect()
+}
+
 /// Reads every port's counters into the shared samples (rates over `interval_ns`).
 fn sample_ports(ports: &[Port], samples: &[PortSample], interval_ns: u64) {
     for (p, s) in ports.iter().zip(samples) {
@@ -154,6 +171,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
         learned: NeighborTable::new(4096),
+        siblings: sibling_links(&config.router),
     });
 
     let provider = Arc::new(

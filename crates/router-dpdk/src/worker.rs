@@ -49,6 +49,9 @@ pub struct Tables {
     pub neighbors: Vec<(IpAddr, [u8; 6])>,
     /// Next-hop MACs learned from ARP.
     pub learned: NeighborTable,
+    /// Sibling routers that own exactly one interface: (internal address, that interface).
+    /// Packets from them on the internal port arrive as [`Ingress::Sibling`].
+    pub siblings: Vec<(SocketAddr, u16)>,
 }
 
 impl Tables {
@@ -532,10 +535,15 @@ fn classify(
                 continue;
             }
         };
-        let Some(ingress) = tables.classify(port, &r.dst) else {
+        let Some(mut ingress) = tables.classify(port, &r.dst) else {
             io.not_for_us += 1;
             continue;
         };
+        if ingress == Ingress::Internal
+            && let Some((_, ifid)) = tables.siblings.iter().find(|(a, _)| *a == r.src)
+        {
+            ingress = Ingress::Sibling(*ifid);
+        }
         let s = &mut slots[n];
         s.offset = r.offset;
         s.len = r.len;

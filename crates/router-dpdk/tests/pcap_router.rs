@@ -292,3 +292,60 @@ fn software_flow_distribution_keeps_flows_in_order() {
         assert_eq!(of_flow(&sent), of_flow(&predicted), "flow {flow}");
     }
 }
+
+#[test]
+fn packets_from_the_sibling_router_arrive_over_its_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let now = now_s();
+    // In AS transit, entered on interface 4 (owned by sibling br1b at 10.123.10.2:30042).
+    let pkt = inbound_via(now, 4, None, b"transit");
+    write_pcap(
+        &inp,
+        &[
+            frame("10.123.10.2:30042", INTERNAL, &pkt),
+            frame(HOST, INTERNAL, &pkt),
+        ],
+    );
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["io"]["rx_frames"], 2);
+    // Only the copy from an ordinary host is refused as transit not over the sibling link;
+    // scion-dp decides on the sibling's copy as it predicts for Ingress::Sibling(4).
+    assert_eq!(
+        summary["drops"]["transit_not_from_sibling"], 1,
+        "{summary:#}"
+    );
+    let router = Router::new(router_config()).unwrap();
+    let mut p = Processor::new(&router);
+    let mut buf = vec![0u8; 2048];
+    buf[..pkt.len()].copy_from_slice(&pkt);
+    let d = p.process(
+        &mut buf,
+        pkt.len(),
+        Ingress::Sibling(4),
+        now * 1_000_000_000,
+    );
+    assert_ne!(
+        d,
+        Disposition::Drop(scion_dp::DropReason::TransitNotFromSibling)
+    );
+    let mut want = scion_dp::Counters::default();
+    want.record(&d);
+    want.record(&Disposition::Drop(
+        scion_dp::DropReason::TransitNotFromSibling,
+    ));
+    assert_eq!(summary["forwarded"], want.forwarded);
+    assert_eq!(summary["delivered"], want.delivered);
+}

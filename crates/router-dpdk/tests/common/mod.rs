@@ -115,6 +115,11 @@ pub const LOCAL_HOST: Ipv4Addr = Ipv4Addr::new(10, 123, 10, 60);
 /// A packet from 1-ff00:0:2 arriving on br1a's interface 2 (last hop of a down segment) for
 /// [`LOCAL_HOST`] port 32000, with an ID-INT request `req`.
 pub fn inbound(now_s: u64, req: Option<RequestBuilder>, payload: &[u8]) -> Vec<u8> {
+    inbound_via(now_s, 2, req, payload)
+}
+
+/// As [`inbound`], entering the AS on interface `entry`.
+pub fn inbound_via(now_s: u64, entry: u16, req: Option<RequestBuilder>, payload: &[u8]) -> Vec<u8> {
     let cfg = router_config();
     let router = Router::new(cfg.clone()).unwrap();
     let ts = (now_s - 60) as u32;
@@ -145,7 +150,7 @@ pub fn inbound(now_s: u64, req: Option<RequestBuilder>, payload: &[u8]) -> Vec<u
     path.hops[1] = HopField {
         exp_time: 63,
         cons_ingress: 0,
-        cons_egress: 2,
+        cons_egress: entry,
         ..Default::default()
     };
     // Against construction direction the packet carries SegID ^ MAC[..2] of the hop ahead;
