@@ -116,8 +116,14 @@ fn sigterm_stops_cleanly_with_final_counters() {
     let dir = tempfile::tempdir().unwrap();
     // net_null receives endless zero frames (not SCION: counted, freed).
     let cfg = write_config(dir.path(), &["net_null0".into()], "net_null0", "");
+    let summary_file = dir.path().join("summary.json");
     let child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
-        .args(["--config", cfg.to_str().unwrap()])
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--summary",
+            summary_file.to_str().unwrap(),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -135,6 +141,9 @@ fn sigterm_stops_cleanly_with_final_counters() {
         String::from_utf8_lossy(&out.stderr)
     );
     let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary_file).unwrap()).unwrap();
+    assert_eq!(written, s, "--summary holds the printed summary");
     assert_eq!(s["stopped_by_signal"], true);
     let rx = s["io"]["rx_frames"].as_u64().unwrap();
     assert!(rx > 1000, "the worker polled: {rx}");
