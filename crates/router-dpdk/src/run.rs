@@ -183,6 +183,14 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     let samples: Arc<[PortSample]> = ports.iter().map(|_| PortSample::default()).collect();
     sample_ports(&ports, &samples, 1);
     dpdk::install_stop_signals()?;
+    // Bound before any thread starts, so a taken port fails cleanly.
+    let control = match config.http {
+        None => None,
+        Some(addr) => Some(
+            crate::http::bind(addr)
+                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?,
+        ),
+    };
 
     // Report export: one SP/SC ring per worker, drained by the exporter thread.
     let export_stats = Arc::new(ExportStats::default());
@@ -335,11 +343,9 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         .zip(ports.iter())
         .map(|(p, q)| (p.device.clone(), q.id()))
         .collect();
-    let http_thread = match config.http {
+    let http_thread = match control {
         None => None,
-        Some(addr) => {
-            let listener = crate::http::bind(addr)
-                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+        Some(listener) => {
             let (st, es, d, pids) = (
                 stats.clone(),
                 export_stats.clone(),

@@ -88,6 +88,23 @@ fn bad_configs_fail_with_clear_messages() {
             "net_pcap7",
         ),
         (
+            "control port not loopback",
+            Box::new(|t| t.replace("[idint]", "[control]\nhttp = \"0.0.0.0:9999\"\n\n[idint]")),
+            2,
+            "control.http: 0.0.0.0:9999 is not a loopback address",
+        ),
+        (
+            "unknown distribution",
+            Box::new(|t| {
+                t.replace(
+                    "[idint]",
+                    "[dataplane]\ndistribution = \"magic\"\n\n[idint]",
+                )
+            }),
+            2,
+            "dataplane.distribution",
+        ),
+        (
             "single lcore",
             Box::new(|t| t.replace("\"0-1\"", "\"0\"")),
             1,
