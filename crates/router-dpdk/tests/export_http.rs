@@ -62,14 +62,14 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
     );
     let cfg = write_config(dir.path(), &[vdev], "net_pcap0", &extra);
     let child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
-        .args(["--config", cfg.to_str().unwrap(), "--duration", "2"])
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "4"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
 
     // Control endpoints while it runs.
-    let deadline = Instant::now() + Duration::from_millis(1500);
+    let deadline = Instant::now() + Duration::from_millis(3000);
     let health = loop {
         if let Some(h) = http(&http_addr, "GET /health HTTP/1.0\r\n\r\n") {
             break h;
@@ -79,8 +79,15 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
     };
     assert!(health.starts_with("HTTP/1.0 200"), "{health}");
     assert!(health.contains("\"status\":\"ok\""), "{health}");
-    std::thread::sleep(Duration::from_millis(200));
-    let metrics = http(&http_addr, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    // Workers publish their counters every few milliseconds: wait for the three frames.
+    let deadline = Instant::now() + Duration::from_millis(2000);
+    let metrics = loop {
+        let m = http(&http_addr, "GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        if m.contains("idint_router_io_rx_frames_total 3") || Instant::now() > deadline {
+            break m;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert!(metrics.starts_with("HTTP/1.0 200"), "{metrics}");
     assert!(
         metrics.contains("idint_router_io_rx_frames_total 3"),
