@@ -224,7 +224,8 @@ pub struct Options {
     pub size: Size,
     /// ID-INT requests.
     pub idint: IdIntOptions,
-    /// Total packet count the caller will ask for (spreads the malformed ones evenly).
+    /// Packets the pcap writers produce (packets `0..count`); malformed ones are spread evenly
+    /// over this range.
     pub count: u64,
     /// How many of the `count` packets are malformed (truncated, bad MAC, expired in turn).
     pub malformed: u64,
@@ -910,17 +911,17 @@ impl Generator {
         result
     }
 
-    /// Writes packets `0..count` to one pcap (Ethernet link type); `on_packet` sees each.
+    /// Writes packets `0..Options::count` to one pcap (Ethernet link type); `on_packet` sees
+    /// each packet's facts.
     pub fn write_pcap<W: Write>(
         &mut self,
         w: W,
-        count: u64,
         mut on_packet: impl FnMut(&PacketInfo),
     ) -> Result<(W, Summary), std::io::Error> {
         let mut pw = PcapWriter::new(w, LINKTYPE_ETHERNET)?;
         let mut frame = Vec::with_capacity(self.max_scion + 64);
         let mut sum = Summary::default();
-        for i in 0..count {
+        for i in 0..self.opts.count {
             let info = self
                 .frame(i, &mut frame)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -931,12 +932,11 @@ impl Generator {
         Ok((pw.finish()?, sum))
     }
 
-    /// Writes packets `0..count` to one pcap per ingress in `dir`: `ext-<ifid>.pcap`,
+    /// Writes packets `0..Options::count` to one pcap per ingress in `dir`: `ext-<ifid>.pcap`,
     /// `sibling-<ifid>.pcap` (arriving from the sibling owning `ifid`), `internal.pcap`.
     pub fn write_pcaps_by_ingress(
         &mut self,
         dir: &Path,
-        count: u64,
         mut on_packet: impl FnMut(&PacketInfo),
     ) -> Result<Summary, GenError> {
         let io = |file: &Path| {
@@ -948,7 +948,7 @@ impl Generator {
             BTreeMap::new();
         let mut frame = Vec::with_capacity(self.max_scion + 64);
         let mut sum = Summary::default();
-        for i in 0..count {
+        for i in 0..self.opts.count {
             let info = self.frame(i, &mut frame)?;
             let name = ingress_file_name(info.ingress);
             let path = dir.join(&name);

@@ -235,13 +235,13 @@ fn run(cli: &Cli) -> Result<(), String> {
     };
     let started = std::time::Instant::now();
     let summary = if let Some(dir) = &cli.out_dir {
-        g.write_pcaps_by_ingress(dir, cli.count, &mut on_packet)
+        g.write_pcaps_by_ingress(dir, &mut on_packet)
             .map_err(|e| e.to_string())?
     } else {
         let path = cli.out.as_ref().ok_or("--out or --out-dir is required")?;
         let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let (_, s) = g
-            .write_pcap(std::io::BufWriter::new(f), cli.count, &mut on_packet)
+            .write_pcap(std::io::BufWriter::new(f), &mut on_packet)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         s
     };

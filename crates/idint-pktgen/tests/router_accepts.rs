@@ -313,7 +313,7 @@ fn pcap_round_trip_and_per_ingress_files() {
     let topo = Topology::load(d.join("topology.json")).unwrap();
     let mut g = Generator::new(&topo, "br1a", d.join("keys"), opts(100)).unwrap();
     let mut seen = 0;
-    let (bytes, sum) = g.write_pcap(Vec::new(), 100, |_| seen += 1).unwrap();
+    let (bytes, sum) = g.write_pcap(Vec::new(), |_| seen += 1).unwrap();
     assert_eq!((seen, sum.packets), (100, 100));
     let mut r = PcapReader::new(&bytes[..]).unwrap();
     let mut n = 0;
@@ -326,7 +326,7 @@ fn pcap_round_trip_and_per_ingress_files() {
     }
     assert_eq!(n, 100);
     let out = std::env::temp_dir().join(format!("idint-pktgen-split-{}", std::process::id()));
-    let sum = g.write_pcaps_by_ingress(&out, 100, |_| {}).unwrap();
+    let sum = g.write_pcaps_by_ingress(&out, |_| {}).unwrap();
     assert_eq!(sum.packets, 100);
     let mut names: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
@@ -370,5 +370,87 @@ fn disposition_sanity_of_expectations() {
             ),
             "packet {i}: {d:?}"
         );
+    }
+}
+
+/// The router's ID-INT stage for tests: one fixed AS-to-host key for every verifier.
+struct FixedKey(idint_wire::crypto::Aes128);
+
+impl scion_dp::idint::VerifierKeys for FixedKey {
+    fn as_host_key(
+        &mut self,
+        _ia: idint_wire::IsdAsn,
+        _host: &HostAddr,
+        _now_ns: u64,
+    ) -> Option<&idint_wire::crypto::Aes128> {
+        Some(&self.0)
+    }
+}
+
+/// ID-INT requests pass the router's ID-INT stage: none is malformed or unsupported, the
+/// router adds its entry, and the stack (source entry + router entry) verifies afterwards.
+#[test]
+fn idint_requests_pass_the_router_stage() {
+    use scion_dp::idint::{CtrDrbg, IdIntStage};
+    use scion_dp::telemetry::NoTelemetry;
+    let d = examples().join("router_benchmark");
+    let topo = Topology::load(d.join("topology.json")).unwrap();
+    let own = scion_topology::MasterKeys::load(d.join("keys")).unwrap();
+    let router = Router::new(topo.router_config("br1a", d.join("keys")).unwrap()).unwrap();
+    let router_key = idint_wire::crypto::aes128(&[0x42; 16]);
+    for encrypt in [false, true] {
+        let mut o = opts(112);
+        o.idint.percent = 100;
+        o.idint.encrypt = encrypt;
+        o.kinds = vec![Kind::Crossover, Kind::Out, Kind::Epic];
+        let mut g = Generator::new(&topo, "br1a", d.join("keys"), o).unwrap();
+        let mut stage = IdIntStage::new(
+            FixedKey(router_key.clone()),
+            NoTelemetry,
+            CtrDrbg::new([7; 32]),
+        );
+        let mut p = Processor::new(&router);
+        let mut pkt = Vec::new();
+        let mut with_entry = 0;
+        for i in 0..112 {
+            let info = g.scion_packet(i, &mut pkt).unwrap();
+            let len = pkt.len();
+            pkt.resize(4096, 0);
+            let disp = p.process_with(&mut pkt, len, info.ingress, NOW_NS, &mut stage);
+            assert!(info.expect.matches(&disp), "packet {i}: {disp:?}");
+            pkt.truncate(len);
+            let h = ScionHeader::new_checked(&pkt[..]).unwrap();
+            let (src_ia, src_host, dst_ia, dst_host) =
+                (h.src_ia(), h.src_host(), h.dst_ia(), h.dst_host());
+            let secret = if src_ia == topo.ases[0].ia {
+                own.master0.clone()
+            } else {
+                deterministic_secret(src_ia).to_vec()
+            };
+            let prov = LocalProvider::new(src_ia, &secret, 86_400).unwrap();
+            let (_, l1) = prov
+                .level1(
+                    drkey::Protocol::IDINT,
+                    src_ia,
+                    dst_ia,
+                    NOW_NS / 1_000_000_000,
+                )
+                .unwrap();
+            let ha = drkey::host_as(&l1.cipher(), &src_host).unwrap();
+            let key = drkey::host_host(&ha.cipher(), &dst_host).unwrap().cipher();
+            let range = Packet::parse(&pkt).unwrap().hbh_range().unwrap();
+            let mut idint = IdInt::locate(&mut pkt[range]).unwrap().unwrap();
+            let n = verify_stack(&mut idint, &key, |_, _| Some(&router_key)).unwrap();
+            assert!((1..=2).contains(&n), "packet {i}: {n} entries");
+            with_entry += usize::from(n == 2);
+        }
+        let c = stage.counters;
+        assert_eq!(
+            (c.packets, c.malformed, c.unsupported),
+            (112, 0, 0),
+            "{c:?}"
+        );
+        assert!(c.pushed > 0 && with_entry > 0, "{c:?}");
+        assert_eq!(c.encrypted > 0, encrypt, "{c:?}");
     }
 }
