@@ -568,8 +568,19 @@ impl Generator {
         self.shapes.get(i).map(|p| p.shape.label.as_str())
     }
 
-    /// Checks that every shape fits the requested size (with and without ID-INT).
+    /// Checks that the ID-INT request can be built and every shape fits the requested size
+    /// (with and without ID-INT).
     fn check_sizes(&mut self) -> Result<(), GenError> {
+        if self.opts.idint.percent > 0 {
+            let req = self.request(0);
+            let mut scratch = vec![0u8; req.hbh_len()];
+            req.emit_hbh(&mut scratch, 17).map_err(|e| {
+                GenError::Options(format!(
+                    "ID-INT request with a {}-word stack cannot be built: {e}",
+                    self.opts.idint.stack_words
+                ))
+            })?;
+        }
         let mut max = 0;
         for p in &self.shapes {
             for idint in [false, true] {

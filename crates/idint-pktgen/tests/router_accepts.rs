@@ -454,3 +454,56 @@ fn idint_requests_pass_the_router_stage() {
         assert_eq!(c.encrypted > 0, encrypt, "{c:?}");
     }
 }
+
+/// Appliance-format topology (seed 002 §4.1.1): non-core AS, IPv4 parent link and IPv6 child
+/// link, IPv4 internal network.
+#[test]
+fn appliance_format_topology() {
+    let dir = temp_config(
+        "appliance",
+        r#"{ "isd_as": { "64-2:0:9": {
+          "internal_scion_mtu": 1472,
+          "control": { "address": "10.0.0.2:30252" },
+          "router": { "internal_address": "10.0.0.1:30042", "interfaces": {
+            "1": { "address": "192.0.2.1:50000", "remote_address": "192.0.2.2:50000",
+                   "remote_isd_as": "64-559", "link_type": "parent", "scion_mtu": 1452 },
+            "7": { "address": "[2001:db8::1]:50000", "remote_address": "[2001:db8::2]:50000",
+                   "remote_isd_as": "64-2:0:13", "link_type": "child" } } } } } }"#,
+    );
+    let infos = run(
+        &dir.join("topology.json"),
+        "br64-2_0_9-1",
+        &dir.join("keys"),
+        opts(200),
+    );
+    assert!(
+        infos
+            .iter()
+            .any(|i| i.ingress == Ingress::External(7) && i.underlay_src.is_ipv6())
+    );
+    assert!(
+        infos
+            .iter()
+            .any(|i| i.ingress == Ingress::Internal && i.underlay_src.is_ipv4())
+    );
+    for k in [Kind::Transit, Kind::In, Kind::Out, Kind::Epic] {
+        assert!(infos.iter().any(|i| i.kind == k), "{k}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_idint_options_are_errors() {
+    let d = examples().join("router_benchmark");
+    let topo = Topology::load(d.join("topology.json")).unwrap();
+    let mut o = opts(10);
+    o.idint.stack_words = 0;
+    let e = Generator::new(&topo, "br1a", d.join("keys"), o).unwrap_err();
+    assert!(
+        e.to_string().contains("0-word stack cannot be built"),
+        "{e}"
+    );
+    let mut o = opts(10);
+    o.idint.percent = 101;
+    assert!(Generator::new(&topo, "br1a", d.join("keys"), o).is_err());
+}
