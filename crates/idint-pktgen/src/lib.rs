@@ -754,7 +754,9 @@ impl Generator {
         let scion = ScionRepr {
             version: 0,
             traffic_class: 0,
-            flow_id: FlowId::from_u20(flow.wrapping_mul(2_654_435_761) & 0xf_ffff),
+            flow_id: FlowId::from_u20(
+                (flow.wrapping_add(1).wrapping_mul(2_654_435_761) & 0xf_ffff).max(1),
+            ),
             next_header: if idint {
                 NextHdr::HopByHop
             } else {
