@@ -491,6 +491,7 @@ impl Generator {
                 opts.path_age_secs, opts.exp_time
             )));
         }
+        // Unexpired paths are at most 24 h old, so EpicTS (21 µs units, 32 bits: ~25 h) fits.
         let mut shapes = Vec::new();
         for (n, shape) in list.into_iter().enumerate() {
             let salt = n as u16;

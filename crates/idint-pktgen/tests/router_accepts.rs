@@ -504,6 +504,11 @@ fn bad_idint_options_are_errors() {
         "{e}"
     );
     let mut o = opts(10);
+    o.path_age_secs = 100_000;
+    o.exp_time = 255;
+    let e = Generator::new(&topo, "br1a", d.join("keys"), o).unwrap_err();
+    assert!(e.to_string().contains("already expired"), "{e}");
+    let mut o = opts(10);
     o.idint.percent = 101;
     assert!(Generator::new(&topo, "br1a", d.join("keys"), o).is_err());
 }
