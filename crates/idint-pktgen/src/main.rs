@@ -1,0 +1,271 @@
+//! `idint-pktgen`: writes pcaps of valid SCION / ID-INT traffic for one border router.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use idint_pktgen::{Generator, IdIntOptions, Kind, Options, PacketInfo, Size, VerifierChoice};
+use idint_wire::IsdAsn;
+use idint_wire::idint::{AggregationMode, Instruction};
+
+/// Writes pcaps (Ethernet/IP/UDP underlay) of valid SCION traffic for the border router
+/// ROUTER of a topology: transit, crossover, peering, inbound, outbound and EPIC-HP, with or
+/// without ID-INT requests, correct hop-field MACs and timestamps relative to --now.
+///
+/// The router's hop fields are MACed with the key derived from KEYS/master0.key; other ASes'
+/// with the keys given by --as-keys, else with deterministic secrets
+/// (SHA-256("idint-pktgen master secret " || ISD-AS)[..16]). ID-INT source entries are signed
+/// with the DRKey host-to-host key derived from the source AS's secret.
+#[derive(Parser, Debug)]
+#[command(name = "idint-pktgen", version)]
+struct Cli {
+    /// topology.json (scionproto or appliance format).
+    #[arg(long, short = 't')]
+    topology: PathBuf,
+    /// Border router id, e.g. br1-ff00_0_110-1.
+    #[arg(long, short = 'r')]
+    router: String,
+    /// The router's keys directory (master0.key). Default: `keys` next to the topology.
+    #[arg(long, short = 'k')]
+    keys: Option<PathBuf>,
+    /// Output pcap (all packets in one file).
+    #[arg(long, short = 'o', required_unless_present_any = ["out_dir", "list_shapes"])]
+    out: Option<PathBuf>,
+    /// Output directory with one pcap per ingress: ext-<ifid>.pcap, sibling-<ifid>.pcap,
+    /// internal.pcap.
+    #[arg(long, conflicts_with = "out")]
+    out_dir: Option<PathBuf>,
+    /// Number of packets.
+    #[arg(long, short = 'n', default_value_t = 1000)]
+    count: u64,
+    /// The router's clock: Unix seconds (fractions allowed) or `now`.
+    #[arg(long, default_value = "now")]
+    now: String,
+    /// Kinds, comma-separated: transit, crossover, peering, in, out, epic (default all the
+    /// topology allows).
+    #[arg(long, value_delimiter = ',')]
+    kinds: Vec<Kind>,
+    /// Number of flows (source host/port, destination port, flow ID).
+    #[arg(long, default_value_t = 16)]
+    flows: u32,
+    /// Whole Ethernet frame size in bytes (e.g. 172); the payload fills the rest.
+    #[arg(long, conflicts_with = "payload")]
+    size: Option<usize>,
+    /// UDP payload size in bytes (default 64).
+    #[arg(long)]
+    payload: Option<usize>,
+    /// Percentage of packets carrying an ID-INT request (0-100).
+    #[arg(long, default_value_t = 0)]
+    idint: u8,
+    /// ID-INT aggregation modes used in turn: 0 off, 1 per AS, 2 per border router,
+    /// 3 per border router and internal.
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2,3")]
+    idint_modes: Vec<u8>,
+    /// ID-INT instruction codes (up to 4, hex like 0x82 or decimal).
+    #[arg(long, value_delimiter = ',', default_value = "0x82,0x83,0x4f,0x8b")]
+    idint_instructions: Vec<String>,
+    /// ID-INT InstF bitmap (0x8 node ID, 0x4 node count, 0x2 ingress, 0x1 egress interface).
+    #[arg(long, default_value = "0xb")]
+    idint_bitmap: String,
+    /// Ask routers to encrypt their ID-INT entries.
+    #[arg(long)]
+    idint_encrypt: bool,
+    /// ID-INT verifier: dst (destination host) or src (source host).
+    #[arg(long, default_value = "dst")]
+    idint_verifier: String,
+    /// ID-INT stack space in 4-byte words.
+    #[arg(long, default_value_t = 16)]
+    idint_stack_words: u8,
+    /// Number of malformed packets among --count (truncated, bad MAC, expired in turn).
+    #[arg(long, default_value_t = 0)]
+    malformed: u64,
+    /// Age of the path timestamps at --now, seconds.
+    #[arg(long, default_value_t = 300)]
+    path_age: u32,
+    /// Hop-field ExpTime (lifetime (1 + ExpTime) * 337.5 s).
+    #[arg(long, default_value_t = 63)]
+    exp_time: u8,
+    /// DRKey epoch length, seconds.
+    #[arg(long, default_value_t = 86_400)]
+    drkey_epoch: u32,
+    /// Give hosts outside the router's AS IPv6 addresses.
+    #[arg(long)]
+    ipv6_hosts: bool,
+    /// Gap between pcap timestamps, nanoseconds.
+    #[arg(long, default_value_t = 1000)]
+    gap_ns: u64,
+    /// Keys directory of another AS, as ISD-AS=DIR (repeatable).
+    #[arg(long)]
+    as_keys: Vec<String>,
+    /// Also write one line per packet (index, ingress, kind, shape, malformed, expected).
+    #[arg(long)]
+    expect: Option<PathBuf>,
+    /// Print the shapes the topology allows and exit.
+    #[arg(long)]
+    list_shapes: bool,
+}
+
+fn parse_u8(s: &str) -> Result<u8, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u8::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|_| format!("{s:?} is not a byte (decimal or 0x hex)"))
+}
+
+fn now_ns(s: &str) -> Result<u64, String> {
+    if s == "now" {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?;
+        return Ok(d.as_nanos() as u64);
+    }
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("--now {s:?}: expected Unix seconds or `now`"))?;
+    if !(0.0..4.0e9).contains(&v) {
+        return Err(format!("--now {s:?}: out of range"));
+    }
+    Ok((v * 1e9) as u64)
+}
+
+fn options(cli: &Cli) -> Result<Options, String> {
+    let mut o = Options::new(now_ns(&cli.now)?);
+    if !cli.kinds.is_empty() {
+        o.kinds = cli.kinds.clone();
+    }
+    o.flows = cli.flows;
+    o.size = match (cli.size, cli.payload) {
+        (Some(f), _) => Size::Frame(f),
+        (None, Some(p)) => Size::Payload(p),
+        (None, None) => Size::Payload(64),
+    };
+    let mut modes = Vec::new();
+    for m in &cli.idint_modes {
+        modes.push(match m {
+            0 => AggregationMode::Off,
+            1 => AggregationMode::PerAs,
+            2 => AggregationMode::PerBorderRouter,
+            3 => AggregationMode::PerBorderRouterAndInternal,
+            _ => return Err(format!("--idint-modes: {m} is not 0-3")),
+        });
+    }
+    if cli.idint_instructions.len() > 4 {
+        return Err("--idint-instructions: at most 4".into());
+    }
+    let mut instructions = [Instruction::NOP; 4];
+    for (slot, s) in instructions.iter_mut().zip(&cli.idint_instructions) {
+        *slot = Instruction(parse_u8(s).map_err(|e| format!("--idint-instructions: {e}"))?);
+    }
+    o.idint = IdIntOptions {
+        percent: cli.idint,
+        modes,
+        inst_bitmap: parse_u8(&cli.idint_bitmap).map_err(|e| format!("--idint-bitmap: {e}"))?,
+        instructions,
+        encrypt: cli.idint_encrypt,
+        verifier: match cli.idint_verifier.as_str() {
+            "dst" | "destination" => VerifierChoice::Destination,
+            "src" | "source" => VerifierChoice::Source,
+            v => return Err(format!("--idint-verifier {v:?}: expected dst or src")),
+        },
+        stack_words: cli.idint_stack_words,
+    };
+    o.count = cli.count;
+    o.malformed = cli.malformed;
+    o.path_age_secs = cli.path_age;
+    o.exp_time = cli.exp_time;
+    o.drkey_epoch_secs = cli.drkey_epoch;
+    o.ipv6_hosts = cli.ipv6_hosts;
+    o.gap_ns = cli.gap_ns;
+    for a in &cli.as_keys {
+        let (ia, dir) = a
+            .split_once('=')
+            .ok_or_else(|| format!("--as-keys {a:?}: expected ISD-AS=DIR"))?;
+        let ia: IsdAsn = ia.parse().map_err(|e| format!("--as-keys {a:?}: {e}"))?;
+        o.as_keys.push((ia, PathBuf::from(dir)));
+    }
+    Ok(o)
+}
+
+fn line(info: &PacketInfo, label: &str) -> String {
+    format!(
+        "{},{:?},{},{},{},{}",
+        info.index,
+        info.ingress,
+        info.kind,
+        label,
+        info.malformed.map_or("-".to_string(), |m| m.to_string()),
+        info.expect
+    )
+}
+
+fn run(cli: &Cli) -> Result<(), String> {
+    let opts = options(cli)?;
+    let topo = scion_topology::Topology::load(&cli.topology).map_err(|e| e.to_string())?;
+    let keys = cli.keys.clone().unwrap_or_else(|| {
+        cli.topology
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("keys")
+    });
+    let mut g = Generator::new(&topo, &cli.router, &keys, opts).map_err(|e| e.to_string())?;
+    if cli.list_shapes {
+        for i in 0..g.shape_count() {
+            println!("{i}: {}", g.shape_label(i).unwrap_or("?"));
+        }
+        return Ok(());
+    }
+    let labels: Vec<String> = (0..g.shape_count())
+        .map(|i| g.shape_label(i).unwrap_or("?").to_string())
+        .collect();
+    let mut expect = match &cli.expect {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut expect_err = None;
+    let mut on_packet = |info: &PacketInfo| {
+        if let Some(w) = expect.as_mut()
+            && let Err(e) = writeln!(w, "{}", line(info, &labels[info.shape]))
+        {
+            expect_err.get_or_insert(e);
+        }
+    };
+    let started = std::time::Instant::now();
+    let summary = if let Some(dir) = &cli.out_dir {
+        g.write_pcaps_by_ingress(dir, &mut on_packet)
+            .map_err(|e| e.to_string())?
+    } else {
+        let path = cli.out.as_ref().ok_or("--out or --out-dir is required")?;
+        let f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (_, s) = g
+            .write_pcap(std::io::BufWriter::new(f), &mut on_packet)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        s
+    };
+    if let Some(e) = expect_err {
+        return Err(format!("--expect: {e}"));
+    }
+    if let Some(mut w) = expect {
+        w.flush().map_err(|e| format!("--expect: {e}"))?;
+    }
+    eprintln!(
+        "{summary} ({} shapes, {:.2} s)",
+        g.shape_count(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("idint-pktgen: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
