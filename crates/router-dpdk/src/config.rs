@@ -140,6 +140,7 @@ struct RawControl {
 #[serde(deny_unknown_fields)]
 struct RawPort {
     device: String,
+    default_next_hop_mac: Option<String>,
     #[serde(default)]
     interfaces: Vec<u16>,
     #[serde(default)]
@@ -184,6 +185,9 @@ pub struct PortPlan {
     pub interfaces: Vec<InterfacePlan>,
     /// Whether the AS-internal network is on this port.
     pub internal: bool,
+    /// MAC for next hops on this port with neither a `[[neighbor]]` entry nor an ARP-learned
+    /// one (e.g. a gateway, or the peer of a point-to-point link).
+    pub default_next_hop_mac: Option<[u8; 6]>,
 }
 
 /// A validated configuration.
@@ -345,10 +349,20 @@ impl Config {
                 }
                 internal_port = Some(i);
             }
+            let default_next_hop_mac = match &p.default_next_hop_mac {
+                None => None,
+                Some(m) => Some(parse_mac(m).ok_or_else(|| {
+                    item(
+                        &format!("{name}.default_next_hop_mac"),
+                        format!("{m:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"),
+                    )
+                })?),
+            };
             ports.push(PortPlan {
                 device: p.device.clone(),
                 interfaces,
                 internal: p.internal,
+                default_next_hop_mac,
             });
         }
         if internal_port.is_none() {

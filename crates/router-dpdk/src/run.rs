@@ -172,6 +172,11 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
         learned: NeighborTable::new(4096),
         siblings: sibling_links(&config.router),
+        default_macs: config
+            .ports
+            .iter()
+            .map(|p| p.default_next_hop_mac)
+            .collect(),
     });
 
     let provider = Arc::new(

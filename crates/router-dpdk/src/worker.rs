@@ -49,6 +49,8 @@ pub struct Tables {
     pub neighbors: Vec<(IpAddr, [u8; 6])>,
     /// Next-hop MACs learned from ARP.
     pub learned: NeighborTable,
+    /// Default next-hop MAC per port index.
+    pub default_macs: Vec<Option<[u8; 6]>>,
     /// Sibling routers that own exactly one interface: (internal address, that interface).
     /// Packets from them on the internal port arrive as [`Ingress::Sibling`].
     pub siblings: Vec<(SocketAddr, u16)>,
@@ -595,7 +597,7 @@ fn route(
         }
         Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
     };
-    let Some(mac) = mac else {
+    let Some(mac) = mac.or_else(|| tables.default_macs.get(port).copied().flatten()) else {
         io.no_next_hop_mac += 1;
         if let (IpAddr::V4(me), IpAddr::V4(target)) = (src.ip(), dst.ip()) {
             resolver.ask(tables, port, me, target, out, io);

@@ -349,3 +349,54 @@ fn packets_from_the_sibling_router_arrive_over_its_link() {
     assert_eq!(summary["forwarded"], want.forwarded);
     assert_eq!(summary["delivered"], want.delivered);
 }
+
+#[test]
+fn default_next_hop_mac_is_used_when_nothing_else_is_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let now = now_s();
+    let pkt = inbound(now, None, b"to a local host");
+    write_pcap(&inp, &[frame(IF2_REMOTE, IF2_LOCAL, &pkt)]);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replace(
+        "internal = true",
+        "internal = true\ndefault_next_hop_mac = \"02:00:00:00:00:fe\"",
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["delivered"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["no_next_hop_mac"], 0);
+    let sent = read_pcap(&outp);
+    assert_eq!(sent.len(), 1);
+    let (src, dst, dmac, _, scion) = split(&sent[0]);
+    assert_eq!(src, INTERNAL.parse().unwrap());
+    assert_eq!(dst, format!("{LOCAL_HOST}:32000").parse().unwrap());
+    assert_eq!(dmac, [2, 0, 0, 0, 0, 0xfe]);
+    let (d, want) = {
+        let router = Router::new(router_config()).unwrap();
+        let mut p = Processor::new(&router);
+        let mut buf = vec![0u8; 2048];
+        buf[..pkt.len()].copy_from_slice(&pkt);
+        let d = p.process(
+            &mut buf,
+            pkt.len(),
+            Ingress::External(2),
+            now * 1_000_000_000,
+        );
+        buf.truncate(pkt.len());
+        (d, buf)
+    };
+    assert!(matches!(d, Disposition::Deliver { .. }), "{d:?}");
+    assert_eq!(scion, want);
+}
