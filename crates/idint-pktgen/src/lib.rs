@@ -26,6 +26,7 @@ pub mod frame;
 pub mod keys;
 mod path;
 mod shapes;
+pub mod verify;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -552,6 +553,11 @@ impl Generator {
         };
         g.check_sizes()?;
         Ok(g)
+    }
+
+    /// The secrets of every AS the generator knows (to verify what it generated).
+    pub fn keys_mut(&mut self) -> &mut KeyRing {
+        &mut self.keys
     }
 
     /// The router configuration the traffic is for.

@@ -30,7 +30,7 @@ struct Cli {
     #[arg(long, short = 'k')]
     keys: Option<PathBuf>,
     /// Output pcap (all packets in one file).
-    #[arg(long, short = 'o', required_unless_present_any = ["out_dir", "list_shapes"])]
+    #[arg(long, short = 'o', required_unless_present_any = ["out_dir", "list_shapes", "verify"])]
     out: Option<PathBuf>,
     /// Output directory with one pcap per ingress: ext-<ifid>.pcap, sibling-<ifid>.pcap,
     /// internal.pcap.
@@ -104,6 +104,13 @@ struct Cli {
     /// Print the shapes the topology allows and exit.
     #[arg(long)]
     list_shapes: bool,
+    /// Instead of generating: verify and decrypt, as the destination host would, the ID-INT
+    /// telemetry of every packet in this capture of the router's output; print a sample.
+    #[arg(long, conflicts_with_all = ["out", "out_dir"])]
+    verify: Option<PathBuf>,
+    /// Verified stacks to print with --verify.
+    #[arg(long, default_value_t = 3)]
+    sample: usize,
 }
 
 fn parse_u8(s: &str) -> Result<u8, String> {
@@ -210,6 +217,42 @@ fn run(cli: &Cli) -> Result<(), String> {
             .join("keys")
     });
     let mut g = Generator::new(&topo, &cli.router, &keys, opts).map_err(|e| e.to_string())?;
+    if let Some(path) = &cli.verify {
+        let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let master = scion_topology::MasterKeys::load(&keys).map_err(|e| e.to_string())?;
+        let ia = g.router_config().local_ia;
+        let now = now_ns("now")?;
+        let v = idint_pktgen::verify::verify_capture(
+            std::io::BufReader::new(f),
+            g.keys_mut(),
+            ia,
+            &master.master0,
+            cli.drkey_epoch,
+            now,
+            cli.sample,
+        )
+        .map_err(|e| e.to_string())?;
+        println!(
+            "ID-INT telemetry in {}: {} frames, {} with ID-INT, {} verified and decrypted, {} failed",
+            path.display(),
+            v.frames,
+            v.with_idint,
+            v.ok,
+            v.failed
+        );
+        for (src, dst, entries) in &v.samples {
+            println!("  {src} -> {dst}:");
+            print!("{}", idint_pktgen::verify::describe(entries));
+        }
+        for f in &v.failures {
+            println!("  FAILED {f}");
+        }
+        return if v.failed == 0 {
+            Ok(())
+        } else {
+            Err(format!("{} stacks failed verification", v.failed))
+        };
+    }
     if cli.list_shapes {
         for i in 0..g.shape_count() {
             println!("{i}: {}", g.shape_label(i).unwrap_or("?"));

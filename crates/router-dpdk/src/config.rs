@@ -14,6 +14,7 @@
 //! mbufs = 8191
 //! rx_desc = 512
 //! tx_desc = 512
+//! io_only = false                   # benchmark ceiling: frames leave by the next port untouched
 //!
 //! [drkey]
 //! epoch_secs = 86400
@@ -103,6 +104,7 @@ struct RawDataplane {
     mbufs: Option<u32>,
     rx_desc: Option<u16>,
     tx_desc: Option<u16>,
+    io_only: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -215,6 +217,9 @@ pub struct Config {
     pub rx_desc: u16,
     /// Tx descriptors per queue.
     pub tx_desc: u16,
+    /// Benchmark mode: every frame received on port `i` leaves by port `i + 1` (mod ports)
+    /// untouched, no SCION processing (the I/O-only ceiling of the same devices).
+    pub io_only: bool,
     /// DRKey epoch length, seconds.
     pub epoch_secs: u32,
     /// Node id written into ID-INT entries.
@@ -501,6 +506,7 @@ impl Config {
             mbufs,
             rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
+            io_only: raw.dataplane.io_only.unwrap_or(false),
             epoch_secs,
             node_id: raw.idint.node_id,
         })

@@ -281,6 +281,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         let s = Arc::new(WorkerStats::default());
         stats.push(s.clone());
         let worker = Worker {
+            io_only: config.io_only,
             rx,
             tx,
             tables: tables.clone(),

@@ -387,6 +387,8 @@ pub struct Worker<K: VerifierKeys> {
     pub telemetry: RouterTelemetry,
     /// Infrastructure-mode sink export (the stage acts as sink when set).
     pub exporter: Option<RingExporter>,
+    /// Benchmark mode: frames leave by the next port untouched (see `Config::io_only`).
+    pub io_only: bool,
 }
 
 impl<K: VerifierKeys> Worker<K> {
@@ -403,6 +405,7 @@ impl<K: VerifierKeys> Worker<K> {
             seed,
             telemetry,
             exporter,
+            io_only,
         } = self;
         let clock = telemetry.clock;
         let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
@@ -414,6 +417,9 @@ impl<K: VerifierKeys> Worker<K> {
             clock,
             pool,
         };
+        if io_only {
+            return io.forward_untouched(&router);
+        }
         match exporter {
             Some(x) => io.poll(&router, stage.with_sink(x)),
             None => io.poll(&router, stage),
@@ -432,6 +438,38 @@ struct Io {
 }
 
 impl Io {
+    /// The I/O-only ceiling: every received burst goes out by the next port unchanged.
+    fn forward_untouched(mut self, router: &Router) -> u64 {
+        let proc = Processor::new(router);
+        let idint = scion_dp::idint::IdIntCounters::default();
+        let mut io = IoCounters::default();
+        let mut burst = MbufBurst::new();
+        let ports = self.tx.len();
+        let clock = self.clock;
+        let publish_every = clock.hz / 200;
+        let mut last_publish = 0u64;
+        while !dpdk::stop_requested() {
+            for (port, q) in self.rx.iter_mut() {
+                let n = q.receive(&mut burst);
+                if n == 0 {
+                    continue;
+                }
+                io.rx_frames += n as u64;
+                for m in burst.as_mut_slice() {
+                    io.rx_bytes += m.pkt_len() as u64;
+                }
+                flush(&mut self.tx[(*port + 1) % ports], &mut burst, &mut io);
+            }
+            let tsc = dpdk::rdtsc();
+            if tsc.wrapping_sub(last_publish) > publish_every {
+                last_publish = tsc;
+                self.stats.publish(&io, proc.counters(), &idint);
+            }
+        }
+        self.stats.publish(&io, proc.counters(), &idint);
+        io.rx_frames
+    }
+
     fn poll<K, N, X>(
         mut self,
         router: &Router,

@@ -1,0 +1,151 @@
+//! Verifies the ID-INT telemetry of packets a router forwarded, as their destination host
+//! would: every source entry with the host-to-host key the generator signed it with, every
+//! router entry with the router AS's AS-to-host key for the verifier (derived from its
+//! `master0.key`), MAC chain, decryption, freshness and replays (`idint_wire::idint::verify`).
+//! The main job and tests use it to show that the router's telemetry is right end to end.
+
+use std::io::Read;
+
+use drkey::Protocol;
+use drkey::provider::{Level1Provider, LocalProvider};
+use idint_wire::crypto::Aes128;
+use idint_wire::idint::IdInt;
+use idint_wire::idint::verify::{DecodedEntry, ReplayWindow, decode_entries, open};
+use idint_wire::packet::Packet;
+use idint_wire::{HostAddr, IsdAsn};
+use wire_tools::pcap::{PcapReader, scion_payload};
+
+use crate::GenError;
+use crate::keys::KeyRing;
+
+/// The outcome of verifying a capture.
+#[derive(Debug, Default)]
+pub struct Verified {
+    /// Frames read.
+    pub frames: u64,
+    /// Frames carrying an ID-INT request.
+    pub with_idint: u64,
+    /// Stacks that verified and decrypted.
+    pub ok: u64,
+    /// Stacks that failed, with the first few reasons.
+    pub failed: u64,
+    /// Up to `sample` failure descriptions.
+    pub failures: Vec<String>,
+    /// Up to `sample` verified stacks: (source ISD-AS, destination ISD-AS, entries).
+    pub samples: Vec<(IsdAsn, IsdAsn, Vec<DecodedEntry>)>,
+}
+
+/// Verifies every ID-INT stack in the pcap `input` (frames as the router sent them). The
+/// router's AS is `router_ia` with secret `router_master0`; other ASes' secrets come from
+/// `keys` (the generator's ring). `now_ns` is the verifier's clock.
+pub fn verify_capture<R: Read>(
+    input: R,
+    keys: &mut KeyRing,
+    router_ia: IsdAsn,
+    router_master0: &[u8],
+    epoch_secs: u32,
+    now_ns: u64,
+    sample: usize,
+) -> Result<Verified, GenError> {
+    let io = |e: std::io::Error| GenError::Key(format!("reading capture: {e}"));
+    let mut reader = PcapReader::new(input).map_err(io)?;
+    let provider = LocalProvider::new(router_ia, router_master0, epoch_secs)
+        .map_err(|e| GenError::Key(e.to_string()))?;
+    let mut as_keys: Vec<((IsdAsn, HostAddr), Aes128)> = Vec::new();
+    // A long window (the capture may be verified a while after it was sent) with room for
+    // every stack of a large capture (1 MiB, on the heap).
+    let mut window = Box::new(ReplayWindow::<65536>::new(
+        3_600_000_000_000,
+        3_600_000_000_000,
+    ));
+    let mut out = Verified::default();
+    while let Some(rec) = reader.next_record().map_err(io)? {
+        out.frames += 1;
+        let Ok((_, scion)) = scion_payload(reader.link_type(), &rec.data) else {
+            continue;
+        };
+        let mut buf = scion.to_vec();
+        let Ok(p) = Packet::parse(&buf) else {
+            continue;
+        };
+        let (src_ia, dst_ia) = (p.header.src_ia(), p.header.dst_ia());
+        let (src_host, dst_host) = (p.header.src_host(), p.header.dst_host());
+        let Some(range) = p.hbh_range() else {
+            continue;
+        };
+        let Ok(Some(mut st)) = IdInt::locate(&mut buf[range]) else {
+            continue;
+        };
+        out.with_idint += 1;
+        let t_s = now_ns / 1_000_000_000;
+        let source_key = keys
+            .idint_host_key(src_ia, src_host, dst_ia, dst_host, t_s)?
+            .clone();
+        if !as_keys.iter().any(|(k, _)| *k == (dst_ia, dst_host)) {
+            let (_, l1) = provider
+                .level1(Protocol::IDINT, router_ia, dst_ia, t_s)
+                .map_err(|e| GenError::Key(e.to_string()))?;
+            let k = drkey::as_host(&l1.cipher(), &dst_host)
+                .map_err(|e| GenError::Key(e.to_string()))?;
+            as_keys.push(((dst_ia, dst_host), k.cipher()));
+        }
+        let router_key = &as_keys
+            .iter()
+            .find(|(k, _)| *k == (dst_ia, dst_host))
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| GenError::Key("AS-to-host key".into()))?;
+        match open(&mut st, &mut *window, now_ns, &source_key, |_, _| {
+            Some(router_key)
+        }) {
+            Ok(_) => {
+                out.ok += 1;
+                if out.samples.len() < sample {
+                    let entries = decode_entries(&st).filter_map(Result::ok).collect();
+                    out.samples.push((src_ia, dst_ia, entries));
+                }
+            }
+            Err(e) => {
+                out.failed += 1;
+                if out.failures.len() < sample {
+                    out.failures.push(format!("frame {}: {e:?}", out.frames));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One line per entry of a verified stack, for people.
+pub fn describe(entries: &[DecodedEntry]) -> String {
+    let mut s = String::new();
+    for e in entries {
+        let m = &e.metadata;
+        let role = if e.source { "source" } else { "router" };
+        s.push_str(&format!(
+            "    entry {} ({role}{}{}, hop {}):",
+            e.index,
+            if e.encrypted { ", decrypted" } else { "" },
+            if e.aggregated { ", aggregated" } else { "" },
+            e.hop
+        ));
+        if let Some(n) = m.node_id {
+            s.push_str(&format!(" node_id={n}"));
+        }
+        if let Some(n) = m.node_count {
+            s.push_str(&format!(" node_count={n}"));
+        }
+        if let Some(i) = m.ingress_if {
+            s.push_str(&format!(" ingress_if={i}"));
+        }
+        if let Some(i) = m.egress_if {
+            s.push_str(&format!(" egress_if={i}"));
+        }
+        for (k, v) in m.slots.iter().enumerate() {
+            if let Some(v) = v {
+                s.push_str(&format!(" slot{}={}", k + 1, v.value));
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
