@@ -21,7 +21,7 @@ SECS=${1:-5}
 cargo build -q --release -p router-dpdk -p idint-pktgen
 BIN=${CARGO_TARGET_DIR:-target}/release
 W=$(mktemp -d /tmp/router-bench.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+[ -n "${KEEP:-}" ] && echo "router-bench: keeping $W" >&2 || trap 'rm -rf "$W"' EXIT
 
 mkdir -p "$W/keys"
 cp ../shared/vectors/scion/config_examples/router_benchmark/keys/master0.key "$W/keys/"
