@@ -1,0 +1,3 @@
+//! `idint-collector`: the collector service binary.
+
+fn main() {}
