@@ -9,6 +9,7 @@
 //!   [`metrics::PointSink`] for the time-series store.
 //! * [`service`]: the tokio service (UDP and HTTP ingest with bounded queues, REST API).
 
+pub mod api;
 pub mod config;
 pub mod counters;
 pub mod json;

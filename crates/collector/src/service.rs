@@ -1,1 +1,319 @@
-//! The tokio service.
+//! The tokio service: UDP and HTTP ingest into one bounded queue, a pipeline worker thread,
+//! the REST API, and graceful shutdown that processes every queued batch and flushes the
+//! stores before returning.
+//!
+//! Backpressure: when the queue is full, HTTP ingest answers 503 with a JSON message and UDP
+//! datagrams are dropped and counted (`idint_collector_udp_queue_full_total`); a batch taken
+//! into the queue is always processed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use drkey::provider::{Level1Provider, LocalProvider};
+use idint_report::v1;
+use idint_wire::{HostAddr, IsdAsn};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn};
+
+use crate::config::Config;
+use crate::counters::Transport;
+use crate::keys::{CollectorProvider, ImportedKeys, KeyResolver};
+use crate::metrics::PointSink;
+use crate::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
+use crate::topology::{PathDescription, TopologySink};
+
+/// One unit of work for the pipeline worker.
+pub enum Job {
+    /// A datagram, decoded by the worker.
+    Raw(Vec<u8>),
+    /// A batch decoded by the HTTP handler.
+    Decoded(v1::ReportBatch),
+    /// Everything before this was accepted: finish.
+    Stop,
+}
+
+/// Unix time now, ns.
+pub fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Storage behind the collector (the `collector-store` crate provides PostgreSQL and
+/// time-series implementations).
+#[derive(Clone, Default)]
+pub struct Stores {
+    /// Topology changes, written behind.
+    pub topology: Option<Arc<dyn TopologySink>>,
+    /// Time-series points.
+    pub points: Option<Arc<dyn PointSink>>,
+}
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// Pipeline state.
+    pub shared: Shared,
+    /// Imported level-1 keys (admin API adds to them).
+    pub imported: Arc<ImportedKeys>,
+    /// The ingest queue.
+    pub queue: mpsc::Sender<Job>,
+    /// Largest accepted batch, bytes.
+    pub max_batch_bytes: usize,
+    /// Admin bearer token.
+    pub admin_token: Option<Arc<str>>,
+    /// The worker is running.
+    pub ready: Arc<AtomicBool>,
+    /// The collector's ISD-AS.
+    pub local_ia: IsdAsn,
+}
+
+/// A running collector.
+pub struct Running {
+    /// HTTP address bound.
+    pub http_addr: SocketAddr,
+    /// UDP address bound, if UDP ingest is on.
+    pub udp_addr: Option<SocketAddr>,
+    /// Pipeline state (for tests and embedding).
+    pub shared: Shared,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    queue: mpsc::Sender<Job>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Why the service could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+fn err(e: impl std::fmt::Display) -> StartError {
+    StartError(e.to_string())
+}
+
+/// Builds the key provider and the imported key store from the configuration.
+pub fn key_material(
+    cfg: &Config,
+) -> Result<(IsdAsn, HostAddr, Arc<dyn Level1Provider>, Arc<ImportedKeys>), StartError> {
+    let ia: IsdAsn = cfg
+        .collector
+        .isd_as
+        .parse()
+        .map_err(|_| err("collector.isd_as"))?;
+    let host = HostAddr::from(cfg.collector.host);
+    let local = match &cfg.collector.master_key {
+        Some(p) => {
+            Some(LocalProvider::from_key_file(ia, p, cfg.collector.epoch_secs).map_err(err)?)
+        }
+        None => None,
+    };
+    let imported = Arc::new(ImportedKeys::default());
+    if let Some(p) = &cfg.collector.level1_keys {
+        let text = std::fs::read_to_string(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
+        imported.import_json(&text).map_err(err)?;
+    }
+    let provider: Arc<dyn Level1Provider> =
+        Arc::new(CollectorProvider::new(ia, local, imported.clone(), None));
+    Ok((ia, host, provider, imported))
+}
+
+/// Starts the collector: listeners bound, worker running, topology files imported.
+pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
+    let (ia, host, provider, imported) = key_material(&cfg)?;
+    let mut shared = Shared::new(cfg.detection.clone(), cfg.api.quarantine);
+    shared.sink = stores.points.clone();
+    if let Some(t) = &stores.topology {
+        shared.topology.set_sink(t.clone());
+    }
+    for f in &cfg.topology.files {
+        let text = std::fs::read_to_string(f).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        shared
+            .topology
+            .import_topology_json(&text)
+            .map_err(|e| err(format!("{}: {e}", f.display())))?;
+    }
+    for f in &cfg.topology.paths {
+        let text = std::fs::read_to_string(f).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        let ds: Vec<PathDescription> =
+            serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        for d in &ds {
+            shared
+                .topology
+                .import_path(d)
+                .map_err(|e| err(format!("{}: {e}", f.display())))?;
+        }
+    }
+
+    let (tx, rx) = mpsc::channel::<Job>(cfg.ingest.queue_batches);
+    let ready = Arc::new(AtomicBool::new(false));
+    let keys = KeyResolver::new(ia, host, provider).watch(imported.clone());
+    let replay = ReplayConfig {
+        window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
+        skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
+        capacity: cfg.replay.capacity,
+    };
+    let pipeline = Pipeline::new(shared.clone(), keys, replay);
+    let worker = {
+        let ready = ready.clone();
+        let chunk = cfg.ingest.worker_chunk;
+        std::thread::Builder::new()
+            .name("collector-pipeline".into())
+            .spawn(move || worker(pipeline, rx, chunk, ready))
+            .map_err(err)?
+    };
+
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let udp_addr = match cfg.ingest.udp_listen {
+        Some(a) => {
+            let sock = UdpSocket::bind(a)
+                .await
+                .map_err(|e| err(format!("UDP {a}: {e}")))?;
+            let addr = sock.local_addr().map_err(err)?;
+            tasks.push(tokio::spawn(udp_loop(
+                sock,
+                tx.clone(),
+                shared.clone(),
+                cfg.ingest.max_batch_bytes,
+                stop_rx.clone(),
+            )));
+            info!(%addr, "UDP ingest listening");
+            Some(addr)
+        }
+        None => None,
+    };
+    let listener = TcpListener::bind(cfg.api.listen)
+        .await
+        .map_err(|e| err(format!("HTTP {}: {e}", cfg.api.listen)))?;
+    let http_addr = listener.local_addr().map_err(err)?;
+    let state = AppState {
+        shared: shared.clone(),
+        imported,
+        queue: tx.clone(),
+        max_batch_bytes: cfg.ingest.max_batch_bytes,
+        admin_token: cfg.api.admin_token.as_deref().map(Arc::from),
+        ready,
+        local_ia: ia,
+    };
+    let app = crate::api::router(state);
+    let mut srx = stop_rx.clone();
+    tasks.push(tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = srx.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            error!(error = %e, "HTTP server failed");
+        }
+    }));
+    info!(%http_addr, ia = %ia, "collector started");
+    Ok(Running {
+        http_addr,
+        udp_addr,
+        shared,
+        stop,
+        tasks,
+        queue: tx,
+        worker: Some(worker),
+    })
+}
+
+impl Running {
+    /// Stops ingest, processes every queued batch, flushes the stores, and returns.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        // Every batch accepted so far is ahead of this marker.
+        let _ = self.queue.send(Job::Stop).await;
+        if let Some(w) = self.worker.take() {
+            let _ = tokio::task::spawn_blocking(move || w.join()).await;
+        }
+        if let Some(s) = &self.shared.sink {
+            let s = s.clone();
+            let _ = tokio::task::spawn_blocking(move || s.flush()).await;
+        }
+        info!("collector stopped");
+    }
+}
+
+async fn udp_loop(
+    sock: UdpSocket,
+    tx: mpsc::Sender<Job>,
+    shared: Shared,
+    max: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 65_536];
+    let c = shared.counters.clone();
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            r = sock.recv_from(&mut buf) => {
+                let n = match r {
+                    Ok((n, _)) => n,
+                    Err(e) => {
+                        warn!(error = %e, "UDP receive");
+                        continue;
+                    }
+                };
+                c.udp_datagrams.fetch_add(1, Relaxed);
+                if n > max {
+                    c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
+                    continue;
+                }
+                if tx.try_send(Job::Raw(buf[..n].to_vec())).is_err() {
+                    c.udp_queue_full.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc<AtomicBool>) {
+    ready.store(true, Relaxed);
+    let mut jobs = Vec::with_capacity(chunk);
+    'outer: loop {
+        jobs.clear();
+        match rx.blocking_recv() {
+            Some(j) => jobs.push(j),
+            None => break,
+        }
+        while jobs.len() < chunk {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let now = now_ns();
+        for job in jobs.drain(..) {
+            match job {
+                Job::Raw(bytes) => match decode_batch(&bytes, Format::Protobuf) {
+                    Ok(b) => {
+                        p.process_batch(&b, now);
+                    }
+                    Err((reason, _)) => p.shared().counters.malformed(Transport::Udp, reason),
+                },
+                Job::Decoded(b) => {
+                    p.process_batch(&b, now);
+                }
+                Job::Stop => break 'outer,
+            }
+        }
+    }
+    ready.store(false, Relaxed);
+}
