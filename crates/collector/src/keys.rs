@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use drkey::cache::{KeyCache, KeyId};
 use drkey::provider::{Level1Provider, LocalProvider, ProviderError};
 use drkey::{Epoch, Key, Protocol};
 use idint_wire::crypto::Aes128;
 use idint_wire::{HostAddr, IsdAsn};
+use rustc_hash::FxHashMap;
 
 /// One imported level-1 key K(src -> dst) (same JSON shape as `drkey`'s static key files).
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
@@ -174,15 +174,24 @@ pub enum KeyError {
     BadHost,
 }
 
-/// A worker's key resolver: AS-to-host keys K(AS -> collector) through a [`KeyCache`] and
-/// host-to-host source keys K(src AS:host -> collector) in a small map per epoch.
+/// Keys of one path's ASes, valid while `begin <= t < end` (the intersection of epochs).
+struct PathKeys {
+    begin: u64,
+    end: u64,
+    keys: Vec<Aes128>,
+}
+
+/// A worker's key resolver: the AS-to-host keys K(AS -> collector) of every AS of a path,
+/// kept per path for the intersection of their epochs, and the host-to-host source keys
+/// K(src AS:host -> collector), kept per source. A report whose keys are cached costs two
+/// hash lookups and no copies.
 pub struct KeyResolver {
     local_ia: IsdAsn,
     host: HostAddr,
     provider: Arc<dyn Level1Provider>,
-    as_keys: KeyCache,
-    source_keys: HashMap<(IsdAsn, HostAddr), (Epoch, Aes128)>,
-    source_capacity: usize,
+    path_keys: FxHashMap<u64, PathKeys>,
+    source_keys: FxHashMap<u64, (Epoch, Aes128)>,
+    capacity: usize,
     watched: Option<(Arc<ImportedKeys>, u64)>,
 }
 
@@ -192,10 +201,10 @@ impl KeyResolver {
         KeyResolver {
             local_ia,
             host,
-            as_keys: KeyCache::new(provider.clone(), 1024),
             provider,
-            source_keys: HashMap::new(),
-            source_capacity: 4096,
+            path_keys: FxHashMap::default(),
+            source_keys: FxHashMap::default(),
+            capacity: 1 << 16,
             watched: None,
         }
     }
@@ -214,10 +223,15 @@ impl KeyResolver {
             let g = imp.generation();
             if g != *seen {
                 *seen = g;
-                self.as_keys = KeyCache::new(self.provider.clone(), 1024);
-                self.source_keys.clear();
+                self.clear();
             }
         }
+    }
+
+    /// Drops every cached key (for example when paths were remapped).
+    pub fn clear(&mut self) {
+        self.path_keys.clear();
+        self.source_keys.clear();
     }
 
     /// The verifier's AS.
@@ -230,27 +244,63 @@ impl KeyResolver {
         self.host
     }
 
-    /// K(`ia` -> collector) at `time_s`.
-    pub fn as_key(&mut self, ia: IsdAsn, time_s: u64) -> Result<&Aes128, KeyError> {
-        let id = KeyId {
-            protocol: Protocol::IDINT,
-            src: ia,
-            dst: self.local_ia,
-            host: self.host,
-        };
-        self.as_keys
-            .get(&id, time_s)
-            .map_err(|_| KeyError::NoLevel1(ia))
+    /// K(`ia` -> collector) at `time_s` and its epoch.
+    pub fn as_key(&self, ia: IsdAsn, time_s: u64) -> Result<(Epoch, Aes128), KeyError> {
+        let (epoch, l1) = self
+            .provider
+            .level1(Protocol::IDINT, ia, self.local_ia, time_s)
+            .map_err(|_| KeyError::NoLevel1(ia))?;
+        let k = drkey::as_host(&l1.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
+        Ok((epoch, k.cipher()))
     }
 
-    /// K(`ia`:`src` -> collector) at `time_s`, the source entry's key.
+    /// The keys of path `path` (ASes `ases` in hop order) at `time_s`.
+    pub fn path_keys(
+        &mut self,
+        path: u64,
+        ases: &[IsdAsn],
+        time_s: u64,
+    ) -> Result<&[Aes128], KeyError> {
+        let fresh = matches!(self.path_keys.get(&path),
+            Some(p) if p.begin <= time_s && time_s < p.end && p.keys.len() == ases.len());
+        if !fresh {
+            let (mut begin, mut end) = (0u64, u64::MAX);
+            let mut keys = Vec::with_capacity(ases.len());
+            for &ia in ases {
+                let (e, k) = self.as_key(ia, time_s)?;
+                begin = begin.max(u64::from(e.begin));
+                end = end.min(u64::from(e.end));
+                keys.push(k);
+            }
+            if self.path_keys.len() >= self.capacity {
+                self.path_keys.clear();
+            }
+            self.path_keys.insert(path, PathKeys { begin, end, keys });
+        }
+        self.path_keys
+            .get(&path)
+            .map(|p| &p.keys[..])
+            .ok_or(KeyError::BadHost)
+    }
+
+    /// The cached source key of source `id` and keys of `path` (after [`Self::source_key`] and
+    /// [`Self::path_keys`] succeeded for them).
+    pub fn cached(&self, id: u64, path: u64) -> Option<(&Aes128, &[Aes128])> {
+        let s = self.source_keys.get(&id)?;
+        let p = self.path_keys.get(&path)?;
+        Some((&s.1, &p.keys[..]))
+    }
+
+    /// K(`ia`:`src` -> collector) at `time_s`, the source entry's key; `id` identifies the
+    /// source (cache key).
     pub fn source_key(
         &mut self,
+        id: u64,
         ia: IsdAsn,
         src: HostAddr,
         time_s: u64,
     ) -> Result<&Aes128, KeyError> {
-        let fresh = matches!(self.source_keys.get(&(ia, src)), Some((e, _)) if e.contains(time_s));
+        let fresh = matches!(self.source_keys.get(&id), Some((e, _)) if e.contains(time_s));
         if !fresh {
             let (epoch, l1) = self
                 .provider
@@ -258,13 +308,13 @@ impl KeyResolver {
                 .map_err(|_| KeyError::NoLevel1(ia))?;
             let ha = drkey::host_as(&l1.cipher(), &src).map_err(|_| KeyError::BadHost)?;
             let hh = drkey::host_host(&ha.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
-            if self.source_keys.len() >= self.source_capacity {
+            if self.source_keys.len() >= self.capacity {
                 self.source_keys.clear();
             }
-            self.source_keys.insert((ia, src), (epoch, hh.cipher()));
+            self.source_keys.insert(id, (epoch, hh.cipher()));
         }
         self.source_keys
-            .get(&(ia, src))
+            .get(&id)
             .map(|(_, k)| k)
             .ok_or(KeyError::BadHost)
     }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use idint_report::v1;
-use idint_wire::crypto::Aes128;
 use idint_wire::idint::crypto::{VerifyError, verify_stack};
 use idint_wire::idint::verify::{
     DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entries,
@@ -152,7 +151,6 @@ pub struct Pipeline {
     topo: Arc<Topology>,
     topo_gen: u64,
     hbh: Vec<u8>,
-    hop_keys: Vec<Aes128>,
     entries: Vec<DecodedEntry>,
     obs: Vec<Point>,
     out: Vec<Point>,
@@ -208,7 +206,6 @@ impl Pipeline {
             topo,
             topo_gen,
             hbh: Vec::with_capacity(1024),
-            hop_keys: Vec::with_capacity(16),
             entries: Vec::with_capacity(32),
             obs: Vec::with_capacity(4096),
             out: Vec::with_capacity(4096),
@@ -233,6 +230,7 @@ impl Pipeline {
         if gen_now != self.topo_gen {
             self.topo = self.shared.topology.snapshot();
             self.topo_gen = gen_now;
+            self.keys.clear();
         }
         self.keys.refresh();
         let c = &self.shared.counters;
@@ -399,26 +397,23 @@ impl Pipeline {
         } else {
             now_ns
         } / 1_000_000_000;
-        let source_key = self
-            .keys
-            .source_key(src, src_host, time_s)
+        self.keys
+            .source_key(source, src, src_host, time_s)
             .map_err(|e| {
                 reject(
                     RejectReason::NoSourceKey,
                     format!("{src} {src_host}: {e:?}"),
                 )
-            })?
-            .clone();
-        self.hop_keys.clear();
-        for &ia in ases.iter() {
-            let k = self
-                .keys
-                .as_key(ia, time_s)
-                .map_err(|_| reject(RejectReason::NoHopKey, format!("no key of {ia}")))?;
-            self.hop_keys.push(k.clone());
-        }
-        let (hop_keys, hop_of, nhf) = (&self.hop_keys, &layout.hop_of, layout.hop_fields);
-        verify_stack(&mut idint, &source_key, |_, e| {
+            })?;
+        self.keys
+            .path_keys(path_id, &ases, time_s)
+            .map_err(|e| reject(RejectReason::NoHopKey, format!("{e:?}")))?;
+        let (source_key, hop_keys) = self
+            .keys
+            .cached(source, path_id)
+            .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))?;
+        let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
+        verify_stack(&mut idint, source_key, |_, e| {
             let j = usize::from(e.hop());
             (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
         })
@@ -525,11 +520,14 @@ impl Pipeline {
                 && let Some(n) = node
                 && pn != n
             {
-                learned.push(Learned::Internal(InternalLink {
+                let il = InternalLink {
                     ia,
                     from_node: pn,
                     to_node: n,
-                }));
+                };
+                if !self.topo.internal_links.contains(&il) {
+                    learned.push(Learned::Internal(il));
+                }
             }
             if let Some(i) = ing {
                 if hop_first_in.is_none() {

@@ -11,7 +11,6 @@
 //! else stays unknown (recorded, never guessed).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -277,27 +276,19 @@ impl HopLayout {
     }
 }
 
-/// The fingerprint of a path: FNV-1a over source, destination and (ingress, egress) per hop.
+/// The fingerprint of a path: a 64-bit mix of source, destination and (ingress, egress) per
+/// hop (not cryptographic; paths are keyed by it).
 pub fn fingerprint(src: IsdAsn, dst: IsdAsn, ifs: impl Iterator<Item = (u16, u16)>) -> u64 {
-    struct Fnv(u64);
-    impl Hasher for Fnv {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for b in bytes {
-                self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        }
-    }
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    src.to_u64().hash(&mut h);
-    dst.to_u64().hash(&mut h);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, v: u64| {
+        let x = (h ^ v).wrapping_mul(K);
+        x ^ (x >> 29)
+    };
+    let mut h = mix(mix(0xcbf2_9ce4_8422_2325, src.to_u64()), dst.to_u64());
     for (i, e) in ifs {
-        i.hash(&mut h);
-        e.hash(&mut h);
+        h = mix(h, (u64::from(i) << 16) | u64::from(e) | (1 << 40));
     }
-    h.finish()
+    h
 }
 
 /// How a report's hops map to ASes.
