@@ -29,10 +29,13 @@ pub struct ImportedKey {
     pub key_hex: String,
 }
 
+/// Imported level-1 keys by (protocol, src, dst), each with its epochs.
+type KeyTable = HashMap<(Protocol, IsdAsn, IsdAsn), Vec<(Epoch, Key)>>;
+
 /// Level-1 keys imported at run time (thread-safe; read on cache misses only).
 #[derive(Default)]
 pub struct ImportedKeys {
-    keys: RwLock<HashMap<(Protocol, IsdAsn, IsdAsn), Vec<(Epoch, Key)>>>,
+    keys: RwLock<KeyTable>,
     generation: AtomicU64,
 }
 

@@ -135,6 +135,9 @@ impl Default for ReplayConfig {
     }
 }
 
+/// The previous entry while measuring: (AS hop, node id, egress interface, egress timestamp).
+type PrevEntry = (usize, Option<u32>, Option<u16>, Option<u64>);
+
 /// Things learned from verified reports, applied to the topology once per batch.
 #[derive(Debug, Clone, PartialEq)]
 enum Learned {
@@ -481,7 +484,8 @@ impl Pipeline {
         // Per AS hop: first ingress and last egress timestamp seen.
         let mut hop_first_in: Option<(usize, u64)> = None;
         let mut hop_last_eg: Option<u64> = None;
-        let mut prev: Option<(usize, Option<u32>, Option<u16>, Option<u64>)> = None;
+        // Previous entry: (AS hop, node id, egress interface, egress timestamp).
+        let mut prev: Option<PrevEntry> = None;
         let (mut max_u, mut max_q, mut sum_e, mut sum_c) = (None::<u64>, None::<u64>, None, None);
         let mut last_in = None;
         let mut learned = Vec::new();

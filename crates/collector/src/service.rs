@@ -102,10 +102,11 @@ fn err(e: impl std::fmt::Display) -> StartError {
     StartError(e.to_string())
 }
 
+/// The verifier identity and keys: (ISD-AS, host, provider, imported key store).
+pub type KeyMaterial = (IsdAsn, HostAddr, Arc<dyn Level1Provider>, Arc<ImportedKeys>);
+
 /// Builds the key provider and the imported key store from the configuration.
-pub fn key_material(
-    cfg: &Config,
-) -> Result<(IsdAsn, HostAddr, Arc<dyn Level1Provider>, Arc<ImportedKeys>), StartError> {
+pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
     let ia: IsdAsn = cfg
         .collector
         .isd_as
