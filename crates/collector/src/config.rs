@@ -53,6 +53,9 @@ pub struct CollectorConfig {
     pub epoch_secs: u32,
     /// Imported level-1 keys of other ASes (JSON array, `drkey` static key file format).
     pub level1_keys: Option<PathBuf>,
+    /// The AS's control service (`http://host:port`, DRKey gRPC API), asked for level-1 keys
+    /// that are neither derived locally nor imported.
+    pub control_service: Option<String>,
 }
 
 fn default_epoch() -> u32 {

@@ -124,8 +124,23 @@ pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
         let text = std::fs::read_to_string(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
         imported.import_json(&text).map_err(err)?;
     }
+    let extra: Option<Arc<dyn Level1Provider>> = match &cfg.collector.control_service {
+        Some(url) => {
+            // The worker thread blocks on this runtime for key misses (once per epoch).
+            let handle = tokio::runtime::Handle::try_current()
+                .map_err(|_| err("control service client needs a tokio runtime"))?;
+            let p = drkey_grpc::ControlServiceProvider::with_handle(
+                url,
+                std::time::Duration::from_secs(3),
+                handle,
+            )
+            .map_err(|e| err(format!("control service {url}: {e}")))?;
+            Some(Arc::new(p))
+        }
+        None => None,
+    };
     let provider: Arc<dyn Level1Provider> =
-        Arc::new(CollectorProvider::new(ia, local, imported.clone(), None));
+        Arc::new(CollectorProvider::new(ia, local, imported.clone(), extra));
     Ok((ia, host, provider, imported))
 }
 
@@ -174,6 +189,13 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
             .map_err(err)?
     };
 
+    // Ready once the worker runs.
+    for _ in 0..200 {
+        if ready.load(Relaxed) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let udp_addr = match cfg.ingest.udp_listen {

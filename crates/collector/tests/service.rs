@@ -402,3 +402,60 @@ async fn overload_is_counted_backpressure_and_shutdown_processes_every_accepted_
     let _ = std::fs::remove_dir_all(&dir);
     let _ = ases();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_other_ases_come_from_the_control_service_when_not_imported() {
+    use drkey::provider::LocalProvider;
+    use drkey_grpc::ControlServiceServer;
+    let dir = tempdir("cs");
+    let mut cfg = config(&dir, 64, true);
+    // Only C's and D's keys imported; B's come from the control service (B's server here).
+    let keys: Vec<_> = chain::level1_imports(now_ns() / 1_000_000_000)
+        .into_iter()
+        .filter(|k| k.src_ia != ases()[1].to_string())
+        .collect();
+    assert_eq!(keys.len(), 2);
+    std::fs::write(
+        dir.join("level1.json"),
+        serde_json::to_string(&keys).unwrap(),
+    )
+    .unwrap();
+    let b = ases()[1];
+    let server = ControlServiceServer::new(
+        b,
+        LocalProvider::new(b, &chain::secret(1), chain::EPOCH).unwrap(),
+    );
+    let served = server.request_counter();
+    let addr = server
+        .spawn("127.0.0.1:0".parse().unwrap(), std::future::pending())
+        .await
+        .unwrap();
+    cfg.collector.control_service = Some(format!("http://{addr}"));
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    for f in chain::topology_files() {
+        assert_eq!(
+            admin_post(r.http_addr, "/api/v1/admin/topology", &f)
+                .await
+                .0,
+            200
+        );
+    }
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    for i in 0..2 {
+        let (st, _) = http(
+            r.http_addr,
+            "POST",
+            "/api/v1/reports",
+            &[],
+            &chain.batch(4, i).encode_to_vec(),
+        )
+        .await;
+        assert_eq!(st, 202);
+    }
+    settle(&r, 8).await;
+    let shared = r.shared.clone();
+    r.shutdown().await;
+    assert_eq!(shared.counters.accepted.load(Relaxed), 8);
+    assert_eq!(served.get(), 1, "one fetch, then cached for the epoch");
+    let _ = std::fs::remove_dir_all(&dir);
+}
