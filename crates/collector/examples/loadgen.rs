@@ -166,9 +166,11 @@ fn main() {
         let start = Instant::now();
         let mut sent_at = Vec::with_capacity(n_batches);
         for (i, d) in datagrams.iter().enumerate() {
+            // Sleep (not spin) until due: the collector shares the machine's cores.
             let due = start + interval * i as u32;
-            while Instant::now() < due {
-                std::hint::spin_loop();
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
             }
             sent_at.push(Instant::now());
             let _ = sock.send_to(d, udp);

@@ -74,6 +74,8 @@ pub struct IngestConfig {
     pub max_batch_bytes: usize,
     /// Batches a worker takes from the queue at once.
     pub worker_chunk: usize,
+    /// UDP socket receive buffer, bytes (the kernel caps it at `net.core.rmem_max`).
+    pub udp_recv_buffer: usize,
 }
 
 impl Default for IngestConfig {
@@ -83,6 +85,7 @@ impl Default for IngestConfig {
             queue_batches: 4096,
             max_batch_bytes: 1 << 20,
             worker_chunk: 64,
+            udp_recv_buffer: 4 << 20,
         }
     }
 }

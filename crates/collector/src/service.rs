@@ -200,8 +200,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
     let mut tasks = Vec::new();
     let udp_addr = match cfg.ingest.udp_listen {
         Some(a) => {
-            let sock = UdpSocket::bind(a)
-                .await
+            let sock = udp_socket(a, cfg.ingest.udp_recv_buffer)
                 .map_err(|e| err(format!("UDP {a}: {e}")))?;
             let addr = sock.local_addr().map_err(err)?;
             tasks.push(tokio::spawn(udp_loop(
@@ -272,6 +271,23 @@ impl Running {
         }
         info!("collector stopped");
     }
+}
+
+/// A non-blocking UDP socket with the receive buffer asked for (as far as the kernel allows).
+fn udp_socket(a: SocketAddr, recv_buffer: usize) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Err(e) = s.set_recv_buffer_size(recv_buffer) {
+        warn!(error = %e, "UDP receive buffer size");
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&a.into())?;
+    info!(
+        asked = recv_buffer,
+        got = s.recv_buffer_size().unwrap_or(0),
+        "UDP receive buffer"
+    );
+    UdpSocket::from_std(s.into())
 }
 
 async fn udp_loop(
