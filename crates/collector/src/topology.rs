@@ -505,6 +505,42 @@ impl TopologyHandle {
         r
     }
 
+    /// Loads a persisted topology (for example rows read back from PostgreSQL at start) as
+    /// the changes that built it; nothing is written back to the sink.
+    pub fn restore<'a>(&self, changes: impl IntoIterator<Item = &'a TopologyChange>) {
+        let mut w = match self.writer.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        for c in changes {
+            match c {
+                TopologyChange::As { ia, info } => {
+                    w.ases.insert(*ia, info.clone());
+                }
+                TopologyChange::Link(l) => {
+                    w.links.insert(*l);
+                }
+                TopologyChange::InternalLink(l) => {
+                    w.internal_links.insert(*l);
+                }
+                TopologyChange::Path(p) => {
+                    w.insert_path(p.clone());
+                }
+                TopologyChange::UnknownPath(u) => {
+                    if let Ok(mut m) = self.unknown.lock() {
+                        m.insert(u.id, u.clone());
+                    }
+                }
+            }
+        }
+        w.reindex();
+        let snap = Arc::new(w.clone());
+        if let Ok(mut s) = self.snapshot.write() {
+            *s = snap;
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Imports a SCION `topology.json` (one AS); returns the number of changes.
     pub fn import_topology_json(&self, text: &str) -> Result<usize, ImportError> {
         let (ia, info) = parse_topology_json(text)?;
@@ -805,6 +841,63 @@ mod tests {
         fn eq(&self, o: &Self) -> bool {
             self.as_hops == o.as_hops && self.ifs == o.ifs && self.hop_of == o.hop_of
         }
+    }
+
+    struct Recording(Mutex<Vec<TopologyChange>>);
+    impl TopologySink for Recording {
+        fn changed(&self, c: &TopologyChange) {
+            self.0.lock().unwrap().push(c.clone());
+        }
+    }
+
+    #[test]
+    fn changes_written_behind_rebuild_the_same_topology() {
+        let t = TopologyHandle::new();
+        let sink = Arc::new(Recording(Mutex::new(Vec::new())));
+        t.set_sink(sink.clone());
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:b","remote_interface_id":2}}}}}"#,
+        )
+        .unwrap();
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let p = t
+            .import_path(&PathDescription {
+                hops: vec![
+                    PathHop {
+                        ia: a,
+                        ingress: 0,
+                        egress: 1,
+                    },
+                    PathHop {
+                        ia: b,
+                        ingress: 2,
+                        egress: 0,
+                    },
+                ],
+            })
+            .unwrap();
+        // Re-importing the same thing changes nothing and writes nothing.
+        let n = sink.0.lock().unwrap().len();
+        t.import_path(&PathDescription {
+            hops: p.hops.clone(),
+        })
+        .unwrap();
+        assert_eq!(sink.0.lock().unwrap().len(), n);
+        let restored = TopologyHandle::new();
+        restored.restore(sink.0.lock().unwrap().iter());
+        let (x, y) = (t.snapshot(), restored.snapshot());
+        assert_eq!(x.ases, y.ases);
+        assert_eq!(x.links, y.links);
+        assert_eq!(x.paths, y.paths);
+        assert!(y.has_router(a, 1));
+        let l = HopLayout::of(Some(&v1::Path {
+            seg_lens: vec![2],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 0)],
+            ..Default::default()
+        }))
+        .unwrap();
+        assert!(matches!(y.map(a, b, &l), Mapping::Known { id, .. } if id == p.id));
     }
 
     #[test]
