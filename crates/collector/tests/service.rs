@@ -459,3 +459,35 @@ async fn keys_of_other_ases_come_from_the_control_service_when_not_imported() {
     assert_eq!(served.get(), 1, "one fetch, then cached for the epoch");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_and_path_files_named_in_the_config_are_imported_at_start() {
+    let dir = tempdir("files");
+    let mut cfg = config(&dir, 16, true);
+    for (i, t) in chain::topology_files().iter().enumerate() {
+        let f = dir.join(format!("topology-{i}.json"));
+        std::fs::write(&f, t).unwrap();
+        cfg.topology.files.push(f);
+    }
+    let f = dir.join("paths.json");
+    std::fs::write(
+        &f,
+        serde_json::to_string(&vec![chain::path_description()]).unwrap(),
+    )
+    .unwrap();
+    cfg.topology.paths.push(f);
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let (_, v) = get_json(r.http_addr, "/api/v1/paths").await;
+    assert_eq!(v["paths"].as_array().unwrap().len(), 1);
+    assert_eq!(v["paths"][0]["origin"], "imported");
+    let (_, v) = get_json(r.http_addr, "/api/v1/ases/1-ff00:0:b").await;
+    assert_eq!(v["routers"]["rb2"]["node_id"], 3);
+    assert_eq!(v["interfaces"]["3"]["neighbor_ia"], "1-ff00:0:c");
+    r.shutdown().await;
+    // A missing file stops the start with its name.
+    let mut cfg = config(&dir, 16, true);
+    cfg.topology.files.push(dir.join("nope.json"));
+    let e = service::start(cfg, Stores::default()).await.err().unwrap();
+    assert!(e.0.contains("nope.json"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
