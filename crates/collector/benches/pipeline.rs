@@ -98,6 +98,16 @@ fn bench(c: &mut Criterion) {
             })
         });
 
+        // Protobuf decoding alone (a part of the pipeline's cost).
+        g.bench_function("decode_only", |b| {
+            b.iter(|| {
+                for bytes in &batches {
+                    let batch = decode_batch(black_box(bytes), Format::Protobuf).unwrap();
+                    black_box(batch);
+                }
+            })
+        });
+
         let mut p = pipeline();
         g.bench_function("pipeline_decode_verify_map_detect", |b| {
             b.iter_custom(|iters| {

@@ -13,13 +13,12 @@ use axum::routing::{get, post};
 use idint_wire::IsdAsn;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc::error::TrySendError;
 
 use crate::counters::{RejectReason, Transport};
 use crate::keys::ImportedKey;
 use crate::metrics::{Latest, Measurement, MetricKey, Scope};
 use crate::pipeline::{Format, decode_batch};
-use crate::service::{AppState, Job, now_ns};
+use crate::service::{AppState, DispatchError, now_ns};
 use crate::topology::PathDescription;
 
 /// An API error: status and message, rendered as JSON.
@@ -74,12 +73,12 @@ async fn health() -> axum::Json<Value> {
 }
 
 async fn ready(State(s): State<AppState>) -> Result<axum::Json<Value>, ApiError> {
-    if s.ready.load(Relaxed) {
+    if s.ready.load(Relaxed) == s.workers {
         Ok(axum::Json(json!({"status": "ready"})))
     } else {
         Err(ApiError(
             StatusCode::SERVICE_UNAVAILABLE,
-            "pipeline worker not running".into(),
+            "pipeline workers not running".into(),
         ))
     }
 }
@@ -98,7 +97,7 @@ async fn prometheus(State(s): State<AppState>) -> Response {
         &mut out,
         "queue_free",
         "Free slots in the ingest queue",
-        s.queue.capacity(),
+        s.queue.free(),
     );
     g(
         &mut out,
@@ -156,7 +155,7 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
         }
     };
     let n = batch.reports.len();
-    match s.queue.try_send(Job::Decoded(batch)) {
+    match s.queue.try_batch(batch) {
         Ok(()) => {
             c.http_batches.fetch_add(1, Relaxed);
             (
@@ -165,7 +164,7 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
             )
                 .into_response()
         }
-        Err(TrySendError::Full(_)) => {
+        Err(DispatchError::Full) => {
             c.http_queue_full.fetch_add(1, Relaxed);
             (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -174,7 +173,7 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
             )
                 .into_response()
         }
-        Err(TrySendError::Closed(_)) => ApiError(
+        Err(DispatchError::Closed) => ApiError(
             StatusCode::SERVICE_UNAVAILABLE,
             "collector is shutting down".into(),
         )

@@ -76,6 +76,9 @@ pub struct IngestConfig {
     pub worker_chunk: usize,
     /// UDP socket receive buffer, bytes (the kernel caps it at `net.core.rmem_max`).
     pub udp_recv_buffer: usize,
+    /// Pipeline worker threads (reports are sharded by source; each has its own replay
+    /// memory and key caches and an equal share of `queue_batches`).
+    pub workers: usize,
 }
 
 impl Default for IngestConfig {
@@ -86,6 +89,7 @@ impl Default for IngestConfig {
             max_batch_bytes: 1 << 20,
             worker_chunk: 64,
             udp_recv_buffer: 4 << 20,
+            workers: 1,
         }
     }
 }
@@ -215,9 +219,12 @@ impl Config {
             .isd_as
             .parse::<idint_wire::IsdAsn>()
             .map_err(|_| ConfigError(format!("collector.isd_as {:?}", self.collector.isd_as)))?;
-        if self.ingest.queue_batches == 0 || self.ingest.worker_chunk == 0 {
+        if self.ingest.queue_batches == 0
+            || self.ingest.worker_chunk == 0
+            || self.ingest.workers == 0
+        {
             return Err(ConfigError(
-                "ingest.queue_batches and ingest.worker_chunk must be > 0".into(),
+                "ingest.queue_batches, ingest.worker_chunk and ingest.workers must be > 0".into(),
             ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {

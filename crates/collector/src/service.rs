@@ -1,5 +1,5 @@
-//! The tokio service: UDP and HTTP ingest into one bounded queue, a pipeline worker thread,
-//! the REST API, and graceful shutdown that processes every queued batch and flushes the
+//! The tokio service: UDP and HTTP ingest into bounded queues, pipeline worker threads (one
+//! per configured worker; reports go to the worker of their source), the REST API, and graceful shutdown that processes every queued batch and flushes the
 //! stores before returning.
 //!
 //! Backpressure: when the queue is full, HTTP ingest answers 503 with a JSON message and UDP
@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use drkey::provider::{Level1Provider, LocalProvider};
@@ -33,6 +33,85 @@ pub enum Job {
     Decoded(v1::ReportBatch),
     /// Everything before this was accepted: finish.
     Stop,
+}
+
+/// The ingest queues of the pipeline workers. With several workers every report goes to the
+/// worker of its source (source AS and host), so replay suppression sees all of a source's
+/// reports; a batch is queued whole or not at all.
+pub struct Dispatcher {
+    shards: Vec<mpsc::Sender<Job>>,
+}
+
+/// Every queue that would take the batch is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchError {
+    /// A queue is full.
+    Full,
+    /// The workers are gone (shutdown).
+    Closed,
+}
+
+fn shard_of(r: &v1::Report, n: usize) -> usize {
+    let mut h = r.src_isd_as.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    if let Some(host) = &r.src_host {
+        for b in &host.raw {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    ((h ^ (h >> 32)) % n as u64) as usize
+}
+
+impl Dispatcher {
+    /// Whether datagrams are decoded by the workers (one worker) or before dispatch.
+    pub fn single(&self) -> bool {
+        self.shards.len() == 1
+    }
+
+    /// Free slots over all queues.
+    pub fn free(&self) -> usize {
+        self.shards.iter().map(|s| s.capacity()).sum()
+    }
+
+    /// Queues an undecoded datagram (one worker only).
+    pub fn try_raw(&self, bytes: Vec<u8>) -> Result<(), DispatchError> {
+        self.shards[0].try_send(Job::Raw(bytes)).map_err(send_error)
+    }
+
+    /// Queues a decoded batch, split by source over the workers; all or nothing.
+    pub fn try_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
+        let n = self.shards.len();
+        if n == 1 {
+            return self.shards[0]
+                .try_send(Job::Decoded(batch))
+                .map_err(send_error);
+        }
+        let mut parts: Vec<Vec<v1::Report>> = (0..n).map(|_| Vec::new()).collect();
+        for r in batch.reports {
+            parts[shard_of(&r, n)].push(r);
+        }
+        // Reserve every slot first: a refused batch leaves nothing behind.
+        let mut permits = Vec::with_capacity(n);
+        for (i, p) in parts.iter().enumerate() {
+            if !p.is_empty() {
+                permits.push((i, self.shards[i].try_reserve().map_err(send_error)?));
+            }
+        }
+        for (i, permit) in permits {
+            permit.send(Job::Decoded(v1::ReportBatch {
+                exporter: batch.exporter.clone(),
+                sequence: batch.sequence,
+                reports: std::mem::take(&mut parts[i]),
+            }));
+        }
+        Ok(())
+    }
+}
+
+fn send_error<T>(e: mpsc::error::TrySendError<T>) -> DispatchError {
+    match e {
+        mpsc::error::TrySendError::Full(_) => DispatchError::Full,
+        mpsc::error::TrySendError::Closed(_) => DispatchError::Closed,
+    }
 }
 
 /// Unix time now, ns.
@@ -60,14 +139,16 @@ pub struct AppState {
     pub shared: Shared,
     /// Imported level-1 keys (admin API adds to them).
     pub imported: Arc<ImportedKeys>,
-    /// The ingest queue.
-    pub queue: mpsc::Sender<Job>,
+    /// The ingest queues.
+    pub queue: Arc<Dispatcher>,
     /// Largest accepted batch, bytes.
     pub max_batch_bytes: usize,
     /// Admin bearer token.
     pub admin_token: Option<Arc<str>>,
-    /// The worker is running.
-    pub ready: Arc<AtomicBool>,
+    /// Workers running; ready when all are.
+    pub ready: Arc<AtomicUsize>,
+    /// Workers started.
+    pub workers: usize,
     /// The collector's ISD-AS.
     pub local_ia: IsdAsn,
 }
@@ -82,8 +163,8 @@ pub struct Running {
     pub shared: Shared,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    queue: mpsc::Sender<Job>,
-    worker: Option<std::thread::JoinHandle<()>>,
+    queue: Arc<Dispatcher>,
+    workers: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// Why the service could not start.
@@ -171,27 +252,33 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         }
     }
 
-    let (tx, rx) = mpsc::channel::<Job>(cfg.ingest.queue_batches);
-    let ready = Arc::new(AtomicBool::new(false));
-    let keys = KeyResolver::new(ia, host, provider).watch(imported.clone());
+    let n = cfg.ingest.workers;
+    let ready = Arc::new(AtomicUsize::new(0));
     let replay = ReplayConfig {
         window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
         skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
         capacity: cfg.replay.capacity,
     };
-    let pipeline = Pipeline::new(shared.clone(), keys, replay);
-    let worker = {
+    let mut shards = Vec::with_capacity(n);
+    let mut workers = Vec::with_capacity(n);
+    for i in 0..n {
+        let (tx, rx) = mpsc::channel::<Job>(cfg.ingest.queue_batches.div_ceil(n));
+        shards.push(tx);
+        let keys = KeyResolver::new(ia, host, provider.clone()).watch(imported.clone());
+        let pipeline = Pipeline::new(shared.clone(), keys, replay);
         let ready = ready.clone();
         let chunk = cfg.ingest.worker_chunk;
-        std::thread::Builder::new()
-            .name("collector-pipeline".into())
-            .spawn(move || worker(pipeline, rx, chunk, ready))
-            .map_err(err)?
-    };
-
-    // Ready once the worker runs.
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("collector-pipeline-{i}"))
+                .spawn(move || worker(pipeline, rx, chunk, ready))
+                .map_err(err)?,
+        );
+    }
+    let tx = Arc::new(Dispatcher { shards });
+    // Ready once the workers run.
     for _ in 0..200 {
-        if ready.load(Relaxed) {
+        if ready.load(Relaxed) == n {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -226,6 +313,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         max_batch_bytes: cfg.ingest.max_batch_bytes,
         admin_token: cfg.api.admin_token.as_deref().map(Arc::from),
         ready,
+        workers: n,
         local_ia: ia,
     };
     let app = crate::api::router(state);
@@ -249,7 +337,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         stop,
         tasks,
         queue: tx,
-        worker: Some(worker),
+        workers,
     })
 }
 
@@ -260,9 +348,11 @@ impl Running {
         for t in self.tasks.drain(..) {
             let _ = t.await;
         }
-        // Every batch accepted so far is ahead of this marker.
-        let _ = self.queue.send(Job::Stop).await;
-        if let Some(w) = self.worker.take() {
+        // Every batch accepted so far is ahead of these markers.
+        for s in &self.queue.shards {
+            let _ = s.send(Job::Stop).await;
+        }
+        for w in self.workers.drain(..) {
             let _ = tokio::task::spawn_blocking(move || w.join()).await;
         }
         if let Some(s) = &self.shared.sink {
@@ -292,7 +382,7 @@ fn udp_socket(a: SocketAddr, recv_buffer: usize) -> std::io::Result<UdpSocket> {
 
 async fn udp_loop(
     sock: UdpSocket,
-    tx: mpsc::Sender<Job>,
+    tx: Arc<Dispatcher>,
     shared: Shared,
     max: usize,
     mut stop: watch::Receiver<bool>,
@@ -315,7 +405,18 @@ async fn udp_loop(
                     c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
                     continue;
                 }
-                if tx.try_send(Job::Raw(buf[..n].to_vec())).is_err() {
+                let queued = if tx.single() {
+                    tx.try_raw(buf[..n].to_vec())
+                } else {
+                    match decode_batch(&buf[..n], Format::Protobuf) {
+                        Ok(b) => tx.try_batch(b),
+                        Err((reason, _)) => {
+                            c.malformed(Transport::Udp, reason);
+                            continue;
+                        }
+                    }
+                };
+                if queued.is_err() {
                     c.udp_queue_full.fetch_add(1, Relaxed);
                 }
             }
@@ -323,8 +424,8 @@ async fn udp_loop(
     }
 }
 
-fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc<AtomicBool>) {
-    ready.store(true, Relaxed);
+fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc<AtomicUsize>) {
+    ready.fetch_add(1, Relaxed);
     let mut jobs = Vec::with_capacity(chunk);
     'outer: loop {
         jobs.clear();
@@ -354,5 +455,54 @@ fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc
             }
         }
     }
-    ready.store(false, Relaxed);
+    ready.fetch_sub(1, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(host: u8) -> v1::Report {
+        v1::Report {
+            src_isd_as: 0x0001_ff00_0000_0001,
+            src_host: Some(v1::HostAddress {
+                addr_type: 0,
+                raw: vec![10, 0, 0, host],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn batches_split_by_source_all_or_nothing() {
+        let (t0, mut r0) = mpsc::channel(1);
+        let (t1, mut r1) = mpsc::channel(1);
+        let d = Dispatcher {
+            shards: vec![t0, t1],
+        };
+        let reports: Vec<_> = (0..32).map(report).collect();
+        let want: Vec<usize> = reports.iter().map(|r| shard_of(r, 2)).collect();
+        assert!(want.contains(&0) && want.contains(&1), "both shards used");
+        let batch = v1::ReportBatch {
+            reports: reports.clone(),
+            ..Default::default()
+        };
+        d.try_batch(batch.clone()).unwrap();
+        // Both queues are full now: the next batch is refused whole.
+        assert_eq!(d.try_batch(batch.clone()), Err(DispatchError::Full));
+        let mut got = [Vec::new(), Vec::new()];
+        for (i, rx) in [&mut r0, &mut r1].into_iter().enumerate() {
+            match rx.try_recv() {
+                Ok(Job::Decoded(b)) => got[i] = b.reports,
+                _ => panic!("shard {i} got nothing"),
+            }
+            assert!(rx.try_recv().is_err(), "shard {i}: one batch only");
+        }
+        for (r, s) in reports.iter().zip(&want) {
+            assert!(got[*s].contains(r));
+        }
+        assert_eq!(got[0].len() + got[1].len(), 32);
+        // The same source always lands on the same shard.
+        assert_eq!(shard_of(&report(7), 2), shard_of(&report(7), 2));
+    }
 }

@@ -137,10 +137,19 @@ fn telemetry_value(v: &Value, measurement: &str) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_over_udp_and_http_come_out_of_the_api_with_exact_values() {
-    let dir = tempdir("e2e");
-    let r = service::start(config(&dir, 256, true), Stores::default())
-        .await
-        .unwrap();
+    end_to_end(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_holds_with_two_pipeline_workers() {
+    end_to_end(2).await;
+}
+
+async fn end_to_end(workers: usize) {
+    let dir = tempdir(&format!("e2e{workers}"));
+    let mut cfg = config(&dir, 256, true);
+    cfg.ingest.workers = workers;
+    let r = service::start(cfg, Stores::default()).await.unwrap();
     let api = r.http_addr;
     assert_eq!(get_json(api, "/health").await.0, 200);
     assert_eq!(get_json(api, "/ready").await.0, 200);
