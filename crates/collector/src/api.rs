@@ -480,6 +480,19 @@ struct HistoryQuery {
 
 async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> ApiResult {
     let f = key_filter(&q.key)?;
+    if let (Some(store), Some(scope), Some(m)) = (
+        &s.history,
+        q.key.scope.as_deref(),
+        q.key.measurement.as_deref(),
+    ) {
+        return store_history(
+            store.as_ref(),
+            &q,
+            parse_scope(scope)?,
+            parse_measurement(m)?,
+        )
+        .await;
+    }
     let to = q.to.unwrap_or_else(now_ns);
     let from = q.from.unwrap_or(to.saturating_sub(3_600_000_000_000));
     if from > to {
@@ -520,6 +533,69 @@ async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> Ap
     Ok(axum::Json(json!({
         "from": from, "to": to, "source": "memory (values written by event detection)",
         "series": series,
+    })))
+}
+
+/// History from the time-series store (every written value, not only the recent ones kept in
+/// memory).
+async fn store_history(
+    store: &dyn crate::metrics::HistoryStore,
+    q: &HistoryQuery,
+    scope: Scope,
+    m: Measurement,
+) -> ApiResult {
+    let to = q.to.unwrap_or_else(now_ns);
+    let from = q.from.unwrap_or(to.saturating_sub(3_600_000_000_000));
+    if from > to {
+        return Err(bad("from is after to"));
+    }
+    let agg = q.agg.clone().unwrap_or_else(|| "avg".into());
+    if !matches!(agg.as_str(), "avg" | "min" | "max" | "last") {
+        return Err(bad(format!(
+            "unknown aggregation {agg:?} (avg, min, max, last)"
+        )));
+    }
+    let k = &q.key;
+    let mut tags = Vec::new();
+    if let Some(ia) = &k.ia {
+        tags.push(("ia".to_string(), parse_ia(ia)?.to_string()));
+    }
+    if let Some(n) = k.node {
+        tags.push(("node".into(), n.to_string()));
+    }
+    if let Some(f) = k.ifid {
+        tags.push(("ifid".into(), f.to_string()));
+    }
+    if let Some(p) = &k.path {
+        tags.push(("path".into(), format!("{:016x}", parse_path_id(p)?)));
+    }
+    if let Some(h) = k.hop {
+        tags.push(("hop".into(), h.to_string()));
+    }
+    let step_ns = q.step_ms.unwrap_or(0).saturating_mul(1_000_000);
+    let series = store
+        .query(crate::metrics::HistoryQuery {
+            scope,
+            measurement: m,
+            tags,
+            from_ns: from,
+            to_ns: to,
+            step_ns,
+            agg,
+        })
+        .await
+        .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, format!("time-series store: {e}")))?;
+    let series: Vec<Value> = series
+        .iter()
+        .map(|x| {
+            json!({
+                "scope": scope, "tags": x.tags, "measurement": m.name(),
+                "points": x.points.iter().map(|(t, v)| json!([t, v])).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({
+        "from": from, "to": to, "source": "time-series store", "series": series,
     })))
 }
 

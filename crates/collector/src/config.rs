@@ -36,6 +36,9 @@ pub struct Config {
     /// Logging.
     #[serde(default)]
     pub log: LogConfig,
+    /// PostgreSQL and the time-series store.
+    #[serde(default)]
+    pub storage: StorageConfig,
 }
 
 /// Identity and keys.
@@ -146,6 +149,44 @@ pub struct TopologySection {
     pub files: Vec<PathBuf>,
     /// Path description files (JSON array of `{"hops": [...]}`).
     pub paths: Vec<PathBuf>,
+}
+
+/// Storage configuration (`[storage]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// PostgreSQL URL (`postgresql://user:pw@host:port/db`); none: topology in memory only.
+    pub postgres_url: Option<String>,
+    /// `victoria`, `influx` or `none`.
+    pub timeseries: String,
+    /// Base URL of the time-series store.
+    pub timeseries_url: Option<String>,
+    /// InfluxDB database.
+    pub influx_db: String,
+    /// Samples the time-series writer buffers at most.
+    pub buffer_samples: usize,
+    /// Topology changes the write-behind queue holds at most.
+    pub topology_queue: usize,
+    /// Quarantined reports kept in PostgreSQL.
+    pub quarantine_rows: u64,
+    /// How long a pipeline worker waits for a full time-series buffer before counting the
+    /// points as refused, ms (meanwhile the ingest queues fill and push back).
+    pub wait_ms: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            postgres_url: None,
+            timeseries: "none".into(),
+            timeseries_url: None,
+            influx_db: "idint".into(),
+            buffer_samples: 1_000_000,
+            topology_queue: 100_000,
+            quarantine_rows: 10_000,
+            wait_ms: 60_000,
+        }
+    }
 }
 
 /// Logging.

@@ -167,6 +167,8 @@ pub struct Counters {
     pub points_refused: AtomicU64,
     /// Paths learned from reports.
     pub paths_learned: AtomicU64,
+    /// Times a worker waited for a full time-series buffer (20 ms each).
+    pub sink_waits: AtomicU64,
 }
 
 impl Counters {

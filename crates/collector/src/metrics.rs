@@ -157,6 +157,46 @@ pub trait PointSink: Send + Sync {
     fn flush(&self) {}
 }
 
+/// A range query against the time-series store: one measurement of one scope, tags that
+/// must match exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryQuery {
+    /// Scope (the store's measurement).
+    pub scope: Scope,
+    /// Measurement (the store's field).
+    pub measurement: Measurement,
+    /// Tags that must match (as [`MetricKey::tags`] writes them).
+    pub tags: Vec<(String, String)>,
+    /// Start, Unix ns.
+    pub from_ns: u64,
+    /// End, Unix ns.
+    pub to_ns: u64,
+    /// Step, ns (0: raw values).
+    pub step_ns: u64,
+    /// `avg`, `min`, `max` or `last`.
+    pub agg: String,
+}
+
+/// One series of a history answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HistorySeries {
+    /// Its tags.
+    pub tags: std::collections::BTreeMap<String, String>,
+    /// (Unix ns, value) in time order.
+    pub points: Vec<(u64, f64)>,
+}
+
+/// The boxed answer of a [`HistoryStore`].
+pub type HistoryFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<HistorySeries>, String>> + Send + 'a>,
+>;
+
+/// Where history queries go (the time-series store).
+pub trait HistoryStore: Send + Sync {
+    /// Series matching the query.
+    fn query(&self, q: HistoryQuery) -> HistoryFuture<'_>;
+}
+
 /// Thresholds and refresh period of the event detection.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -52,6 +52,9 @@ pub struct Shared {
     pub detection: Arc<DetectionConfig>,
     /// The time-series store, if any.
     pub sink: Option<Arc<dyn PointSink>>,
+    /// How long a worker waits for a full time-series buffer before counting the points as
+    /// refused, ms (meanwhile the ingest queues fill and push back).
+    pub sink_wait_ms: u64,
 }
 
 impl Shared {
@@ -64,6 +67,7 @@ impl Shared {
             quarantine: Arc::new(Quarantine::new(quarantine)),
             detection: Arc::new(detection),
             sink: None,
+            sink_wait_ms: 60_000,
         }
     }
 }
@@ -259,10 +263,26 @@ impl Pipeline {
         if !self.out.is_empty()
             && let Some(sink) = &self.shared.sink
         {
-            match sink.write(&self.out) {
-                Ok(()) => c.points_written.fetch_add(self.out.len() as u64, Relaxed),
-                Err(_) => c.points_refused.fetch_add(self.out.len() as u64, Relaxed),
-            };
+            // A full store buffer holds the worker (pushback through the ingest queues), up
+            // to the configured wait; then the points are counted as refused.
+            let mut waited = 0;
+            loop {
+                match sink.write(&self.out) {
+                    Ok(()) => {
+                        c.points_written.fetch_add(self.out.len() as u64, Relaxed);
+                        break;
+                    }
+                    Err(_) if waited < self.shared.sink_wait_ms => {
+                        c.sink_waits.fetch_add(1, Relaxed);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        waited += 20;
+                    }
+                    Err(_) => {
+                        c.points_refused.fetch_add(self.out.len() as u64, Relaxed);
+                        break;
+                    }
+                }
+            }
         }
         if !self.learned.is_empty() {
             self.apply_learned();
@@ -277,7 +297,7 @@ impl Pipeline {
             .as_ref()
             .map(|e| (IsdAsn::from_u64(e.isd_as).to_string(), e.router_id))
             .unwrap_or_default();
-        self.shared.quarantine.push(Quarantined {
+        let q = Quarantined {
             time_ns: now_ns,
             reason: rej.reason,
             detail: rej.detail,
@@ -286,7 +306,9 @@ impl Pipeline {
             src_ia: IsdAsn::from_u64(r.src_isd_as).to_string(),
             dst_ia: IsdAsn::from_u64(r.dst_isd_as).to_string(),
             report_hex: hex::encode(r.encode_to_vec()),
-        });
+        };
+        self.shared.topology.quarantined(&q);
+        self.shared.quarantine.push(q);
     }
 
     fn apply_learned(&mut self) {

@@ -21,9 +21,9 @@ use tracing::{error, info, warn};
 use crate::config::Config;
 use crate::counters::Transport;
 use crate::keys::{CollectorProvider, ImportedKeys, KeyResolver};
-use crate::metrics::PointSink;
+use crate::metrics::{HistoryStore, PointSink};
 use crate::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
-use crate::topology::{PathDescription, TopologySink};
+use crate::topology::{PathDescription, TopologyChange, TopologySink};
 
 /// One unit of work for the pipeline worker.
 pub enum Job {
@@ -130,6 +130,12 @@ pub struct Stores {
     pub topology: Option<Arc<dyn TopologySink>>,
     /// Time-series points.
     pub points: Option<Arc<dyn PointSink>>,
+    /// History queries.
+    pub history: Option<Arc<dyn HistoryStore>>,
+    /// The stored topology, as changes (applied before the configured imports).
+    pub restore: Vec<TopologyChange>,
+    /// How long a worker waits for a full time-series buffer, ms (0: the default 60 s).
+    pub wait_ms: u64,
 }
 
 /// What the API handlers share.
@@ -151,6 +157,8 @@ pub struct AppState {
     pub workers: usize,
     /// The collector's ISD-AS.
     pub local_ia: IsdAsn,
+    /// The time-series store for history queries, if any.
+    pub history: Option<Arc<dyn HistoryStore>>,
 }
 
 /// A running collector.
@@ -230,6 +238,10 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
     let (ia, host, provider, imported) = key_material(&cfg)?;
     let mut shared = Shared::new(cfg.detection.clone(), cfg.api.quarantine);
     shared.sink = stores.points.clone();
+    if stores.wait_ms > 0 {
+        shared.sink_wait_ms = stores.wait_ms;
+    }
+    shared.topology.restore(stores.restore.iter());
     if let Some(t) = &stores.topology {
         shared.topology.set_sink(t.clone());
     }
@@ -315,6 +327,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         ready,
         workers: n,
         local_ia: ia,
+        history: stores.history.clone(),
     };
     let app = crate::api::router(state);
     let mut srx = stop_rx.clone();
@@ -358,6 +371,9 @@ impl Running {
         if let Some(s) = &self.shared.sink {
             let s = s.clone();
             let _ = tokio::task::spawn_blocking(move || s.flush()).await;
+        }
+        if let Some(t) = self.shared.topology.sink() {
+            let _ = tokio::task::spawn_blocking(move || t.flush()).await;
         }
         info!("collector stopped");
     }

@@ -183,10 +183,15 @@ pub enum TopologyChange {
     UnknownPath(UnknownPath),
 }
 
-/// Where topology changes go (PostgreSQL, written behind). Must not block.
+/// Where topology changes and quarantined reports go (PostgreSQL, written behind). Must not
+/// block.
 pub trait TopologySink: Send + Sync {
     /// Takes a change.
     fn changed(&self, change: &TopologyChange);
+    /// Takes a rejected report.
+    fn quarantined(&self, _q: &crate::counters::Quarantined) {}
+    /// Writes out whatever is queued (at shutdown); returns when done.
+    fn flush(&self) {}
 }
 
 /// An immutable topology snapshot.
@@ -479,6 +484,20 @@ impl TopologyHandle {
                 s.changed(c);
             }
         }
+    }
+
+    /// Hands a rejected report to the sink.
+    pub fn quarantined(&self, q: &crate::counters::Quarantined) {
+        if let Ok(s) = self.sink.read()
+            && let Some(s) = s.as_ref()
+        {
+            s.quarantined(q);
+        }
+    }
+
+    /// The sink, if any.
+    pub fn sink(&self) -> Option<Arc<dyn TopologySink>> {
+        self.sink.read().ok().and_then(|s| s.clone())
     }
 
     /// Applies `f` to the topology; publishes a new snapshot and writes the changes behind if
