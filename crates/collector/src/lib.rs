@@ -18,4 +18,5 @@ pub mod metrics;
 pub mod pipeline;
 pub mod replay;
 pub mod service;
+pub mod storage;
 pub mod topology;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use collector::config::Config;
-use collector::service::{self, Stores};
+use collector::service;
 use tracing::{error, info};
 
 fn usage() -> ExitCode {
@@ -79,7 +79,14 @@ fn run(cfg: Config) -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let running = match service::start(cfg, Stores::default()).await {
+        let stores = match collector::storage::connect(&cfg.storage).await {
+            Ok(s) => s,
+            Err(e) => {
+                error!(error = %e, "storage");
+                return ExitCode::from(1);
+            }
+        };
+        let running = match service::start(cfg, stores).await {
             Ok(r) => r,
             Err(e) => {
                 error!(error = %e, "start failed");

@@ -1310,77 +1310,27 @@ impl BlockSizeUser for Lanes<'_> {
 impl BlockCipherEncClosure for Lanes<'_> {
     #[inline(always)]
     fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
-        // Every independent block of a step goes through the backend's widest parallel
-        // path (VAES: four blocks per instruction) instead of one block at a time.
-        let mut buf = [Array::<u8, U16>::default(); MAX_BURST * BATCH_BLOCKS];
-        let mut n = 0;
+        // One block at a time, straight from and into the jobs: independent chains overlap in
+        // the out-of-order core anyway, and gathering blocks into a staging buffer for the
+        // backend's wide (VAES) path cost more in store-forwarding stalls than it saved.
         let mut steps = 0;
-        for j in self.jobs.iter().filter(|j| j.key == self.key) {
-            steps = steps.max(usize::from(j.n_blocks));
-            for b in &j.ks[..usize::from(j.n_ks)] {
-                buf[n] = Array::from(*b);
-                n += 1;
-            }
-        }
-        encrypt_all(backend, &mut buf[..n]);
-        let mut n = 0;
         for j in self.jobs.iter_mut().filter(|j| j.key == self.key) {
+            steps = steps.max(usize::from(j.n_blocks));
             for b in j.ks[..usize::from(j.n_ks)].iter_mut() {
-                *b = buf[n].into();
-                n += 1;
+                backend.encrypt_block_inplace(<&mut Array<u8, U16>>::from(b));
             }
         }
-        let mut state = [0u128; MAX_BURST];
-        let mut lane = [0u8; MAX_BURST];
         for step in 0..steps {
-            let mut n = 0;
-            for (i, j) in self.jobs.iter().enumerate() {
+            for (j, mac) in self.jobs.iter().zip(self.macs.iter_mut()) {
                 if j.key != self.key || step >= usize::from(j.n_blocks) {
                     continue;
                 }
-                buf[n] =
-                    Array::from((state[i] ^ u128::from_ne_bytes(j.blocks[step])).to_ne_bytes());
-                lane[n] = i as u8;
-                n += 1;
+                let mut x = Array::from(
+                    (u128::from_ne_bytes(*mac) ^ u128::from_ne_bytes(j.blocks[step])).to_ne_bytes(),
+                );
+                backend.encrypt_block_inplace(&mut x);
+                *mac = x.into();
             }
-            encrypt_all(backend, &mut buf[..n]);
-            for k in 0..n {
-                state[usize::from(lane[k])] = u128::from_ne_bytes(buf[k].into());
-            }
-        }
-        for (i, j) in self.jobs.iter().enumerate() {
-            if j.key == self.key {
-                self.macs[i] = state[i].to_ne_bytes();
-            }
-        }
-    }
-}
-
-/// Encrypts independent blocks with the backend's parallel path, padding a large remainder
-/// to a full parallel batch (the padding blocks are discarded).
-#[inline(always)]
-fn encrypt_all<B: BlockCipherEncBackend<BlockSize = U16>>(
-    backend: &B,
-    blocks: &mut [Array<u8, U16>],
-) {
-    use aes::cipher::ParBlocks;
-    use aes::cipher::typenum::Unsigned;
-    let par = B::ParBlocksSize::USIZE;
-    let mut chunks = blocks.chunks_exact_mut(par);
-    for c in &mut chunks {
-        if let Ok(a) = <&mut ParBlocks<B>>::try_from(c) {
-            backend.encrypt_par_blocks_inplace(a);
-        }
-    }
-    let rem = chunks.into_remainder();
-    if rem.len() > 4 && rem.len() * 4 >= par {
-        let mut full = ParBlocks::<B>::default();
-        full[..rem.len()].copy_from_slice(rem);
-        backend.encrypt_par_blocks_inplace(&mut full);
-        rem.copy_from_slice(&full[..rem.len()]);
-    } else {
-        for b in rem {
-            backend.encrypt_block_inplace(b);
         }
     }
 }

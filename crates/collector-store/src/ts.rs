@@ -1,0 +1,237 @@
+//! The time-series store interface and the InfluxDB line protocol both backends accept.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::future::Future;
+
+/// One value of one series at one time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Measurement name (`[a-zA-Z_][a-zA-Z0-9_]*`).
+    pub measurement: String,
+    /// Tags identifying the series (names as for measurements; values any text).
+    pub tags: Vec<(String, String)>,
+    /// Field name (as for measurements).
+    pub field: String,
+    /// The value.
+    pub value: f64,
+    /// Unix time, ns. VictoriaMetrics keeps milliseconds.
+    pub time_ns: u64,
+}
+
+/// How values are combined within each step of a range query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aggregation {
+    /// Arithmetic mean.
+    #[default]
+    Avg,
+    /// Smallest value.
+    Min,
+    /// Largest value.
+    Max,
+    /// Last value.
+    Last,
+    /// Sum.
+    Sum,
+    /// Number of values.
+    Count,
+}
+
+impl Aggregation {
+    /// Parses `avg|mean|min|max|last|sum|count`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "avg" | "mean" => Self::Avg,
+            "min" => Self::Min,
+            "max" => Self::Max,
+            "last" => Self::Last,
+            "sum" => Self::Sum,
+            "count" => Self::Count,
+            _ => return None,
+        })
+    }
+}
+
+/// A range query over one field of one measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeQuery {
+    /// Measurement.
+    pub measurement: String,
+    /// Field.
+    pub field: String,
+    /// Tags that must match exactly (others are free: one series per distinct tag set).
+    pub tags: Vec<(String, String)>,
+    /// Start, Unix ns (inclusive).
+    pub start_ns: u64,
+    /// End, Unix ns (inclusive).
+    pub end_ns: u64,
+    /// Step, ns; 0 = raw values, no aggregation.
+    pub step_ns: u64,
+    /// Aggregation within a step.
+    pub aggregation: Aggregation,
+}
+
+/// The answer for one series: its tags and (Unix ns, value) pairs in time order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Series {
+    /// The series' tags.
+    pub tags: BTreeMap<String, String>,
+    /// Points in time order.
+    pub points: Vec<(u64, f64)>,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be reached (down, refused, timed out): worth retrying.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The store refused the request (4xx): retrying the same request will not help.
+    #[error("store rejected the request: {0}")]
+    Rejected(String),
+    /// The store answered something unexpected.
+    #[error("unexpected answer from the store: {0}")]
+    Protocol(String),
+    /// A name the line protocol cannot carry.
+    #[error("invalid name {0:?}: use [a-zA-Z_][a-zA-Z0-9_]*")]
+    InvalidName(String),
+}
+
+impl StoreError {
+    /// Whether retrying later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+/// A time-series store: writes samples, answers range and latest-value queries.
+pub trait TimeSeriesStore: Send + Sync + 'static {
+    /// Writes samples (one request).
+    fn write(&self, samples: &[Sample]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Series matching the query, with raw or aggregated points.
+    fn query_range(
+        &self,
+        q: &RangeQuery,
+    ) -> impl Future<Output = Result<Vec<Series>, StoreError>> + Send;
+    /// Whether the store answers.
+    fn health(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Checks a measurement, tag or field name.
+pub fn check_name(s: &str) -> Result<(), StoreError> {
+    let mut c = s.chars();
+    let ok = c
+        .next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidName(s.to_string()))
+    }
+}
+
+fn escape_tag_value(out: &mut String, v: &str) {
+    for ch in v.chars() {
+        if matches!(ch, ',' | '=' | ' ' | '\\') {
+            out.push('\\');
+        }
+        // Line breaks cannot be escaped in the line protocol: replace them.
+        out.push(if ch == '\n' || ch == '\r' { ' ' } else { ch });
+    }
+}
+
+/// Appends the samples in InfluxDB line protocol (ns timestamps), one line per sample.
+/// Non-finite values cannot be represented and are refused.
+pub fn line_protocol(out: &mut String, samples: &[Sample]) -> Result<(), StoreError> {
+    for s in samples {
+        check_name(&s.measurement)?;
+        check_name(&s.field)?;
+        if !s.value.is_finite() {
+            return Err(StoreError::Rejected(format!(
+                "non-finite value for {}.{}",
+                s.measurement, s.field
+            )));
+        }
+        out.push_str(&s.measurement);
+        let mut tags: Vec<&(String, String)> = s.tags.iter().collect();
+        tags.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, v) in tags {
+            check_name(k)?;
+            if v.is_empty() {
+                continue; // the protocol has no empty tag values
+            }
+            out.push(',');
+            out.push_str(k);
+            out.push('=');
+            escape_tag_value(out, v);
+        }
+        // `{:?}` prints the shortest representation that round-trips exactly.
+        let _ = writeln!(out, " {}={:?} {}", s.field, s.value, s.time_ns);
+    }
+    Ok(())
+}
+
+/// Quotes a value for a PromQL/MetricsQL label matcher or an InfluxQL string literal.
+pub(crate) fn quote(v: &str, q: char) -> String {
+    let mut s = String::with_capacity(v.len() + 2);
+    s.push(q);
+    for ch in v.chars() {
+        if ch == q || ch == '\\' {
+            s.push('\\');
+        }
+        s.push(ch);
+    }
+    s.push(q);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(v: f64) -> Sample {
+        Sample {
+            measurement: "hop".into(),
+            tags: vec![
+                ("path".into(), "a b,c=d".into()),
+                ("hop".into(), "2".into()),
+            ],
+            field: "latency_ns".into(),
+            value: v,
+            time_ns: 1_700_000_000_123_456_789,
+        }
+    }
+
+    #[test]
+    fn line_protocol_escapes_and_sorts_tags() {
+        let mut out = String::new();
+        line_protocol(&mut out, &[sample(1.5), sample(1e21)]).unwrap();
+        assert_eq!(
+            out,
+            "hop,hop=2,path=a\\ b\\,c\\=d latency_ns=1.5 1700000000123456789\n\
+             hop,hop=2,path=a\\ b\\,c\\=d latency_ns=1e21 1700000000123456789\n"
+        );
+    }
+
+    #[test]
+    fn bad_names_and_values_are_refused() {
+        let mut s = sample(1.0);
+        s.measurement = "hop latency".into();
+        assert!(matches!(
+            line_protocol(&mut String::new(), &[s]),
+            Err(StoreError::InvalidName(_))
+        ));
+        assert!(matches!(
+            line_protocol(&mut String::new(), &[sample(f64::NAN)]),
+            Err(StoreError::Rejected(_))
+        ));
+        assert!(check_name("_a1").is_ok() && check_name("1a").is_err() && check_name("").is_err());
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(quote(r#"a"b\c"#, '"'), r#""a\"b\\c""#);
+        assert_eq!(quote("it's", '\''), r"'it\'s'");
+    }
+}

@@ -1,0 +1,217 @@
+//! VictoriaMetrics backend: InfluxDB line protocol into `/write`, raw values out of
+//! `/api/v1/export`, aggregated steps out of `/api/v1/query_range` (`<agg>_over_time`).
+//!
+//! A sample `measurement.field` becomes the metric `measurement_field` with the sample's tags
+//! as labels (VictoriaMetrics' own mapping). VictoriaMetrics keeps millisecond timestamps,
+//! so nanoseconds are truncated to whole milliseconds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::ts::{Aggregation, RangeQuery, Sample, Series, StoreError, TimeSeriesStore};
+use crate::ts::{check_name, line_protocol, quote};
+
+/// A VictoriaMetrics server.
+#[derive(Debug, Clone)]
+pub struct Victoria {
+    base: String,
+    http: reqwest::Client,
+    force_flush: bool,
+}
+
+impl Victoria {
+    /// A client for the server at `base` (e.g. `http://127.0.0.1:8428`). With `force_flush`,
+    /// every write is followed by `/internal/force_flush` so that the samples are queryable at
+    /// once (otherwise VictoriaMetrics makes them visible within a few seconds).
+    pub fn new(base: &str, force_flush: bool) -> Result<Self, StoreError> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| StoreError::Protocol(e.to_string()))?;
+        Ok(Victoria {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+            force_flush,
+        })
+    }
+
+    fn selector(q: &RangeQuery) -> Result<String, StoreError> {
+        check_name(&q.measurement)?;
+        check_name(&q.field)?;
+        let mut s = format!("{}_{}{{", q.measurement, q.field);
+        for (i, (k, v)) in q.tags.iter().enumerate() {
+            check_name(k)?;
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(k);
+            s.push('=');
+            s.push_str(&quote(v, '"'));
+        }
+        s.push('}');
+        Ok(s)
+    }
+
+    async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<String, StoreError> {
+        let r = self
+            .http
+            .get(format!("{}{}", self.base, path))
+            .query(query)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        body_of(r).await
+    }
+}
+
+pub(crate) fn unavailable(e: reqwest::Error) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+/// The body of a successful answer; 5xx is transient, 4xx is not.
+pub(crate) async fn body_of(r: reqwest::Response) -> Result<String, StoreError> {
+    let status = r.status();
+    let body = r.text().await.map_err(unavailable)?;
+    if status.is_success() {
+        Ok(body)
+    } else if status.is_server_error() {
+        Err(StoreError::Unavailable(format!(
+            "{status}: {}",
+            body.trim()
+        )))
+    } else {
+        Err(StoreError::Rejected(format!("{status}: {}", body.trim())))
+    }
+}
+
+fn over_time(a: Aggregation) -> &'static str {
+    match a {
+        Aggregation::Avg => "avg_over_time",
+        Aggregation::Min => "min_over_time",
+        Aggregation::Max => "max_over_time",
+        Aggregation::Last => "last_over_time",
+        Aggregation::Sum => "sum_over_time",
+        Aggregation::Count => "count_over_time",
+    }
+}
+
+/// Seconds with millisecond precision, as VictoriaMetrics takes them.
+fn secs(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1_000_000_000, ns / 1_000_000 % 1000)
+}
+
+fn labels(metric: &Value) -> BTreeMap<String, String> {
+    metric
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "__name__")
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn bad(what: &str) -> StoreError {
+    StoreError::Protocol(format!("VictoriaMetrics answer: {what}"))
+}
+
+impl TimeSeriesStore for Victoria {
+    async fn write(&self, samples: &[Sample]) -> Result<(), StoreError> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        let mut body = String::with_capacity(samples.len() * 96);
+        line_protocol(&mut body, samples)?;
+        let r = self
+            .http
+            .post(format!("{}/write", self.base))
+            .body(body)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        body_of(r).await?;
+        if self.force_flush {
+            self.get("/internal/force_flush", &[]).await?;
+        }
+        Ok(())
+    }
+
+    async fn query_range(&self, q: &RangeQuery) -> Result<Vec<Series>, StoreError> {
+        let sel = Self::selector(q)?;
+        if q.step_ns == 0 {
+            // Raw values: the export API streams one JSON object per series.
+            let body = self
+                .get(
+                    "/api/v1/export",
+                    &[
+                        ("match[]", sel),
+                        ("start", secs(q.start_ns)),
+                        ("end", secs(q.end_ns)),
+                    ],
+                )
+                .await?;
+            let mut out = Vec::new();
+            for line in body.lines().filter(|l| !l.trim().is_empty()) {
+                let v: Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
+                let ts = v["timestamps"]
+                    .as_array()
+                    .ok_or_else(|| bad("timestamps"))?;
+                let vs = v["values"].as_array().ok_or_else(|| bad("values"))?;
+                let mut points: Vec<(u64, f64)> = ts
+                    .iter()
+                    .zip(vs)
+                    .filter_map(|(t, v)| Some((t.as_u64()? * 1_000_000, v.as_f64()?)))
+                    .collect();
+                points.sort_by_key(|p| p.0);
+                out.push(Series {
+                    tags: labels(&v["metric"]),
+                    points,
+                });
+            }
+            out.sort_by(|a, b| a.tags.cmp(&b.tags));
+            return Ok(out);
+        }
+        let step_ms = (q.step_ns / 1_000_000).max(1);
+        let query = format!("{}({}[{}ms])", over_time(q.aggregation), sel, step_ms);
+        let body = self
+            .get(
+                "/api/v1/query_range",
+                &[
+                    ("query", query),
+                    ("start", secs(q.start_ns)),
+                    ("end", secs(q.end_ns)),
+                    ("step", format!("{step_ms}ms")),
+                ],
+            )
+            .await?;
+        let v: Value = serde_json::from_str(&body).map_err(|e| bad(&e.to_string()))?;
+        let result = v["data"]["result"]
+            .as_array()
+            .ok_or_else(|| bad("data.result"))?;
+        let mut out = Vec::new();
+        for r in result {
+            let values = r["values"].as_array().ok_or_else(|| bad("values"))?;
+            let points = values
+                .iter()
+                .filter_map(|p| {
+                    let t = p.get(0)?.as_f64()?;
+                    let v: f64 = p.get(1)?.as_str()?.parse().ok()?;
+                    Some(((t * 1000.0).round() as u64 * 1_000_000, v))
+                })
+                .collect();
+            out.push(Series {
+                tags: labels(&r["metric"]),
+                points,
+            });
+        }
+        out.sort_by(|a, b| a.tags.cmp(&b.tags));
+        Ok(out)
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        self.get("/health", &[]).await.map(|_| ())
+    }
+}
