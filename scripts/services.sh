@@ -50,7 +50,7 @@ start_postgres() {
     if ! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$d/data" status >/dev/null 2>&1; then
         runuser -u postgres -- "$PGBIN/pg_ctl" -D "$d/data" -l "$d/pg.log" -w -t 30 \
             -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$d -c fsync=off -c max_connections=200" \
-            start >/dev/null || die "postgres did not start: $(tail -5 "$d/pg.log")"
+            start >/dev/null 9>&- || die "postgres did not start: $(tail -5 "$d/pg.log")"
     fi
     wait_for "runuser -u postgres -- $PGBIN/pg_isready -h 127.0.0.1 -p $PG_PORT" 30 || die "postgres not ready"
     local psql=(runuser -u postgres -- psql -h "$d" -p "$PG_PORT" -U postgres -qAt)
@@ -76,7 +76,7 @@ start_victoria() {
     if ! alive "$d/pid"; then
         victoria-metrics -storageDataPath="$d/data" -httpListenAddr="127.0.0.1:$VM_PORT" \
             -retentionPeriod=100y -loggerLevel=WARN -search.disableCache \
-            -search.latencyOffset=0s >"$d/vm.log" 2>&1 &
+            -search.latencyOffset=0s >"$d/vm.log" 2>&1 9>&- &
         echo $! >"$d/pid"
     fi
     wait_for "http_ok http://127.0.0.1:$VM_PORT/health" 30 || die "victoria-metrics not ready: $(tail -3 "$d/vm.log")"
@@ -91,7 +91,7 @@ start_influx() {
             INFLUXDB_META_DIR="$d/meta" INFLUXDB_DATA_DIR="$d/data" INFLUXDB_DATA_WAL_DIR="$d/wal" \
             INFLUXDB_HTTP_BIND_ADDRESS="127.0.0.1:$IX_PORT" INFLUXDB_HTTP_LOG_ENABLED=false \
             INFLUXDB_DATA_QUERY_LOG_ENABLED=false \
-            influxd -config /etc/influxdb/influxdb.conf >"$d/influxd.log" 2>&1 &
+            influxd -config /etc/influxdb/influxdb.conf >"$d/influxd.log" 2>&1 9>&- &
         echo $! >"$d/pid"
     fi
     wait_for "http_ok http://127.0.0.1:$IX_PORT/ping" 30 || die "influxd not ready: $(tail -3 "$d/influxd.log")"

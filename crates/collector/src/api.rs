@@ -466,8 +466,13 @@ async fn telemetry(State(s): State<AppState>, Query(q): Query<KeyQuery>) -> ApiR
 
 #[derive(Deserialize)]
 struct HistoryQuery {
-    #[serde(flatten)]
-    key: KeyQuery,
+    scope: Option<String>,
+    measurement: Option<String>,
+    ia: Option<String>,
+    node: Option<u32>,
+    ifid: Option<u16>,
+    path: Option<String>,
+    hop: Option<u64>,
     /// Start, Unix ns (default: an hour ago).
     from: Option<u64>,
     /// End, Unix ns (default: now).
@@ -478,13 +483,26 @@ struct HistoryQuery {
     agg: Option<String>,
 }
 
+impl HistoryQuery {
+    /// The key part (serde's `flatten` would turn the numbers into strings).
+    fn key(&self) -> KeyQuery {
+        KeyQuery {
+            scope: self.scope.clone(),
+            measurement: self.measurement.clone(),
+            ia: self.ia.clone(),
+            node: self.node,
+            ifid: self.ifid,
+            path: self.path.clone(),
+            hop: self.hop,
+        }
+    }
+}
+
 async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> ApiResult {
-    let f = key_filter(&q.key)?;
-    if let (Some(store), Some(scope), Some(m)) = (
-        &s.history,
-        q.key.scope.as_deref(),
-        q.key.measurement.as_deref(),
-    ) {
+    let f = key_filter(&q.key())?;
+    if let (Some(store), Some(scope), Some(m)) =
+        (&s.history, q.scope.as_deref(), q.measurement.as_deref())
+    {
         return store_history(
             store.as_ref(),
             &q,
@@ -555,7 +573,7 @@ async fn store_history(
             "unknown aggregation {agg:?} (avg, min, max, last)"
         )));
     }
-    let k = &q.key;
+    let k = &q.key();
     let mut tags = Vec::new();
     if let Some(ia) = &k.ia {
         tags.push(("ia".to_string(), parse_ia(ia)?.to_string()));
