@@ -119,7 +119,8 @@ which=("$@")
 mkdir -p "$DIR"
 case "$cmd" in
 start)
-    # One starter at a time (test binaries may call this concurrently).
+    # One starter at a time (test binaries may call this concurrently); the services started
+    # below must not inherit the lock's descriptor (9>&-), or they would hold it forever.
     exec 9>"$DIR/.lock"
     flock 9
     for s in "${which[@]}"; do

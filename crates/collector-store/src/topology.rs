@@ -199,7 +199,7 @@ impl TopologyDb {
     pub async fn connect(url: &str, quarantine_cap: u64) -> Result<Self, DbError> {
         let pool = PgPoolOptions::new()
             .max_connections(4)
-            .acquire_timeout(Duration::from_secs(5))
+            .acquire_timeout(Duration::from_secs(2))
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
@@ -336,6 +336,12 @@ impl TopologyDb {
                 first_seen_ns: un(r.get(2)),
             });
         }
+        // SQL orders the signed column form; callers get unsigned order.
+        snap.ases.sort_by_key(|a| a.ia);
+        snap.links.sort();
+        snap.internal_links.sort();
+        snap.paths.sort_by_key(|p| p.fingerprint);
+        snap.unknown_paths.sort_by_key(|p| p.fingerprint);
         Ok(snap)
     }
 
@@ -356,6 +362,15 @@ impl TopologyDb {
                 report: r.get(3),
             })
             .collect())
+    }
+}
+
+/// PostgreSQL text cannot hold NUL characters.
+fn no_nul(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        s.replace('\0', "\u{fffd}").into()
+    } else {
+        s.into()
     }
 }
 
@@ -386,7 +401,7 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
                 )
                 .bind(ia(a.ia))
                 .bind(i64::from(r.node_id))
-                .bind(&r.name)
+                .bind(no_nul(&r.name))
                 .execute(&mut **tx)
                 .await?;
             }
@@ -400,7 +415,7 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
                 .bind(ia(a.ia))
                 .bind(i32::from(i.ifid))
                 .bind(i.node_id.map(i64::from))
-                .bind(&i.link_type)
+                .bind(no_nul(&i.link_type))
                 .bind(i.neighbor_ia.map(ia))
                 .bind(i.neighbor_ifid.map(i32::from))
                 .execute(&mut **tx)
@@ -454,7 +469,7 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
         Change::UnknownPath(u) => {
             sqlx::query("INSERT INTO unknown_path VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
                 .bind(ia(u.fingerprint))
-                .bind(&u.detail)
+                .bind(no_nul(&u.detail))
                 .bind(u.first_seen_ns as i64)
                 .execute(&mut **tx)
                 .await?;
@@ -465,8 +480,8 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
                  $3, $4)",
             )
             .bind(q.received_ns as i64)
-            .bind(&q.reason)
-            .bind(&q.detail)
+            .bind(no_nul(&q.reason))
+            .bind(no_nul(&q.detail))
             .bind(&q.report)
             .execute(&mut **tx)
             .await?;
@@ -486,6 +501,8 @@ pub struct WriteBehindStats {
     pub refused: u64,
     /// Failed transactions that were retried.
     pub retries: u64,
+    /// Changes PostgreSQL refused outright (logged with the reason; not retried).
+    pub failed: u64,
     /// Accepted changes not yet written.
     pub pending: u64,
 }
@@ -506,6 +523,7 @@ struct Shared {
     written: AtomicU64,
     refused: AtomicU64,
     retries: AtomicU64,
+    failed: AtomicU64,
 }
 
 impl Shared {
@@ -547,6 +565,7 @@ impl WriteBehind {
             written: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         });
         let task = tokio::spawn(write_loop(db, shared.clone()));
         WriteBehind {
@@ -582,6 +601,7 @@ impl WriteBehind {
             written: s.written.load(Relaxed),
             refused: s.refused.load(Relaxed),
             retries: s.retries.load(Relaxed),
+            failed: s.failed.load(Relaxed),
             pending: s.pending(),
         }
     }
@@ -659,6 +679,31 @@ async fn write_loop(db: TopologyDb, s: Arc<Shared>) {
                     if logged {
                         tracing::info!("topology writes resumed");
                     }
+                    break;
+                }
+                Err(DbError::Sql(sqlx::Error::Database(e))) => {
+                    // The server refused the data itself: retrying the batch would block the
+                    // queue forever. Write the changes one by one; count and log refusals.
+                    tracing::warn!(error = %e, "topology batch refused; writing changes one by one");
+                    for c in &batch {
+                        loop {
+                            match db.apply(std::slice::from_ref(c)).await {
+                                Ok(()) => s.written.fetch_add(1, Relaxed),
+                                Err(DbError::Sql(sqlx::Error::Database(e))) => {
+                                    tracing::error!(error = %e, change = ?c, "topology change refused by PostgreSQL");
+                                    s.failed.fetch_add(1, Relaxed)
+                                }
+                                Err(_) => {
+                                    s.retries.fetch_add(1, Relaxed);
+                                    tokio::time::sleep(delay).await;
+                                    delay = (delay * 2).min(Duration::from_secs(5));
+                                    continue;
+                                }
+                            };
+                            break;
+                        }
+                    }
+                    s.in_flight.store(0, Relaxed);
                     break;
                 }
                 Err(e) => {

@@ -3,7 +3,10 @@
 //!
 //! A sample `measurement.field` becomes the metric `measurement_field` with the sample's tags
 //! as labels (VictoriaMetrics' own mapping). VictoriaMetrics keeps millisecond timestamps,
-//! so nanoseconds are truncated to whole milliseconds.
+//! so nanoseconds are truncated to whole milliseconds. Aggregated steps are stamped with the
+//! start of their window like InfluxDB's; VictoriaMetrics' windows are `(start, start+step]`
+//! where InfluxDB's are `[start, start+step)`, which only matters for samples exactly on a
+//! step boundary.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -199,8 +202,12 @@ impl TimeSeriesStore for Victoria {
                 .filter_map(|p| {
                     let t = p.get(0)?.as_f64()?;
                     let v: f64 = p.get(1)?.as_str()?.parse().ok()?;
-                    Some(((t * 1000.0).round() as u64 * 1_000_000, v))
+                    // Stamp each step with the start of its window, as InfluxDB does
+                    // (VictoriaMetrics stamps the window's end).
+                    let end_ns = (t * 1000.0).round() as u64 * 1_000_000;
+                    Some((end_ns.checked_sub(step_ms * 1_000_000)?, v))
                 })
+                .filter(|p| p.0 >= q.start_ns)
                 .collect();
             out.push(Series {
                 tags: labels(&r["metric"]),

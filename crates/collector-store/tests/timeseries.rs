@@ -1,0 +1,261 @@
+//! One test suite for every time-series backend, against the real servers started by
+//! `scripts/services.sh`.
+
+mod common;
+
+use std::time::Duration;
+
+use collector_store::influx::Influx;
+use collector_store::victoria::Victoria;
+use collector_store::writer::{BufferedWriter, Refused, WriterConfig};
+use collector_store::{Aggregation, RangeQuery, Sample, TimeSeriesStore};
+use common::{Cleanup, Services, now_ns, unique};
+
+const S: u64 = 1_000_000_000;
+
+fn sample(series: &str, hop: u32, value: f64, time_ns: u64) -> Sample {
+    Sample {
+        measurement: "hop".into(),
+        tags: vec![
+            ("series".into(), series.into()),
+            ("hop".into(), hop.to_string()),
+        ],
+        field: "latency_ns".into(),
+        value,
+        time_ns,
+    }
+}
+
+fn query(
+    series: &str,
+    start_ns: u64,
+    end_ns: u64,
+    step_ns: u64,
+    aggregation: Aggregation,
+) -> RangeQuery {
+    RangeQuery {
+        measurement: "hop".into(),
+        field: "latency_ns".into(),
+        tags: vec![("series".into(), series.into())],
+        start_ns,
+        end_ns,
+        step_ns,
+        aggregation,
+    }
+}
+
+/// A recent time aligned to 10 s (both stores align steps to the epoch).
+fn base_time() -> u64 {
+    (now_ns() / (10 * S) - 12) * 10 * S
+}
+
+/// Exact values back, one series per tag set, in time order.
+async fn exact_round_trip<T: TimeSeriesStore>(store: &T) {
+    let series = unique("exact");
+    let t0 = base_time();
+    let mut samples = Vec::new();
+    for k in 0..20u64 {
+        samples.push(sample(
+            &series,
+            1,
+            1000.0 + k as f64 * 0.25,
+            t0 + k * 250_000_000,
+        ));
+        samples.push(sample(&series, 2, -(k as f64) * 1e9, t0 + k * 250_000_000));
+    }
+    store.write(&samples).await.unwrap();
+    let got = store
+        .query_range(&query(&series, t0, t0 + 10 * S, 0, Aggregation::Avg))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 2, "{got:?}");
+    for (s, hop) in got.iter().zip([1u32, 2]) {
+        assert_eq!(
+            s.tags.get("hop").map(String::as_str),
+            Some(hop.to_string().as_str())
+        );
+        assert_eq!(s.tags.get("series"), Some(&series));
+        let want: Vec<(u64, f64)> = samples
+            .iter()
+            .filter(|x| x.tags[1].1 == hop.to_string())
+            .map(|x| (x.time_ns, x.value))
+            .collect();
+        assert_eq!(s.points, want);
+    }
+}
+
+/// Steps aggregate what falls into them; points are stamped with their window's start.
+async fn aggregated_steps<T: TimeSeriesStore>(store: &T) {
+    let series = unique("agg");
+    let t0 = base_time();
+    // Window [t0, t0+5s): 1, 2, 6; window [t0+5s, t0+10s): 10, 30.
+    let at = [(1, 1.0), (2, 2.0), (3, 6.0), (6, 10.0), (7, 30.0)];
+    let samples: Vec<Sample> = at
+        .iter()
+        .map(|&(s, v)| sample(&series, 1, v, t0 + s * S))
+        .collect();
+    store.write(&samples).await.unwrap();
+    for (agg, want) in [
+        (Aggregation::Avg, [3.0, 20.0]),
+        (Aggregation::Min, [1.0, 10.0]),
+        (Aggregation::Max, [6.0, 30.0]),
+        (Aggregation::Sum, [9.0, 40.0]),
+        (Aggregation::Count, [3.0, 2.0]),
+        (Aggregation::Last, [6.0, 30.0]),
+    ] {
+        let got = store
+            .query_range(&query(&series, t0, t0 + 10 * S, 5 * S, agg))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{agg:?}: {got:?}");
+        assert_eq!(
+            got[0].points,
+            vec![(t0, want[0]), (t0 + 5 * S, want[1])],
+            "{agg:?}"
+        );
+    }
+    // Nothing outside the range.
+    let none = store
+        .query_range(&query(
+            &series,
+            t0 + 20 * S,
+            t0 + 30 * S,
+            0,
+            Aggregation::Avg,
+        ))
+        .await
+        .unwrap();
+    assert!(none.iter().all(|s| s.points.is_empty()), "{none:?}");
+}
+
+/// The writer buffers while the store is down, pushes back when full, and delivers
+/// everything it accepted once the store is back.
+async fn outage<T: TimeSeriesStore + Clone>(store: T, services: &Services, which: &str) {
+    let series = unique("outage");
+    let t0 = base_time();
+    services.stop(&[which]);
+    assert!(store.health().await.is_err());
+    let w = BufferedWriter::spawn(
+        store.clone(),
+        WriterConfig {
+            capacity: 1500,
+            batch: 400,
+            max_delay: Duration::from_millis(20),
+            backoff_min: Duration::from_millis(20),
+            backoff_max: Duration::from_millis(200),
+        },
+    );
+    let samples: Vec<Sample> = (0..1000u64)
+        .map(|k| sample(&series, 7, k as f64, t0 + k * 1_000_000))
+        .collect();
+    for chunk in samples.chunks(100) {
+        w.try_write(chunk).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let st = w.stats();
+    assert_eq!(
+        (st.accepted, st.written, st.pending),
+        (1000, 0, 1000),
+        "{st:?}"
+    );
+    assert!(st.retries > 0 && w.last_error().is_some(), "{st:?}");
+    // Full: all-or-nothing refusal, counted.
+    let more: Vec<Sample> = (0..600u64)
+        .map(|k| sample(&series, 8, 1.0, t0 + k))
+        .collect();
+    assert!(matches!(
+        w.try_write(&more),
+        Err(Refused::Full {
+            pending: 1000,
+            capacity: 1500
+        })
+    ));
+    assert_eq!(w.stats().refused_full, 600);
+    // Waiting writers give up after their timeout.
+    assert!(matches!(
+        w.write(&more, Duration::from_millis(50)).await,
+        Err(Refused::Full { .. })
+    ));
+    services.start(&[which]);
+    assert_eq!(w.flush(Duration::from_secs(20)).await, 0, "{:?}", w.stats());
+    let st = w.stats();
+    assert_eq!(
+        (st.accepted, st.written, st.pending),
+        (1000, 1000, 0),
+        "{st:?}"
+    );
+    let got = store
+        .query_range(&query(&series, t0, t0 + 10 * S, 0, Aggregation::Avg))
+        .await
+        .unwrap();
+    let points: Vec<(u64, f64)> = got.iter().flat_map(|s| s.points.clone()).collect();
+    assert_eq!(points.len(), 1000);
+    assert!(points.iter().enumerate().all(|(k, p)| p.1 == k as f64));
+    // Invalid samples are refused up front, never accepted then lost.
+    let mut bad = sample(&series, 1, f64::INFINITY, t0);
+    assert!(matches!(
+        w.try_write(&[bad.clone()]),
+        Err(Refused::Invalid(_))
+    ));
+    bad.value = 1.0;
+    bad.field = "not a name".into();
+    assert!(matches!(w.try_write(&[bad]), Err(Refused::Invalid(_))));
+    assert_eq!(w.close(Duration::from_secs(5)).await, 0);
+    assert!(matches!(w.try_write(&samples[..1]), Err(Refused::Closed)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics() {
+    let s = Services::shared(&["victoria"]);
+    let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
+    vm.health().await.unwrap();
+    exact_round_trip(&vm).await;
+    aggregated_steps(&vm).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn influxdb() {
+    let s = Services::shared(&["influx"]);
+    let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
+        .await
+        .unwrap();
+    ix.health().await.unwrap();
+    exact_round_trip(&ix).await;
+    aggregated_steps(&ix).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_outage() {
+    let s = Services::private("vm-outage", 56100, &["victoria"]);
+    let _c = Cleanup(&s);
+    let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
+    outage(vm, &s, "victoria").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn influxdb_outage() {
+    let s = Services::private("influx-outage", 56200, &["influx"]);
+    let _c = Cleanup(&s);
+    let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
+        .await
+        .unwrap();
+    outage(ix, &s, "influx").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_queries_are_typed_errors() {
+    let s = Services::shared(&["victoria", "influx"]);
+    let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
+    let mut q = query("x", 0, 1, 0, Aggregation::Avg);
+    q.measurement = "a\"}b".into();
+    assert!(matches!(
+        vm.query_range(&q).await,
+        Err(collector_store::StoreError::InvalidName(_))
+    ));
+    let down = Victoria::new("http://127.0.0.1:9", false).unwrap();
+    let e = down
+        .write(&[sample("x", 1, 1.0, now_ns())])
+        .await
+        .unwrap_err();
+    assert!(e.is_transient(), "{e}");
+}
