@@ -1,0 +1,324 @@
+//! The collector's DRKey keys: the own AS's from its master secret, other ASes' from imported
+//! level-1 keys (a JSON file at start, the admin API at run time), behind one
+//! [`Level1Provider`]; per-worker caches of the level-2/3 keys the verifier needs.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use drkey::provider::{Level1Provider, LocalProvider, ProviderError};
+use drkey::{Epoch, Key, Protocol};
+use idint_wire::crypto::Aes128;
+use idint_wire::{HostAddr, IsdAsn};
+use rustc_hash::FxHashMap;
+
+/// One imported level-1 key K(src -> dst) (same JSON shape as `drkey`'s static key files).
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct ImportedKey {
+    /// Issuing AS, e.g. `1-ff00:0:111`.
+    pub src_ia: String,
+    /// Receiving AS (the collector's).
+    pub dst_ia: String,
+    /// DRKey protocol number (2 = ID-INT).
+    pub protocol: u16,
+    /// First second of validity.
+    pub epoch_begin: u32,
+    /// First second after validity.
+    pub epoch_end: u32,
+    /// The key, 32 hex digits.
+    pub key_hex: String,
+}
+
+/// Imported level-1 keys by (protocol, src, dst), each with its epochs.
+type KeyTable = HashMap<(Protocol, IsdAsn, IsdAsn), Vec<(Epoch, Key)>>;
+
+/// Level-1 keys imported at run time (thread-safe; read on cache misses only).
+#[derive(Default)]
+pub struct ImportedKeys {
+    keys: RwLock<KeyTable>,
+    generation: AtomicU64,
+}
+
+impl ImportedKeys {
+    /// Adds keys; all or nothing. Returns how many were added.
+    pub fn import(&self, entries: &[ImportedKey]) -> Result<usize, String> {
+        let mut parsed = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            let bad = |what: &str| format!("key {i}: {what}");
+            let src: IsdAsn = e.src_ia.parse().map_err(|_| bad("bad src_ia"))?;
+            let dst: IsdAsn = e.dst_ia.parse().map_err(|_| bad("bad dst_ia"))?;
+            let epoch = Epoch::new(e.epoch_begin, e.epoch_end)
+                .ok_or_else(|| bad("epoch_end <= epoch_begin"))?;
+            let raw: [u8; 16] = hex::decode(&e.key_hex)
+                .ok()
+                .and_then(|v| v.try_into().ok())
+                .ok_or_else(|| bad("key_hex is not 32 hex digits"))?;
+            parsed.push((
+                (Protocol(e.protocol), src, dst),
+                epoch,
+                Key::from_bytes(raw),
+            ));
+        }
+        let mut keys = self.keys.write().map_err(|_| "key store poisoned")?;
+        let n = parsed.len();
+        for (id, epoch, key) in parsed {
+            let v = keys.entry(id).or_default();
+            v.retain(|(e, _)| *e != epoch);
+            v.push((epoch, key));
+        }
+        self.generation.fetch_add(1, Ordering::Release);
+        Ok(n)
+    }
+
+    /// Parses and adds a JSON array of [`ImportedKey`].
+    pub fn import_json(&self, text: &str) -> Result<usize, String> {
+        let entries: Vec<ImportedKey> =
+            serde_json::from_str(text).map_err(|e| format!("key file: {e}"))?;
+        self.import(&entries)
+    }
+
+    /// Imports so far (caches of derived keys are dropped when it moves).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Number of (protocol, src, dst) pairs with keys.
+    pub fn len(&self) -> usize {
+        self.keys.read().map(|k| k.len()).unwrap_or(0)
+    }
+
+    /// Whether no key was imported.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Level1Provider for ImportedKeys {
+    fn level1(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), ProviderError> {
+        let not_found = ProviderError::NotFound {
+            src,
+            dst,
+            protocol,
+            time,
+        };
+        let keys = self
+            .keys
+            .read()
+            .map_err(|_| ProviderError::Config("poisoned".into()))?;
+        keys.get(&(protocol, src, dst))
+            .and_then(|v| v.iter().find(|(e, _)| e.contains(time)))
+            .map(|(e, k)| (*e, k.clone()))
+            .ok_or(not_found)
+    }
+}
+
+/// The own AS's provider for its keys, imported keys for the others.
+pub struct CollectorProvider {
+    local_ia: IsdAsn,
+    local: Option<LocalProvider>,
+    imported: Arc<ImportedKeys>,
+    extra: Option<Arc<dyn Level1Provider>>,
+}
+
+impl CollectorProvider {
+    /// A provider for `local_ia` (master secret optional: without it own-AS keys must be
+    /// imported too), imported keys, and an optional further provider (for example the
+    /// control service client from `drkey-grpc`) asked last.
+    pub fn new(
+        local_ia: IsdAsn,
+        local: Option<LocalProvider>,
+        imported: Arc<ImportedKeys>,
+        extra: Option<Arc<dyn Level1Provider>>,
+    ) -> Self {
+        CollectorProvider {
+            local_ia,
+            local,
+            imported,
+            extra,
+        }
+    }
+}
+
+impl Level1Provider for CollectorProvider {
+    fn level1(
+        &self,
+        protocol: Protocol,
+        src: IsdAsn,
+        dst: IsdAsn,
+        time: u64,
+    ) -> Result<(Epoch, Key), ProviderError> {
+        if src == self.local_ia
+            && let Some(l) = &self.local
+        {
+            return l.level1(protocol, src, dst, time);
+        }
+        match self.imported.level1(protocol, src, dst, time) {
+            Ok(k) => Ok(k),
+            Err(e) => match &self.extra {
+                Some(x) => x.level1(protocol, src, dst, time),
+                None => Err(e),
+            },
+        }
+    }
+}
+
+/// Why a key could not be had.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    /// No level-1 key for this AS at this time.
+    NoLevel1(IsdAsn),
+    /// The host address cannot be used for derivation.
+    BadHost,
+}
+
+/// Keys of one path's ASes, valid while `begin <= t < end` (the intersection of epochs).
+struct PathKeys {
+    begin: u64,
+    end: u64,
+    keys: Vec<Aes128>,
+}
+
+/// A worker's key resolver: the AS-to-host keys K(AS -> collector) of every AS of a path,
+/// kept per path for the intersection of their epochs, and the host-to-host source keys
+/// K(src AS:host -> collector), kept per source. A report whose keys are cached costs two
+/// hash lookups and no copies.
+pub struct KeyResolver {
+    local_ia: IsdAsn,
+    host: HostAddr,
+    provider: Arc<dyn Level1Provider>,
+    path_keys: FxHashMap<u64, PathKeys>,
+    source_keys: FxHashMap<u64, (Epoch, Aes128)>,
+    capacity: usize,
+    watched: Option<(Arc<ImportedKeys>, u64)>,
+}
+
+impl KeyResolver {
+    /// Keys for the verifier `host` in `local_ia`.
+    pub fn new(local_ia: IsdAsn, host: HostAddr, provider: Arc<dyn Level1Provider>) -> Self {
+        KeyResolver {
+            local_ia,
+            host,
+            provider,
+            path_keys: FxHashMap::default(),
+            source_keys: FxHashMap::default(),
+            capacity: 1 << 16,
+            watched: None,
+        }
+    }
+
+    /// Drops cached keys whenever `imported` changes (see [`Self::refresh`]).
+    pub fn watch(mut self, imported: Arc<ImportedKeys>) -> Self {
+        let g = imported.generation();
+        self.watched = Some((imported, g));
+        self
+    }
+
+    /// Drops every cached key if the watched imports changed since the last call (cheap:
+    /// one atomic load; the pipeline calls it once per batch).
+    pub fn refresh(&mut self) {
+        if let Some((imp, seen)) = &mut self.watched {
+            let g = imp.generation();
+            if g != *seen {
+                *seen = g;
+                self.clear();
+            }
+        }
+    }
+
+    /// Drops every cached key (for example when paths were remapped).
+    pub fn clear(&mut self) {
+        self.path_keys.clear();
+        self.source_keys.clear();
+    }
+
+    /// The verifier's AS.
+    pub fn local_ia(&self) -> IsdAsn {
+        self.local_ia
+    }
+
+    /// The verifier's host.
+    pub fn host(&self) -> HostAddr {
+        self.host
+    }
+
+    /// K(`ia` -> collector) at `time_s` and its epoch.
+    pub fn as_key(&self, ia: IsdAsn, time_s: u64) -> Result<(Epoch, Aes128), KeyError> {
+        let (epoch, l1) = self
+            .provider
+            .level1(Protocol::IDINT, ia, self.local_ia, time_s)
+            .map_err(|_| KeyError::NoLevel1(ia))?;
+        let k = drkey::as_host(&l1.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
+        Ok((epoch, k.cipher()))
+    }
+
+    /// The keys of path `path` (ASes `ases` in hop order) at `time_s`.
+    pub fn path_keys(
+        &mut self,
+        path: u64,
+        ases: &[IsdAsn],
+        time_s: u64,
+    ) -> Result<&[Aes128], KeyError> {
+        let fresh = matches!(self.path_keys.get(&path),
+            Some(p) if p.begin <= time_s && time_s < p.end && p.keys.len() == ases.len());
+        if !fresh {
+            let (mut begin, mut end) = (0u64, u64::MAX);
+            let mut keys = Vec::with_capacity(ases.len());
+            for &ia in ases {
+                let (e, k) = self.as_key(ia, time_s)?;
+                begin = begin.max(u64::from(e.begin));
+                end = end.min(u64::from(e.end));
+                keys.push(k);
+            }
+            if self.path_keys.len() >= self.capacity {
+                self.path_keys.clear();
+            }
+            self.path_keys.insert(path, PathKeys { begin, end, keys });
+        }
+        self.path_keys
+            .get(&path)
+            .map(|p| &p.keys[..])
+            .ok_or(KeyError::BadHost)
+    }
+
+    /// The cached source key of source `id` and keys of `path` (after [`Self::source_key`] and
+    /// [`Self::path_keys`] succeeded for them).
+    pub fn cached(&self, id: u64, path: u64) -> Option<(&Aes128, &[Aes128])> {
+        let s = self.source_keys.get(&id)?;
+        let p = self.path_keys.get(&path)?;
+        Some((&s.1, &p.keys[..]))
+    }
+
+    /// K(`ia`:`src` -> collector) at `time_s`, the source entry's key; `id` identifies the
+    /// source (cache key).
+    pub fn source_key(
+        &mut self,
+        id: u64,
+        ia: IsdAsn,
+        src: HostAddr,
+        time_s: u64,
+    ) -> Result<&Aes128, KeyError> {
+        let fresh = matches!(self.source_keys.get(&id), Some((e, _)) if e.contains(time_s));
+        if !fresh {
+            let (epoch, l1) = self
+                .provider
+                .level1(Protocol::IDINT, ia, self.local_ia, time_s)
+                .map_err(|_| KeyError::NoLevel1(ia))?;
+            let ha = drkey::host_as(&l1.cipher(), &src).map_err(|_| KeyError::BadHost)?;
+            let hh = drkey::host_host(&ha.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
+            if self.source_keys.len() >= self.capacity {
+                self.source_keys.clear();
+            }
+            self.source_keys.insert(id, (epoch, hh.cipher()));
+        }
+        self.source_keys
+            .get(&id)
+            .map(|(_, k)| k)
+            .ok_or(KeyError::BadHost)
+    }
+}

@@ -1,0 +1,392 @@
+//! Metrics and event detection in the INTCollector model: a metric key is (scope ids,
+//! measurement); the latest value of every key lives in memory, and a value is written to the
+//! time-series store only when the key is new, when it moved beyond the measurement's
+//! threshold since the last written value, or when the periodic refresh is due.
+
+use std::collections::VecDeque;
+use std::sync::RwLock;
+
+use idint_wire::IsdAsn;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// What a metric describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One AS hop of one path: ids (path id, AS hop index).
+    Hop,
+    /// A border router: ids (ISD-AS, node id).
+    Router,
+    /// An interface's link (egress side): ids (ISD-AS, interface id).
+    Link,
+    /// An egress queue of a router: ids (ISD-AS, node id, interface id).
+    Queue,
+    /// A path: ids (path id).
+    Path,
+}
+
+/// What is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measurement {
+    /// Latency in ns: per hop / router (egress − ingress timestamp), per link (next AS's
+    /// ingress − this AS's egress), per path (last ingress − source timestamp).
+    LatencyNs,
+    /// Link utilisation in kbit/s (per path: the bottleneck, the maximum).
+    UtilisationKbps,
+    /// Instantaneous queue length in packets (per path: the maximum).
+    QueueLen,
+    /// Forwarding energy per packet in nJ (per path: the sum).
+    EnergyNj,
+    /// CO2 per packet in pg (per path: the sum).
+    Co2Pg,
+}
+
+impl Measurement {
+    /// Every measurement.
+    pub const ALL: [Measurement; 5] = [
+        Measurement::LatencyNs,
+        Measurement::UtilisationKbps,
+        Measurement::QueueLen,
+        Measurement::EnergyNj,
+        Measurement::Co2Pg,
+    ];
+
+    /// Name (as in JSON, the configuration and the time-series store).
+    pub fn name(self) -> &'static str {
+        match self {
+            Measurement::LatencyNs => "latency_ns",
+            Measurement::UtilisationKbps => "utilisation_kbps",
+            Measurement::QueueLen => "queue_len",
+            Measurement::EnergyNj => "energy_nj",
+            Measurement::Co2Pg => "co2_pg",
+        }
+    }
+
+    /// Parses a name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// A metric key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MetricKey {
+    /// Scope.
+    pub scope: Scope,
+    /// Ids (meaning per scope; unused ones 0).
+    pub ids: [u64; 3],
+    /// Measurement.
+    pub measurement: Measurement,
+}
+
+impl MetricKey {
+    /// Per-hop metric.
+    pub fn hop(path: u64, hop: usize, m: Measurement) -> Self {
+        Self::new(Scope::Hop, [path, hop as u64, 0], m)
+    }
+    /// Router metric.
+    pub fn router(ia: IsdAsn, node: u32, m: Measurement) -> Self {
+        Self::new(Scope::Router, [ia.to_u64(), u64::from(node), 0], m)
+    }
+    /// Link metric.
+    pub fn link(ia: IsdAsn, ifid: u16, m: Measurement) -> Self {
+        Self::new(Scope::Link, [ia.to_u64(), u64::from(ifid), 0], m)
+    }
+    /// Queue metric.
+    pub fn queue(ia: IsdAsn, node: u32, ifid: u16) -> Self {
+        Self::new(
+            Scope::Queue,
+            [ia.to_u64(), u64::from(node), u64::from(ifid)],
+            Measurement::QueueLen,
+        )
+    }
+    /// Path metric.
+    pub fn path(id: u64, m: Measurement) -> Self {
+        Self::new(Scope::Path, [id, 0, 0], m)
+    }
+    const fn new(scope: Scope, ids: [u64; 3], measurement: Measurement) -> Self {
+        MetricKey {
+            scope,
+            ids,
+            measurement,
+        }
+    }
+
+    /// Tags naming the key (for JSON and the time-series store), e.g.
+    /// `[("ia", "1-ff00:0:a"), ("node", "3")]`.
+    pub fn tags(&self) -> Vec<(&'static str, String)> {
+        let ia = |v: u64| IsdAsn::from_u64(v).to_string();
+        let [a, b, c] = self.ids;
+        match self.scope {
+            Scope::Hop => vec![("path", format!("{a:016x}")), ("hop", b.to_string())],
+            Scope::Router => vec![("ia", ia(a)), ("node", b.to_string())],
+            Scope::Link => vec![("ia", ia(a)), ("ifid", b.to_string())],
+            Scope::Queue => vec![
+                ("ia", ia(a)),
+                ("node", b.to_string()),
+                ("ifid", c.to_string()),
+            ],
+            Scope::Path => vec![("path", format!("{a:016x}"))],
+        }
+    }
+}
+
+/// One value to write to the time-series store.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// The key.
+    pub key: MetricKey,
+    /// The value.
+    pub value: f64,
+    /// Measurement time (the report's receive time), Unix ns.
+    pub time_ns: u64,
+}
+
+/// Why points could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkFull(pub String);
+
+/// Where written points go (the time-series store, batched and retried there). Must not
+/// block the pipeline: a sink that cannot take points says so and they are counted.
+pub trait PointSink: Send + Sync {
+    /// Takes a batch of points.
+    fn write(&self, points: &[Point]) -> Result<(), SinkFull>;
+    /// Writes out whatever is buffered (at shutdown); returns when done.
+    fn flush(&self) {}
+}
+
+/// A range query against the time-series store: one measurement of one scope, tags that
+/// must match exactly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryQuery {
+    /// Scope (the store's measurement).
+    pub scope: Scope,
+    /// Measurement (the store's field).
+    pub measurement: Measurement,
+    /// Tags that must match (as [`MetricKey::tags`] writes them).
+    pub tags: Vec<(String, String)>,
+    /// Start, Unix ns.
+    pub from_ns: u64,
+    /// End, Unix ns.
+    pub to_ns: u64,
+    /// Step, ns (0: raw values).
+    pub step_ns: u64,
+    /// `avg`, `min`, `max` or `last`.
+    pub agg: String,
+}
+
+/// One series of a history answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HistorySeries {
+    /// Its tags.
+    pub tags: std::collections::BTreeMap<String, String>,
+    /// (Unix ns, value) in time order.
+    pub points: Vec<(u64, f64)>,
+}
+
+/// The boxed answer of a [`HistoryStore`].
+pub type HistoryFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<HistorySeries>, String>> + Send + 'a>,
+>;
+
+/// Where history queries go (the time-series store).
+pub trait HistoryStore: Send + Sync {
+    /// Series matching the query.
+    fn query(&self, q: HistoryQuery) -> HistoryFuture<'_>;
+}
+
+/// Thresholds and refresh period of the event detection.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DetectionConfig {
+    /// Absolute change of a latency that is an event, ns.
+    pub latency_ns: f64,
+    /// Absolute change of a utilisation, kbit/s.
+    pub utilisation_kbps: f64,
+    /// Absolute change of a queue length, packets.
+    pub queue_len: f64,
+    /// Absolute change of energy, nJ.
+    pub energy_nj: f64,
+    /// Absolute change of CO2, pg.
+    pub co2_pg: f64,
+    /// Every key is written at least this often while it gets values, ms.
+    pub refresh_ms: u64,
+    /// Written values kept in memory per key (recent history).
+    pub history: usize,
+}
+
+impl Default for DetectionConfig {
+    fn default() -> Self {
+        DetectionConfig {
+            latency_ns: 10_000.0,
+            utilisation_kbps: 100.0,
+            queue_len: 1.0,
+            energy_nj: 0.0,
+            co2_pg: 0.0,
+            refresh_ms: 10_000,
+            history: 256,
+        }
+    }
+}
+
+impl DetectionConfig {
+    /// The threshold of a measurement.
+    pub fn threshold(&self, m: Measurement) -> f64 {
+        match m {
+            Measurement::LatencyNs => self.latency_ns,
+            Measurement::UtilisationKbps => self.utilisation_kbps,
+            Measurement::QueueLen => self.queue_len,
+            Measurement::EnergyNj => self.energy_nj,
+            Measurement::Co2Pg => self.co2_pg,
+        }
+    }
+}
+
+/// The state of one key.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latest {
+    /// Latest value.
+    pub value: f64,
+    /// When it was measured, Unix ns.
+    pub time_ns: u64,
+    /// Values seen.
+    pub samples: u64,
+    /// Last value written.
+    pub written_value: f64,
+    /// When it was written (measurement time), Unix ns.
+    pub written_ns: u64,
+    /// Written values (time, value), oldest first, bounded.
+    #[serde(skip)]
+    pub history: VecDeque<(u64, f64)>,
+}
+
+/// The latest values of every key, shared by the pipeline (one write lock per batch) and the
+/// API (read lock).
+#[derive(Default)]
+pub struct MetricStore {
+    map: RwLock<FxHashMap<MetricKey, Latest>>,
+}
+
+impl MetricStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies a batch of observations; appends the values to write to `out`.
+    pub fn apply(&self, cfg: &DetectionConfig, obs: &[Point], out: &mut Vec<Point>) {
+        let Ok(mut map) = self.map.write() else {
+            return;
+        };
+        let refresh = cfg.refresh_ms.saturating_mul(1_000_000);
+        for p in obs {
+            let write = match map.get_mut(&p.key) {
+                None => {
+                    let mut history = VecDeque::with_capacity(cfg.history.min(16));
+                    if cfg.history > 0 {
+                        history.push_back((p.time_ns, p.value));
+                    }
+                    map.insert(
+                        p.key,
+                        Latest {
+                            value: p.value,
+                            time_ns: p.time_ns,
+                            samples: 1,
+                            written_value: p.value,
+                            written_ns: p.time_ns,
+                            history,
+                        },
+                    );
+                    true
+                }
+                Some(l) => {
+                    l.samples += 1;
+                    if p.time_ns >= l.time_ns {
+                        l.value = p.value;
+                        l.time_ns = p.time_ns;
+                    }
+                    let changed =
+                        (p.value - l.written_value).abs() > cfg.threshold(p.key.measurement);
+                    let due = p.time_ns.saturating_sub(l.written_ns) >= refresh;
+                    if changed || due {
+                        l.written_value = p.value;
+                        l.written_ns = p.time_ns;
+                        if cfg.history > 0 {
+                            if l.history.len() >= cfg.history {
+                                l.history.pop_front();
+                            }
+                            l.history.push_back((p.time_ns, p.value));
+                        }
+                    }
+                    changed || due
+                }
+            };
+            if write {
+                out.push(*p);
+            }
+        }
+    }
+
+    /// The current state of a key.
+    pub fn get(&self, key: &MetricKey) -> Option<Latest> {
+        self.map.read().ok()?.get(key).cloned()
+    }
+
+    /// Every key matching `f`, with its state (sorted by key).
+    pub fn select(&self, f: impl Fn(&MetricKey) -> bool) -> Vec<(MetricKey, Latest)> {
+        let Ok(map) = self.map.read() else {
+            return Vec::new();
+        };
+        let mut v: Vec<_> = map
+            .iter()
+            .filter(|(k, _)| f(k))
+            .map(|(k, l)| (*k, l.clone()))
+            .collect();
+        v.sort_by_key(|(k, _)| *k);
+        v
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.map.read().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Whether there is no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_when_new_when_beyond_threshold_and_on_refresh() {
+        let cfg = DetectionConfig {
+            latency_ns: 100.0,
+            refresh_ms: 1000,
+            ..DetectionConfig::default()
+        };
+        let s = MetricStore::new();
+        let k = MetricKey::router("1-ff00:0:a".parse().unwrap(), 1, Measurement::LatencyNs);
+        let p = |v: f64, t: u64| Point {
+            key: k,
+            value: v,
+            time_ns: t,
+        };
+        let mut out = Vec::new();
+        s.apply(&cfg, &[p(1000.0, 1)], &mut out);
+        assert_eq!(out.len(), 1, "new key");
+        s.apply(&cfg, &[p(1050.0, 2), p(1100.0, 3)], &mut out);
+        assert_eq!(out.len(), 1, "within threshold of the written value");
+        s.apply(&cfg, &[p(1101.0, 4)], &mut out);
+        assert_eq!(out.len(), 2, "beyond the threshold");
+        s.apply(&cfg, &[p(1101.0, 4 + 1_000_000_000)], &mut out);
+        assert_eq!(out.len(), 3, "refresh");
+        let l = s.get(&k).unwrap();
+        assert_eq!((l.value, l.samples, l.history.len()), (1101.0, 5, 3));
+    }
+}

@@ -1,0 +1,684 @@
+//! The in-process pipeline: a decoded report batch goes through
+//! rebuild ID-INT options -> verifier check -> freshness/replay -> hop-to-AS mapping ->
+//! keys -> MAC chain and decryption -> replay record -> entry decoding -> metrics and event
+//! detection. One [`Pipeline`] per worker; everything it shares is behind [`Shared`].
+//!
+//! Per report it does no locking, logging or I/O; allocation happens only when buffers grow
+//! and on the reject path. Shared state is touched once per batch.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use idint_report::v1;
+use idint_wire::idint::crypto::{VerifyError, verify_stack};
+use idint_wire::idint::verify::{
+    DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entries,
+};
+use idint_wire::idint::{IdInt, Verifier};
+use idint_wire::{AddrType, HostAddr, IsdAsn};
+use prost::Message;
+
+use crate::counters::{Counters, MalformedReason, Quarantine, Quarantined, RejectReason};
+use crate::keys::KeyResolver;
+use crate::metrics::{DetectionConfig, Measurement, MetricKey, MetricStore, Point, PointSink};
+use crate::replay::ReplayFilter;
+use crate::topology::{
+    HopLayout, InternalLink, Mapping, PathHop, PathInfo, PathOrigin, Topology, TopologyHandle,
+    add_internal_link, add_path, add_router,
+};
+
+/// Instruction codes the metrics model reads.
+mod code {
+    pub const INGRESS_TS: u8 = 0x82;
+    pub const EGRESS_TS: u8 = 0x83;
+    pub const QUEUE_LEN: u8 = 0x4f;
+    pub const TX_UTIL: u8 = 0x4d;
+    pub const ENERGY: u8 = 0x4a;
+    pub const CO2: u8 = 0x4b;
+}
+
+/// State shared by every worker and the API.
+#[derive(Clone)]
+pub struct Shared {
+    /// Topology.
+    pub topology: Arc<TopologyHandle>,
+    /// Latest metric values.
+    pub metrics: Arc<MetricStore>,
+    /// Counters.
+    pub counters: Arc<Counters>,
+    /// Rejected reports.
+    pub quarantine: Arc<Quarantine>,
+    /// Event detection.
+    pub detection: Arc<DetectionConfig>,
+    /// The time-series store, if any.
+    pub sink: Option<Arc<dyn PointSink>>,
+    /// How long a worker waits for a full time-series buffer before counting the points as
+    /// refused, ms (meanwhile the ingest queues fill and push back).
+    pub sink_wait_ms: u64,
+}
+
+impl Shared {
+    /// Fresh state with a quarantine of `quarantine` reports.
+    pub fn new(detection: DetectionConfig, quarantine: usize) -> Self {
+        Shared {
+            topology: Arc::new(TopologyHandle::new()),
+            metrics: Arc::new(MetricStore::new()),
+            counters: Arc::new(Counters::default()),
+            quarantine: Arc::new(Quarantine::new(quarantine)),
+            detection: Arc::new(detection),
+            sink: None,
+            sink_wait_ms: 60_000,
+        }
+    }
+}
+
+/// A refused report: reason and details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reject {
+    /// Why.
+    pub reason: RejectReason,
+    /// Details for operators.
+    pub detail: String,
+}
+
+fn reject(reason: RejectReason, detail: impl Into<String>) -> Reject {
+    Reject {
+        reason,
+        detail: detail.into(),
+    }
+}
+
+/// What a batch gave.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Reports accepted.
+    pub accepted: usize,
+    /// Reports rejected.
+    pub rejected: usize,
+}
+
+/// Wire format of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Protobuf `idint.report.v1.ReportBatch`.
+    Protobuf,
+    /// JSON (see [`crate::json`]).
+    Json,
+}
+
+/// Decodes a batch; the reason when it is not one.
+pub fn decode_batch(
+    bytes: &[u8],
+    format: Format,
+) -> Result<v1::ReportBatch, (MalformedReason, String)> {
+    match format {
+        Format::Protobuf => v1::ReportBatch::decode(bytes)
+            .map_err(|e| (MalformedReason::Protobuf, format!("not a ReportBatch: {e}"))),
+        Format::Json => crate::json::decode(bytes).map_err(|e| (MalformedReason::Json, e)),
+    }
+}
+
+/// Replay window and capacity.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayConfig {
+    /// Oldest accepted source timestamp, ns before now.
+    pub window_ns: u64,
+    /// Furthest accepted source timestamp, ns after now.
+    pub skew_ns: u64,
+    /// Pairs remembered at most.
+    pub capacity: usize,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            window_ns: 60_000_000_000,
+            skew_ns: 1_000_000_000,
+            capacity: 4 << 20,
+        }
+    }
+}
+
+/// The previous entry while measuring: (AS hop, node id, egress interface, egress timestamp).
+type PrevEntry = (usize, Option<u32>, Option<u16>, Option<u64>);
+
+/// Things learned from verified reports, applied to the topology once per batch.
+#[derive(Debug, Clone, PartialEq)]
+enum Learned {
+    Router(IsdAsn, u32),
+    Internal(InternalLink),
+    Path(PathInfo),
+}
+
+/// One worker's pipeline.
+pub struct Pipeline {
+    shared: Shared,
+    keys: KeyResolver,
+    replay: ReplayFilter,
+    topo: Arc<Topology>,
+    topo_gen: u64,
+    hbh: Vec<u8>,
+    entries: Vec<DecodedEntry>,
+    obs: Vec<Point>,
+    out: Vec<Point>,
+    learned: Vec<Learned>,
+}
+
+const WRAP48: u64 = 1 << 48;
+
+/// `a - b` of two 48-bit timestamps, signed (differences beyond ±2^47 wrap).
+fn diff48(a: u64, b: u64) -> i64 {
+    let d = a.wrapping_sub(b) % WRAP48;
+    if d >= WRAP48 / 2 {
+        d as i64 - WRAP48 as i64
+    } else {
+        d as i64
+    }
+}
+
+fn host_of(h: Option<&v1::HostAddress>) -> Result<HostAddr, Reject> {
+    let h = h.ok_or_else(|| reject(RejectReason::BadHost, "host address missing"))?;
+    let t = u8::try_from(h.addr_type)
+        .ok()
+        .filter(|t| *t < 16)
+        .ok_or_else(|| reject(RejectReason::BadHost, "address type out of range"))?;
+    HostAddr::parse(AddrType::from_nibble(t), &h.raw)
+        .map_err(|e| reject(RejectReason::BadHost, format!("host address: {e}")))
+}
+
+fn source_id(ia: IsdAsn, host: &HostAddr) -> u64 {
+    let (b, n) = host.to_bytes();
+    let mut h = ia.to_u64() ^ 0x9e37_79b9_7f4a_7c15;
+    for chunk in b[..n].chunks(8) {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 31;
+    }
+    h ^ u64::from(host.addr_type().nibble())
+}
+
+impl Pipeline {
+    /// A worker pipeline with its own key caches and replay memory.
+    ///
+    /// Replay suppression is per pipeline: run one pipeline per collector, or shard reports
+    /// to pipelines by source so that a source's reports always meet the same one.
+    pub fn new(shared: Shared, keys: KeyResolver, replay: ReplayConfig) -> Self {
+        let topo = shared.topology.snapshot();
+        let topo_gen = shared.topology.generation();
+        Pipeline {
+            shared,
+            keys,
+            replay: ReplayFilter::new(replay.window_ns, replay.skew_ns, replay.capacity),
+            topo,
+            topo_gen,
+            hbh: Vec::with_capacity(1024),
+            entries: Vec::with_capacity(32),
+            obs: Vec::with_capacity(4096),
+            out: Vec::with_capacity(4096),
+            learned: Vec::new(),
+        }
+    }
+
+    /// The shared state.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Forgets every remembered (timestamp, port) pair (benchmarks replay the same reports).
+    pub fn clear_replay(&mut self) {
+        self.replay.clear();
+    }
+
+    /// Processes a batch at `now_ns`: counts, quarantines rejects, updates metrics and hands
+    /// changed values to the sink.
+    pub fn process_batch(&mut self, batch: &v1::ReportBatch, now_ns: u64) -> BatchOutcome {
+        let gen_now = self.shared.topology.generation();
+        if gen_now != self.topo_gen {
+            self.topo = self.shared.topology.snapshot();
+            self.topo_gen = gen_now;
+            self.keys.clear();
+        }
+        self.keys.refresh();
+        let c = &self.shared.counters;
+        c.batches.fetch_add(1, Relaxed);
+        c.reports.fetch_add(batch.reports.len() as u64, Relaxed);
+        let mut outcome = BatchOutcome::default();
+        self.obs.clear();
+        for r in &batch.reports {
+            match self.process_report(r, now_ns) {
+                Ok(()) => outcome.accepted += 1,
+                Err(rej) => {
+                    outcome.rejected += 1;
+                    self.quarantine(r, rej, now_ns);
+                }
+            }
+        }
+        let c = &self.shared.counters;
+        c.accepted.fetch_add(outcome.accepted as u64, Relaxed);
+        self.out.clear();
+        self.shared
+            .metrics
+            .apply(&self.shared.detection, &self.obs, &mut self.out);
+        if !self.out.is_empty()
+            && let Some(sink) = &self.shared.sink
+        {
+            // A full store buffer holds the worker (pushback through the ingest queues), up
+            // to the configured wait; then the points are counted as refused.
+            let mut waited = 0;
+            loop {
+                match sink.write(&self.out) {
+                    Ok(()) => {
+                        c.points_written.fetch_add(self.out.len() as u64, Relaxed);
+                        break;
+                    }
+                    Err(_) if waited < self.shared.sink_wait_ms => {
+                        c.sink_waits.fetch_add(1, Relaxed);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        waited += 20;
+                    }
+                    Err(_) => {
+                        c.points_refused.fetch_add(self.out.len() as u64, Relaxed);
+                        break;
+                    }
+                }
+            }
+        }
+        if !self.learned.is_empty() {
+            self.apply_learned();
+        }
+        outcome
+    }
+
+    fn quarantine(&self, r: &v1::Report, rej: Reject, now_ns: u64) {
+        self.shared.counters.reject(rej.reason);
+        let (eia, erid) = r
+            .exporter
+            .as_ref()
+            .map(|e| (IsdAsn::from_u64(e.isd_as).to_string(), e.router_id))
+            .unwrap_or_default();
+        let q = Quarantined {
+            time_ns: now_ns,
+            reason: rej.reason,
+            detail: rej.detail,
+            exporter_ia: eia,
+            exporter_router: erid,
+            src_ia: IsdAsn::from_u64(r.src_isd_as).to_string(),
+            dst_ia: IsdAsn::from_u64(r.dst_isd_as).to_string(),
+            report_hex: hex::encode(r.encode_to_vec()),
+        };
+        self.shared.topology.quarantined(&q);
+        self.shared.quarantine.push(q);
+    }
+
+    fn apply_learned(&mut self) {
+        let learned = std::mem::take(&mut self.learned);
+        let counters = self.shared.counters.clone();
+        self.shared.topology.update(|t, ch| {
+            for l in learned {
+                match l {
+                    Learned::Router(ia, node) => add_router(t, ch, ia, node),
+                    Learned::Internal(il) => add_internal_link(t, ch, il),
+                    Learned::Path(p) => {
+                        if !t.paths.contains_key(&p.id) {
+                            counters.paths_learned.fetch_add(1, Relaxed);
+                            add_path(t, ch, p);
+                        }
+                    }
+                }
+            }
+        });
+        self.topo = self.shared.topology.snapshot();
+        self.topo_gen = self.shared.topology.generation();
+    }
+
+    fn learn(&mut self, l: Learned) {
+        if !self.learned.contains(&l) {
+            self.learned.push(l);
+        }
+    }
+
+    /// Verifies, maps and measures one report.
+    pub fn process_report(&mut self, r: &v1::Report, now_ns: u64) -> Result<(), Reject> {
+        let layout = HopLayout::of(r.path.as_ref())
+            .map_err(|e| reject(RejectReason::BadPath, format!("{e:?}")))?;
+        let (src, dst) = (
+            IsdAsn::from_u64(r.src_isd_as),
+            IsdAsn::from_u64(r.dst_isd_as),
+        );
+        let src_host = host_of(r.src_host.as_ref())?;
+
+        // The options, rebuilt into a reused buffer (as `idint_report::idint_hbh`).
+        let (m, s) = (&r.idint_main_option, &r.idint_stack);
+        let total = 2 + m.len() + s.len();
+        if m.len() % 4 != 2 || !s.len().is_multiple_of(4) || total > idint_wire::ext::MAX_LEN {
+            return Err(reject(
+                RejectReason::MalformedOptions,
+                "option lengths are not a main option and stack",
+            ));
+        }
+        self.hbh.clear();
+        self.hbh.push(0);
+        self.hbh.push((total / 4 - 1) as u8);
+        self.hbh.extend_from_slice(m);
+        self.hbh.extend_from_slice(s);
+        let mut idint = match IdInt::locate(&mut self.hbh[..]) {
+            Ok(Some(v)) if v.main_offset() == 2 && v.stack_range().end == total => v,
+            Ok(_) => {
+                return Err(reject(
+                    RejectReason::MalformedOptions,
+                    "not an ID-INT main option and stack",
+                ));
+            }
+            Err(e) => {
+                return Err(reject(
+                    RejectReason::MalformedOptions,
+                    format!("ID-INT options: {e}"),
+                ));
+            }
+        };
+        let (ts48, port, verifier) = {
+            let main = idint.main();
+            (main.source_timestamp(), main.source_port(), main.verifier())
+        };
+
+        // Only reports this collector is the verifier of.
+        let (lia, lhost) = (self.keys.local_ia(), self.keys.host());
+        let ours = match verifier {
+            Verifier::ThirdParty { ia, host } => ia == lia && host == lhost,
+            Verifier::Destination => dst == lia && host_of(r.dst_host.as_ref())? == lhost,
+            Verifier::Source => src == lia && src_host == lhost,
+        };
+        if !ours {
+            return Err(reject(
+                RejectReason::NotVerifier,
+                format!("verifier is {verifier:?}, not {lia} {lhost}"),
+            ));
+        }
+
+        // Freshness and replay before the (costly) MACs; recorded only after they verify.
+        let source = source_id(src, &src_host);
+        let full_ts = self
+            .replay
+            .check(source, ts48, port, now_ns)
+            .map_err(replay_reject)?;
+
+        // Hops to ASes.
+        let (path_id, ases, walked) = match self.topo.map(src, dst, &layout) {
+            Mapping::Known { id, ases } => (id, ases, false),
+            Mapping::Walked { id, ases } => (id, ases, true),
+            Mapping::Unknown { id } => {
+                self.shared.topology.record_unknown(src, dst, id, &layout);
+                return Err(reject(
+                    RejectReason::UnknownPath,
+                    format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
+                ));
+            }
+        };
+
+        // Keys, by the sink's receive time (the routers' processing time, give or take).
+        let time_s = if r.receive_time_ns != 0 {
+            r.receive_time_ns
+        } else {
+            now_ns
+        } / 1_000_000_000;
+        self.keys
+            .source_key(source, src, src_host, time_s)
+            .map_err(|e| {
+                reject(
+                    RejectReason::NoSourceKey,
+                    format!("{src} {src_host}: {e:?}"),
+                )
+            })?;
+        self.keys
+            .path_keys(path_id, &ases, time_s)
+            .map_err(|e| reject(RejectReason::NoHopKey, format!("{e:?}")))?;
+        let (source_key, hop_keys) = self
+            .keys
+            .cached(source, path_id)
+            .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))?;
+        let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
+        verify_stack(&mut idint, source_key, |_, e| {
+            let j = usize::from(e.hop());
+            (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
+        })
+        .map_err(verify_reject)?;
+        check_instructions(&idint.main()).map_err(decode_reject)?;
+        self.replay
+            .record(source, full_ts, port, now_ns)
+            .map_err(replay_reject)?;
+
+        self.entries.clear();
+        for e in decode_entries(&idint) {
+            self.entries.push(e.map_err(decode_reject)?);
+        }
+        let instructions = idint.main().instructions();
+        let time = if r.receive_time_ns != 0 {
+            r.receive_time_ns
+        } else {
+            now_ns
+        };
+        self.measure(path_id, &ases, &layout, ts48, instructions, time);
+        if walked {
+            let hops = (0..layout.as_hops)
+                .map(|k| PathHop {
+                    ia: ases[k],
+                    ingress: layout.ifs[k].0,
+                    egress: layout.ifs[k].1,
+                })
+                .collect();
+            self.learn(Learned::Path(PathInfo {
+                id: path_id,
+                src,
+                dst,
+                hops,
+                origin: PathOrigin::Learned,
+            }));
+        }
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        path: u64,
+        ases: &[IsdAsn],
+        layout: &HopLayout,
+        src_ts: u64,
+        instructions: [idint_wire::idint::Instruction; 4],
+        time_ns: u64,
+    ) {
+        let slot_of = |c: u8| instructions.iter().position(|i| i.0 == c);
+        let (s_in, s_eg, s_q, s_u, s_e, s_c) = (
+            slot_of(code::INGRESS_TS),
+            slot_of(code::EGRESS_TS),
+            slot_of(code::QUEUE_LEN),
+            slot_of(code::TX_UTIL),
+            slot_of(code::ENERGY),
+            slot_of(code::CO2),
+        );
+        let push = |obs: &mut Vec<Point>, key: MetricKey, value: f64| {
+            obs.push(Point {
+                key,
+                value,
+                time_ns,
+            })
+        };
+        // Per AS hop: first ingress and last egress timestamp seen.
+        let mut hop_first_in: Option<(usize, u64)> = None;
+        let mut hop_last_eg: Option<u64> = None;
+        // Previous entry: (AS hop, node id, egress interface, egress timestamp).
+        let mut prev: Option<PrevEntry> = None;
+        let (mut max_u, mut max_q, mut sum_e, mut sum_c) = (None::<u64>, None::<u64>, None, None);
+        let mut last_in = None;
+        let mut learned = Vec::new();
+        let entries = std::mem::take(&mut self.entries);
+        let obs = &mut self.obs;
+        for e in entries.iter().filter(|e| !e.source) {
+            let j = usize::from(e.hop);
+            let k = usize::from(layout.hop_of[j]);
+            let ia = ases[k];
+            let md = &e.metadata;
+            let val = |s: Option<usize>| s.and_then(|s| md.slots[s]).map(|v| v.value);
+            let (ing, eg) = (val(s_in), val(s_eg));
+            let node = md.node_id;
+            // A new AS hop: close the previous one.
+            if prev.is_some_and(|p| p.0 != k) {
+                if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
+                    push(
+                        obs,
+                        MetricKey::hop(path, pk, Measurement::LatencyNs),
+                        diff48(le, fi) as f64,
+                    );
+                }
+                hop_first_in = None;
+                hop_last_eg = None;
+                // Inter-AS link latency: previous AS's egress to this ingress.
+                if let Some((pk, _, Some(pif), Some(peg))) = prev
+                    && let Some(i) = ing
+                {
+                    push(
+                        obs,
+                        MetricKey::link(ases[pk], pif, Measurement::LatencyNs),
+                        diff48(i, peg) as f64,
+                    );
+                }
+            } else if let Some((_, Some(pn), _, _)) = prev
+                && let Some(n) = node
+                && pn != n
+            {
+                let il = InternalLink {
+                    ia,
+                    from_node: pn,
+                    to_node: n,
+                };
+                if !self.topo.internal_links.contains(&il) {
+                    learned.push(Learned::Internal(il));
+                }
+            }
+            if let Some(i) = ing {
+                if hop_first_in.is_none() {
+                    hop_first_in = Some((k, i));
+                }
+                last_in = Some(i);
+            }
+            if eg.is_some() {
+                hop_last_eg = eg;
+            }
+            if let Some(n) = node {
+                if !self.topo.has_router(ia, n) {
+                    learned.push(Learned::Router(ia, n));
+                }
+                if let (Some(i), Some(o)) = (ing, eg) {
+                    push(
+                        obs,
+                        MetricKey::router(ia, n, Measurement::LatencyNs),
+                        diff48(o, i) as f64,
+                    );
+                }
+                if let Some(v) = val(s_e) {
+                    push(
+                        obs,
+                        MetricKey::router(ia, n, Measurement::EnergyNj),
+                        v as f64,
+                    );
+                }
+                if let Some(v) = val(s_c) {
+                    push(obs, MetricKey::router(ia, n, Measurement::Co2Pg), v as f64);
+                }
+            }
+            let eif = md.egress_if.filter(|&x| x != 0);
+            if let Some(q) = val(s_q) {
+                if let (Some(n), Some(f)) = (node, eif) {
+                    push(obs, MetricKey::queue(ia, n, f), q as f64);
+                }
+                max_q = Some(max_q.map_or(q, |m| m.max(q)));
+            }
+            if let Some(u) = val(s_u) {
+                if let Some(f) = eif {
+                    push(
+                        obs,
+                        MetricKey::link(ia, f, Measurement::UtilisationKbps),
+                        u as f64,
+                    );
+                }
+                max_u = Some(max_u.map_or(u, |m| m.max(u)));
+            }
+            if let Some(v) = val(s_e) {
+                sum_e = Some(sum_e.unwrap_or(0) + v);
+            }
+            if let Some(v) = val(s_c) {
+                sum_c = Some(sum_c.unwrap_or(0) + v);
+            }
+            prev = Some((k, node, eif, eg));
+        }
+        if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
+            push(
+                obs,
+                MetricKey::hop(path, pk, Measurement::LatencyNs),
+                diff48(le, fi) as f64,
+            );
+        }
+        if let Some(i) = last_in {
+            push(
+                obs,
+                MetricKey::path(path, Measurement::LatencyNs),
+                diff48(i, src_ts) as f64,
+            );
+        }
+        for (m, v) in [
+            (Measurement::UtilisationKbps, max_u),
+            (Measurement::QueueLen, max_q),
+            (Measurement::EnergyNj, sum_e),
+            (Measurement::Co2Pg, sum_c),
+        ] {
+            if let Some(v) = v {
+                push(obs, MetricKey::path(path, m), v as f64);
+            }
+        }
+        self.entries = entries;
+        for l in learned {
+            self.learn(l);
+        }
+    }
+}
+
+fn replay_reject(e: ReplayError) -> Reject {
+    let reason = match e {
+        ReplayError::Stale { .. } => RejectReason::Stale,
+        ReplayError::Future { .. } => RejectReason::Future,
+        ReplayError::Replayed => RejectReason::Replayed,
+        ReplayError::Full => RejectReason::ReplayFull,
+    };
+    reject(reason, e.to_string())
+}
+
+fn verify_reject(e: VerifyError) -> Reject {
+    let reason = match e {
+        VerifyError::Malformed(_) => RejectReason::MalformedStack,
+        VerifyError::NoSourceEntry => RejectReason::NoSourceEntry,
+        VerifyError::MissingKey { .. } => RejectReason::HopOutsidePath,
+        VerifyError::BadMac { index: 0 } => RejectReason::BadSourceMac,
+        VerifyError::BadMac { .. } => RejectReason::BadMac,
+    };
+    reject(reason, e.to_string())
+}
+
+fn decode_reject(e: DecodeError) -> Reject {
+    let reason = match e {
+        DecodeError::UnknownInstruction { .. } => RejectReason::UnknownInstruction,
+        _ => RejectReason::MalformedEntry,
+    };
+    reject(reason, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_of_48_bit_timestamps_wrap() {
+        assert_eq!(diff48(10, 4), 6);
+        assert_eq!(diff48(4, 10), -6);
+        assert_eq!(diff48(3, WRAP48 - 2), 5);
+    }
+}

@@ -1,0 +1,524 @@
+//! The tokio service: UDP and HTTP ingest into bounded queues, pipeline worker threads (one
+//! per configured worker; reports go to the worker of their source), the REST API, and graceful shutdown that processes every queued batch and flushes the
+//! stores before returning.
+//!
+//! Backpressure: when the queue is full, HTTP ingest answers 503 with a JSON message and UDP
+//! datagrams are dropped and counted (`idint_collector_udp_queue_full_total`); a batch taken
+//! into the queue is always processed.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use drkey::provider::{Level1Provider, LocalProvider};
+use idint_report::v1;
+use idint_wire::{HostAddr, IsdAsn};
+use tokio::net::{TcpListener, UdpSocket};
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, warn};
+
+use crate::config::Config;
+use crate::counters::Transport;
+use crate::keys::{CollectorProvider, ImportedKeys, KeyResolver};
+use crate::metrics::{HistoryStore, PointSink};
+use crate::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
+use crate::topology::{PathDescription, TopologyChange, TopologySink};
+
+/// One unit of work for the pipeline worker.
+pub enum Job {
+    /// A datagram, decoded by the worker.
+    Raw(Vec<u8>),
+    /// A batch decoded by the HTTP handler.
+    Decoded(v1::ReportBatch),
+    /// Everything before this was accepted: finish.
+    Stop,
+}
+
+/// The ingest queues of the pipeline workers. With several workers every report goes to the
+/// worker of its source (source AS and host), so replay suppression sees all of a source's
+/// reports; a batch is queued whole or not at all.
+pub struct Dispatcher {
+    shards: Vec<mpsc::Sender<Job>>,
+}
+
+/// Every queue that would take the batch is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DispatchError {
+    /// A queue is full.
+    Full,
+    /// The workers are gone (shutdown).
+    Closed,
+}
+
+fn shard_of(r: &v1::Report, n: usize) -> usize {
+    let mut h = r.src_isd_as.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    if let Some(host) = &r.src_host {
+        for b in &host.raw {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    ((h ^ (h >> 32)) % n as u64) as usize
+}
+
+impl Dispatcher {
+    /// Whether datagrams are decoded by the workers (one worker) or before dispatch.
+    pub fn single(&self) -> bool {
+        self.shards.len() == 1
+    }
+
+    /// Free slots over all queues.
+    pub fn free(&self) -> usize {
+        self.shards.iter().map(|s| s.capacity()).sum()
+    }
+
+    /// Queues an undecoded datagram (one worker only).
+    pub fn try_raw(&self, bytes: Vec<u8>) -> Result<(), DispatchError> {
+        self.shards[0].try_send(Job::Raw(bytes)).map_err(send_error)
+    }
+
+    /// Queues a decoded batch, split by source over the workers; all or nothing.
+    pub fn try_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
+        let n = self.shards.len();
+        if n == 1 {
+            return self.shards[0]
+                .try_send(Job::Decoded(batch))
+                .map_err(send_error);
+        }
+        let mut parts: Vec<Vec<v1::Report>> = (0..n).map(|_| Vec::new()).collect();
+        for r in batch.reports {
+            parts[shard_of(&r, n)].push(r);
+        }
+        // Reserve every slot first: a refused batch leaves nothing behind.
+        let mut permits = Vec::with_capacity(n);
+        for (i, p) in parts.iter().enumerate() {
+            if !p.is_empty() {
+                permits.push((i, self.shards[i].try_reserve().map_err(send_error)?));
+            }
+        }
+        for (i, permit) in permits {
+            permit.send(Job::Decoded(v1::ReportBatch {
+                exporter: batch.exporter.clone(),
+                sequence: batch.sequence,
+                reports: std::mem::take(&mut parts[i]),
+            }));
+        }
+        Ok(())
+    }
+}
+
+fn send_error<T>(e: mpsc::error::TrySendError<T>) -> DispatchError {
+    match e {
+        mpsc::error::TrySendError::Full(_) => DispatchError::Full,
+        mpsc::error::TrySendError::Closed(_) => DispatchError::Closed,
+    }
+}
+
+/// Unix time now, ns.
+pub fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Storage behind the collector (the `collector-store` crate provides PostgreSQL and
+/// time-series implementations).
+#[derive(Clone, Default)]
+pub struct Stores {
+    /// Topology changes, written behind.
+    pub topology: Option<Arc<dyn TopologySink>>,
+    /// Time-series points.
+    pub points: Option<Arc<dyn PointSink>>,
+    /// History queries.
+    pub history: Option<Arc<dyn HistoryStore>>,
+    /// The stored topology, as changes (applied before the configured imports).
+    pub restore: Vec<TopologyChange>,
+    /// How long a worker waits for a full time-series buffer, ms (0: the default 60 s).
+    pub wait_ms: u64,
+}
+
+/// What the API handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// Pipeline state.
+    pub shared: Shared,
+    /// Imported level-1 keys (admin API adds to them).
+    pub imported: Arc<ImportedKeys>,
+    /// The ingest queues.
+    pub queue: Arc<Dispatcher>,
+    /// Largest accepted batch, bytes.
+    pub max_batch_bytes: usize,
+    /// Admin bearer token.
+    pub admin_token: Option<Arc<str>>,
+    /// Workers running; ready when all are.
+    pub ready: Arc<AtomicUsize>,
+    /// Workers started.
+    pub workers: usize,
+    /// The collector's ISD-AS.
+    pub local_ia: IsdAsn,
+    /// The time-series store for history queries, if any.
+    pub history: Option<Arc<dyn HistoryStore>>,
+}
+
+/// A running collector.
+pub struct Running {
+    /// HTTP address bound.
+    pub http_addr: SocketAddr,
+    /// UDP address bound, if UDP ingest is on.
+    pub udp_addr: Option<SocketAddr>,
+    /// Pipeline state (for tests and embedding).
+    pub shared: Shared,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    queue: Arc<Dispatcher>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// Why the service could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+fn err(e: impl std::fmt::Display) -> StartError {
+    StartError(e.to_string())
+}
+
+/// The verifier identity and keys: (ISD-AS, host, provider, imported key store).
+pub type KeyMaterial = (IsdAsn, HostAddr, Arc<dyn Level1Provider>, Arc<ImportedKeys>);
+
+/// Builds the key provider and the imported key store from the configuration.
+pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
+    let ia: IsdAsn = cfg
+        .collector
+        .isd_as
+        .parse()
+        .map_err(|_| err("collector.isd_as"))?;
+    let host = HostAddr::from(cfg.collector.host);
+    let local = match &cfg.collector.master_key {
+        Some(p) => {
+            Some(LocalProvider::from_key_file(ia, p, cfg.collector.epoch_secs).map_err(err)?)
+        }
+        None => None,
+    };
+    let imported = Arc::new(ImportedKeys::default());
+    if let Some(p) = &cfg.collector.level1_keys {
+        let text = std::fs::read_to_string(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
+        imported.import_json(&text).map_err(err)?;
+    }
+    let extra: Option<Arc<dyn Level1Provider>> = match &cfg.collector.control_service {
+        Some(url) => {
+            // The worker thread blocks on this runtime for key misses (once per epoch).
+            let handle = tokio::runtime::Handle::try_current()
+                .map_err(|_| err("control service client needs a tokio runtime"))?;
+            let p = drkey_grpc::ControlServiceProvider::with_handle(
+                url,
+                std::time::Duration::from_secs(3),
+                handle,
+            )
+            .map_err(|e| err(format!("control service {url}: {e}")))?;
+            Some(Arc::new(p))
+        }
+        None => None,
+    };
+    let provider: Arc<dyn Level1Provider> =
+        Arc::new(CollectorProvider::new(ia, local, imported.clone(), extra));
+    Ok((ia, host, provider, imported))
+}
+
+/// Starts the collector: listeners bound, worker running, topology files imported.
+pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
+    let (ia, host, provider, imported) = key_material(&cfg)?;
+    let mut shared = Shared::new(cfg.detection.clone(), cfg.api.quarantine);
+    shared.sink = stores.points.clone();
+    if stores.wait_ms > 0 {
+        shared.sink_wait_ms = stores.wait_ms;
+    }
+    shared.topology.restore(stores.restore.iter());
+    if let Some(t) = &stores.topology {
+        shared.topology.set_sink(t.clone());
+    }
+    for f in &cfg.topology.files {
+        let text = std::fs::read_to_string(f).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        shared
+            .topology
+            .import_topology_json(&text)
+            .map_err(|e| err(format!("{}: {e}", f.display())))?;
+    }
+    for f in &cfg.topology.paths {
+        let text = std::fs::read_to_string(f).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        let ds: Vec<PathDescription> =
+            serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", f.display())))?;
+        for d in &ds {
+            shared
+                .topology
+                .import_path(d)
+                .map_err(|e| err(format!("{}: {e}", f.display())))?;
+        }
+    }
+
+    let n = cfg.ingest.workers;
+    let ready = Arc::new(AtomicUsize::new(0));
+    let replay = ReplayConfig {
+        window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
+        skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
+        capacity: cfg.replay.capacity,
+    };
+    let mut shards = Vec::with_capacity(n);
+    let mut workers = Vec::with_capacity(n);
+    for i in 0..n {
+        let (tx, rx) = mpsc::channel::<Job>(cfg.ingest.queue_batches.div_ceil(n));
+        shards.push(tx);
+        let keys = KeyResolver::new(ia, host, provider.clone()).watch(imported.clone());
+        let pipeline = Pipeline::new(shared.clone(), keys, replay);
+        let ready = ready.clone();
+        let chunk = cfg.ingest.worker_chunk;
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("collector-pipeline-{i}"))
+                .spawn(move || worker(pipeline, rx, chunk, ready))
+                .map_err(err)?,
+        );
+    }
+    let tx = Arc::new(Dispatcher { shards });
+    // Ready once the workers run.
+    for _ in 0..200 {
+        if ready.load(Relaxed) == n {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let (stop, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let udp_addr = match cfg.ingest.udp_listen {
+        Some(a) => {
+            let sock = udp_socket(a, cfg.ingest.udp_recv_buffer)
+                .map_err(|e| err(format!("UDP {a}: {e}")))?;
+            let addr = sock.local_addr().map_err(err)?;
+            tasks.push(tokio::spawn(udp_loop(
+                sock,
+                tx.clone(),
+                shared.clone(),
+                cfg.ingest.max_batch_bytes,
+                stop_rx.clone(),
+            )));
+            info!(%addr, "UDP ingest listening");
+            Some(addr)
+        }
+        None => None,
+    };
+    let listener = TcpListener::bind(cfg.api.listen)
+        .await
+        .map_err(|e| err(format!("HTTP {}: {e}", cfg.api.listen)))?;
+    let http_addr = listener.local_addr().map_err(err)?;
+    let state = AppState {
+        shared: shared.clone(),
+        imported,
+        queue: tx.clone(),
+        max_batch_bytes: cfg.ingest.max_batch_bytes,
+        admin_token: cfg.api.admin_token.as_deref().map(Arc::from),
+        ready,
+        workers: n,
+        local_ia: ia,
+        history: stores.history.clone(),
+    };
+    let app = crate::api::router(state);
+    let mut srx = stop_rx.clone();
+    tasks.push(tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = srx.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            error!(error = %e, "HTTP server failed");
+        }
+    }));
+    info!(%http_addr, ia = %ia, "collector started");
+    Ok(Running {
+        http_addr,
+        udp_addr,
+        shared,
+        stop,
+        tasks,
+        queue: tx,
+        workers,
+    })
+}
+
+impl Running {
+    /// Stops ingest, processes every queued batch, flushes the stores, and returns.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+        // Every batch accepted so far is ahead of these markers.
+        for s in &self.queue.shards {
+            let _ = s.send(Job::Stop).await;
+        }
+        for w in self.workers.drain(..) {
+            let _ = tokio::task::spawn_blocking(move || w.join()).await;
+        }
+        if let Some(s) = &self.shared.sink {
+            let s = s.clone();
+            let _ = tokio::task::spawn_blocking(move || s.flush()).await;
+        }
+        if let Some(t) = self.shared.topology.sink() {
+            let _ = tokio::task::spawn_blocking(move || t.flush()).await;
+        }
+        info!("collector stopped");
+    }
+}
+
+/// A non-blocking UDP socket with the receive buffer asked for (as far as the kernel allows).
+fn udp_socket(a: SocketAddr, recv_buffer: usize) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let s = Socket::new(Domain::for_address(a), Type::DGRAM, Some(Protocol::UDP))?;
+    if let Err(e) = s.set_recv_buffer_size(recv_buffer) {
+        warn!(error = %e, "UDP receive buffer size");
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&a.into())?;
+    info!(
+        asked = recv_buffer,
+        got = s.recv_buffer_size().unwrap_or(0),
+        "UDP receive buffer"
+    );
+    UdpSocket::from_std(s.into())
+}
+
+async fn udp_loop(
+    sock: UdpSocket,
+    tx: Arc<Dispatcher>,
+    shared: Shared,
+    max: usize,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut buf = vec![0u8; 65_536];
+    let c = shared.counters.clone();
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            r = sock.recv_from(&mut buf) => {
+                let n = match r {
+                    Ok((n, _)) => n,
+                    Err(e) => {
+                        warn!(error = %e, "UDP receive");
+                        continue;
+                    }
+                };
+                c.udp_datagrams.fetch_add(1, Relaxed);
+                if n > max {
+                    c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
+                    continue;
+                }
+                let queued = if tx.single() {
+                    tx.try_raw(buf[..n].to_vec())
+                } else {
+                    match decode_batch(&buf[..n], Format::Protobuf) {
+                        Ok(b) => tx.try_batch(b),
+                        Err((reason, _)) => {
+                            c.malformed(Transport::Udp, reason);
+                            continue;
+                        }
+                    }
+                };
+                if queued.is_err() {
+                    c.udp_queue_full.fetch_add(1, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc<AtomicUsize>) {
+    ready.fetch_add(1, Relaxed);
+    let mut jobs = Vec::with_capacity(chunk);
+    'outer: loop {
+        jobs.clear();
+        match rx.blocking_recv() {
+            Some(j) => jobs.push(j),
+            None => break,
+        }
+        while jobs.len() < chunk {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let now = now_ns();
+        for job in jobs.drain(..) {
+            match job {
+                Job::Raw(bytes) => match decode_batch(&bytes, Format::Protobuf) {
+                    Ok(b) => {
+                        p.process_batch(&b, now);
+                    }
+                    Err((reason, _)) => p.shared().counters.malformed(Transport::Udp, reason),
+                },
+                Job::Decoded(b) => {
+                    p.process_batch(&b, now);
+                }
+                Job::Stop => break 'outer,
+            }
+        }
+    }
+    ready.fetch_sub(1, Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(host: u8) -> v1::Report {
+        v1::Report {
+            src_isd_as: 0x0001_ff00_0000_0001,
+            src_host: Some(v1::HostAddress {
+                addr_type: 0,
+                raw: vec![10, 0, 0, host],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn batches_split_by_source_all_or_nothing() {
+        let (t0, mut r0) = mpsc::channel(1);
+        let (t1, mut r1) = mpsc::channel(1);
+        let d = Dispatcher {
+            shards: vec![t0, t1],
+        };
+        let reports: Vec<_> = (0..32).map(report).collect();
+        let want: Vec<usize> = reports.iter().map(|r| shard_of(r, 2)).collect();
+        assert!(want.contains(&0) && want.contains(&1), "both shards used");
+        let batch = v1::ReportBatch {
+            reports: reports.clone(),
+            ..Default::default()
+        };
+        d.try_batch(batch.clone()).unwrap();
+        // Both queues are full now: the next batch is refused whole.
+        assert_eq!(d.try_batch(batch.clone()), Err(DispatchError::Full));
+        let mut got = [Vec::new(), Vec::new()];
+        for (i, rx) in [&mut r0, &mut r1].into_iter().enumerate() {
+            match rx.try_recv() {
+                Ok(Job::Decoded(b)) => got[i] = b.reports,
+                _ => panic!("shard {i} got nothing"),
+            }
+            assert!(rx.try_recv().is_err(), "shard {i}: one batch only");
+        }
+        for (r, s) in reports.iter().zip(&want) {
+            assert!(got[*s].contains(r));
+        }
+        assert_eq!(got[0].len() + got[1].len(), 32);
+        // The same source always lands on the same shard.
+        assert_eq!(shard_of(&report(7), 2), shard_of(&report(7), 2));
+    }
+}

@@ -1,0 +1,390 @@
+//! The collector's storage on top of `collector-store`: topology changes and quarantined
+//! reports written behind to PostgreSQL ([`PgSink`]), event-detected metric values to a
+//! time-series store through its buffered writer ([`TsSink`]), history queries against that
+//! store ([`HistoryStore`]), and the persisted topology loaded back at start ([`restore`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use collector_store::topology::{
+    AsRecord, Change, HopRecord, InterfaceRecord, InternalLinkRecord, LinkRecord, PathRecord,
+    QuarantineRecord, RouterRecord, Snapshot, TopologyDb, UnknownPathRecord, WriteBehind,
+};
+use collector_store::writer::{BufferedWriter, WriterConfig};
+use collector_store::{Aggregation, RangeQuery, Sample, TimeSeriesStore};
+use idint_wire::IsdAsn;
+use tokio::runtime::Handle;
+use tracing::warn;
+
+use crate::config::StorageConfig;
+use crate::counters::Quarantined;
+use crate::metrics::{
+    HistoryFuture, HistoryQuery, HistorySeries, HistoryStore, Point, PointSink, Scope, SinkFull,
+};
+use crate::service::Stores;
+use crate::topology::{
+    AsInfo, InterfaceInfo, InternalLink, Link, PathHop, PathInfo, PathOrigin, RouterInfo,
+    TopologyChange, TopologySink, UnknownPath,
+};
+
+/// Why storage could not be set up.
+#[derive(Debug)]
+pub struct StorageError(pub String);
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StorageError {}
+
+/// [`HistoryStore`] over a [`TimeSeriesStore`].
+struct History<S>(S);
+
+impl<S: TimeSeriesStore> HistoryStore for History<S> {
+    fn query(&self, q: HistoryQuery) -> HistoryFuture<'_> {
+        Box::pin(async move {
+            let rq = RangeQuery {
+                measurement: scope_name(q.scope).into(),
+                field: q.measurement.name().into(),
+                tags: q.tags,
+                start_ns: q.from_ns,
+                end_ns: q.to_ns,
+                step_ns: q.step_ns,
+                aggregation: Aggregation::parse(&q.agg).unwrap_or_default(),
+            };
+            let series = self.0.query_range(&rq).await.map_err(|e| e.to_string())?;
+            Ok(series
+                .into_iter()
+                .map(|s| HistorySeries {
+                    tags: s.tags,
+                    points: s.points,
+                })
+                .collect())
+        })
+    }
+}
+
+/// The measurement name of a scope in the time-series store.
+pub fn scope_name(s: Scope) -> &'static str {
+    match s {
+        Scope::Hop => "hop",
+        Scope::Router => "router",
+        Scope::Link => "link",
+        Scope::Queue => "queue",
+        Scope::Path => "path",
+    }
+}
+
+/// A metric value as a time-series sample: measurement = scope, field = measurement,
+/// tags = the key's ids.
+pub fn sample_of(p: &Point) -> Sample {
+    Sample {
+        measurement: scope_name(p.key.scope).into(),
+        tags: p
+            .key
+            .tags()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        field: p.key.measurement.name().into(),
+        value: p.value,
+        time_ns: p.time_ns,
+    }
+}
+
+/// [`PointSink`] over a [`BufferedWriter`].
+pub struct TsSink {
+    writer: Arc<BufferedWriter>,
+    handle: Handle,
+}
+
+impl PointSink for TsSink {
+    fn write(&self, points: &[Point]) -> Result<(), SinkFull> {
+        let samples: Vec<Sample> = points.iter().map(sample_of).collect();
+        self.writer
+            .try_write(&samples)
+            .map_err(|e| SinkFull(e.to_string()))
+    }
+
+    fn flush(&self) {
+        let w = self.writer.clone();
+        let left = self
+            .handle
+            .block_on(async move { w.close(Duration::from_secs(10)).await });
+        if left > 0 {
+            warn!(
+                pending = left,
+                "time-series samples not written at shutdown"
+            );
+        }
+    }
+}
+
+/// [`TopologySink`] over a [`WriteBehind`] queue to PostgreSQL.
+pub struct PgSink {
+    wb: Arc<WriteBehind>,
+    handle: Handle,
+    refused: AtomicU64,
+}
+
+impl PgSink {
+    /// Changes the queue refused (full), counted.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Relaxed)
+    }
+
+    fn send(&self, c: Change) {
+        if self.wb.send(c).is_err() {
+            self.refused.fetch_add(1, Relaxed);
+            warn!("topology write-behind queue full: change not persisted");
+        }
+    }
+}
+
+impl TopologySink for PgSink {
+    fn changed(&self, change: &TopologyChange) {
+        if let Some(c) = to_change(change) {
+            self.send(c);
+        }
+    }
+
+    fn quarantined(&self, q: &Quarantined) {
+        self.send(Change::Quarantine(QuarantineRecord {
+            received_ns: q.time_ns,
+            reason: q.reason.name().into(),
+            detail: format!(
+                "{} (exporter {} router {}, {} -> {})",
+                q.detail, q.exporter_ia, q.exporter_router, q.src_ia, q.dst_ia
+            ),
+            report: hex::decode(&q.report_hex).unwrap_or_default(),
+        }));
+    }
+
+    fn flush(&self) {
+        let wb = self.wb.clone();
+        let left = self
+            .handle
+            .block_on(async move { wb.close(Duration::from_secs(10)).await });
+        if left > 0 {
+            warn!(pending = left, "topology changes not written at shutdown");
+        }
+    }
+}
+
+/// The record of a topology change (routers without a node id are not stored: the table is
+/// keyed by node id).
+pub fn to_change(c: &TopologyChange) -> Option<Change> {
+    Some(match c {
+        TopologyChange::As { ia, info } => {
+            let node_of = |name: &Option<String>| {
+                name.as_ref()
+                    .and_then(|n| info.routers.get(n))
+                    .and_then(|r| r.node_id)
+            };
+            Change::As(AsRecord {
+                ia: ia.to_u64(),
+                core: info.core,
+                mtu: None,
+                routers: info
+                    .routers
+                    .values()
+                    .filter_map(|r| {
+                        r.node_id.map(|node_id| RouterRecord {
+                            node_id,
+                            name: r.name.clone(),
+                        })
+                    })
+                    .collect(),
+                interfaces: info
+                    .interfaces
+                    .values()
+                    .map(|i| InterfaceRecord {
+                        ifid: i.ifid,
+                        node_id: node_of(&i.router),
+                        link_type: i.link_type.clone().unwrap_or_default(),
+                        neighbor_ia: i.neighbor_ia.map(|n| n.to_u64()),
+                        neighbor_ifid: i.neighbor_if,
+                    })
+                    .collect(),
+            })
+        }
+        TopologyChange::Link(l) => Change::Link(
+            LinkRecord {
+                a: (l.a.to_u64(), l.a_if),
+                b: (l.b.to_u64(), l.b_if),
+            }
+            .canonical(),
+        ),
+        TopologyChange::InternalLink(l) => Change::InternalLink(InternalLinkRecord {
+            ia: l.ia.to_u64(),
+            from_node: l.from_node,
+            to_node: l.to_node,
+        }),
+        TopologyChange::Path(p) => Change::Path(PathRecord {
+            fingerprint: p.id,
+            hops: p
+                .hops
+                .iter()
+                .map(|h| HopRecord {
+                    ia: h.ia.to_u64(),
+                    ingress: h.ingress,
+                    egress: h.egress,
+                })
+                .collect(),
+            first_seen_ns: crate::service::now_ns(),
+        }),
+        TopologyChange::UnknownPath(u) => Change::UnknownPath(UnknownPathRecord {
+            fingerprint: u.id,
+            detail: serde_json::to_string(u).ok()?,
+            first_seen_ns: crate::service::now_ns(),
+        }),
+    })
+}
+
+/// The changes that rebuild a stored topology (see
+/// [`crate::topology::TopologyHandle::restore`]). Stored paths come back as imported.
+pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
+    let mut out = Vec::new();
+    for a in &s.ases {
+        let ia = IsdAsn::from_u64(a.ia);
+        let mut info = AsInfo {
+            core: a.core,
+            ..AsInfo::default()
+        };
+        for r in &a.routers {
+            info.routers.insert(
+                r.name.clone(),
+                RouterInfo {
+                    name: r.name.clone(),
+                    node_id: Some(r.node_id),
+                    interfaces: Vec::new(),
+                },
+            );
+        }
+        for i in &a.interfaces {
+            let router = i.node_id.and_then(|n| {
+                a.routers
+                    .iter()
+                    .find(|r| r.node_id == n)
+                    .map(|r| r.name.clone())
+            });
+            if let Some(r) = router.as_ref().and_then(|n| info.routers.get_mut(n)) {
+                r.interfaces.push(i.ifid);
+            }
+            info.interfaces.insert(
+                i.ifid,
+                InterfaceInfo {
+                    ifid: i.ifid,
+                    router,
+                    neighbor_ia: i.neighbor_ia.map(IsdAsn::from_u64),
+                    neighbor_if: i.neighbor_ifid,
+                    link_type: (!i.link_type.is_empty()).then(|| i.link_type.clone()),
+                },
+            );
+        }
+        out.push(TopologyChange::As { ia, info });
+    }
+    for l in &s.links {
+        out.push(TopologyChange::Link(Link::new(
+            (IsdAsn::from_u64(l.a.0), l.a.1),
+            (IsdAsn::from_u64(l.b.0), l.b.1),
+        )));
+    }
+    for l in &s.internal_links {
+        out.push(TopologyChange::InternalLink(InternalLink {
+            ia: IsdAsn::from_u64(l.ia),
+            from_node: l.from_node,
+            to_node: l.to_node,
+        }));
+    }
+    for p in &s.paths {
+        let hops: Vec<PathHop> = p
+            .hops
+            .iter()
+            .map(|h| PathHop {
+                ia: IsdAsn::from_u64(h.ia),
+                ingress: h.ingress,
+                egress: h.egress,
+            })
+            .collect();
+        let (Some(f), Some(l)) = (hops.first(), hops.last()) else {
+            continue;
+        };
+        out.push(TopologyChange::Path(PathInfo {
+            id: p.fingerprint,
+            src: f.ia,
+            dst: l.ia,
+            hops: hops.clone(),
+            origin: PathOrigin::Imported,
+        }));
+    }
+    for u in &s.unknown_paths {
+        if let Ok(u) = serde_json::from_str::<UnknownPath>(&u.detail) {
+            out.push(TopologyChange::UnknownPath(u));
+        }
+    }
+    out
+}
+
+/// Connects the configured stores (on the current tokio runtime): PostgreSQL with migrations
+/// applied and the stored topology loaded, the time-series store with its buffered writer.
+pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
+    let handle = Handle::current();
+    let mut stores = Stores::default();
+    if let Some(url) = &cfg.postgres_url {
+        let db = TopologyDb::connect(url, cfg.quarantine_rows)
+            .await
+            .map_err(|e| StorageError(format!("PostgreSQL: {e}")))?;
+        let snap = db
+            .load()
+            .await
+            .map_err(|e| StorageError(format!("PostgreSQL load: {e}")))?;
+        stores.restore = restore(&snap);
+        stores.topology = Some(Arc::new(PgSink {
+            wb: Arc::new(WriteBehind::spawn(db, cfg.topology_queue)),
+            handle: handle.clone(),
+            refused: AtomicU64::new(0),
+        }));
+    }
+    let wcfg = WriterConfig {
+        capacity: cfg.buffer_samples,
+        ..WriterConfig::default()
+    };
+    let url = || {
+        cfg.timeseries_url
+            .clone()
+            .ok_or_else(|| StorageError("storage.timeseries_url missing".into()))
+    };
+    match cfg.timeseries.as_str() {
+        "none" => {}
+        "victoria" => {
+            let v = collector_store::victoria::Victoria::new(&url()?, false)
+                .map_err(|e| StorageError(format!("VictoriaMetrics: {e}")))?;
+            stores.history = Some(Arc::new(History(v.clone())));
+            stores.points = Some(Arc::new(TsSink {
+                writer: Arc::new(BufferedWriter::spawn(v, wcfg)),
+                handle,
+            }));
+        }
+        "influx" => {
+            let i = collector_store::influx::Influx::connect(&url()?, &cfg.influx_db)
+                .await
+                .map_err(|e| StorageError(format!("InfluxDB: {e}")))?;
+            stores.history = Some(Arc::new(History(i.clone())));
+            stores.points = Some(Arc::new(TsSink {
+                writer: Arc::new(BufferedWriter::spawn(i, wcfg)),
+                handle,
+            }));
+        }
+        o => {
+            return Err(StorageError(format!(
+                "storage.timeseries {o:?}: victoria, influx or none"
+            )));
+        }
+    }
+    stores.wait_ms = cfg.wait_ms;
+    Ok(stores)
+}

@@ -1,0 +1,992 @@
+//! The topology the collector knows, in memory: ISD-ASes, border routers (node ids),
+//! interfaces, inter-AS links, AS-internal router-to-router links and paths.
+//!
+//! Imported from SCION `topology.json` files and from path descriptions; learned from
+//! verified reports. Readers (the pipeline workers, the API) hold an immutable
+//! [`Topology`] snapshot and re-read it only when [`TopologyHandle::generation`] moves; every
+//! change is also handed to the [`TopologySink`] (PostgreSQL, written behind).
+//!
+//! A report's hop fields map to ASes only through a known path or a walk over imported
+//! interfaces (`interface -> neighbour AS`) that ends at the report's destination; anything
+//! else stays unknown (recorded, never guessed).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use idint_report::v1;
+use idint_wire::IsdAsn;
+use serde::{Deserialize, Serialize};
+
+/// Most hop fields a SCION path carries.
+pub const MAX_HOPS: usize = 64;
+
+/// One AS hop of a path in travel direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PathHop {
+    /// The AS.
+    #[serde(with = "ia_str")]
+    pub ia: IsdAsn,
+    /// Interface the packet enters the AS by (0 at the source).
+    pub ingress: u16,
+    /// Interface the packet leaves the AS by (0 at the destination).
+    pub egress: u16,
+}
+
+/// Where a path came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathOrigin {
+    /// Imported (API or CLI).
+    Imported,
+    /// Walked over imported interfaces and confirmed by a report's MACs.
+    Learned,
+}
+
+/// A path: its AS hops and fingerprint (its id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathInfo {
+    /// Fingerprint over source, destination and hops (hex in JSON).
+    #[serde(with = "hex_u64")]
+    pub id: u64,
+    /// Source AS.
+    #[serde(with = "ia_str")]
+    pub src: IsdAsn,
+    /// Destination AS.
+    #[serde(with = "ia_str")]
+    pub dst: IsdAsn,
+    /// AS hops in travel direction.
+    pub hops: Vec<PathHop>,
+    /// Imported or learned.
+    pub origin: PathOrigin,
+}
+
+/// An interface of an AS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceInfo {
+    /// Interface id.
+    pub ifid: u16,
+    /// Border router owning it (topology key), if known.
+    pub router: Option<String>,
+    /// The AS on the other side, if known.
+    #[serde(with = "opt_ia_str")]
+    pub neighbor_ia: Option<IsdAsn>,
+    /// The interface on the other side, if known.
+    pub neighbor_if: Option<u16>,
+    /// Link type (`core`, `child`, `parent`, `peer`), if known.
+    pub link_type: Option<String>,
+}
+
+/// A border router.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterInfo {
+    /// Topology key (or `node-<id>` when learned from reports).
+    pub name: String,
+    /// Node id written into ID-INT entries, if known.
+    pub node_id: Option<u32>,
+    /// Interfaces it owns.
+    pub interfaces: Vec<u16>,
+}
+
+/// An ISD-AS.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AsInfo {
+    /// Core AS.
+    pub core: bool,
+    /// Routers by name.
+    pub routers: BTreeMap<String, RouterInfo>,
+    /// Interfaces by id.
+    pub interfaces: BTreeMap<u16, InterfaceInfo>,
+}
+
+/// An inter-AS link (ordered so that `(a, a_if) < (b, b_if)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Link {
+    /// One end's AS.
+    #[serde(with = "ia_str")]
+    pub a: IsdAsn,
+    /// One end's interface.
+    pub a_if: u16,
+    /// Other end's AS.
+    #[serde(with = "ia_str")]
+    pub b: IsdAsn,
+    /// Other end's interface.
+    pub b_if: u16,
+}
+
+impl Link {
+    /// The link between two interfaces, normalised.
+    pub fn new(x: (IsdAsn, u16), y: (IsdAsn, u16)) -> Self {
+        let (p, q) = if (x.0.to_u64(), x.1) <= (y.0.to_u64(), y.1) {
+            (x, y)
+        } else {
+            (y, x)
+        };
+        Link {
+            a: p.0,
+            a_if: p.1,
+            b: q.0,
+            b_if: q.1,
+        }
+    }
+}
+
+/// A router-to-router link inside an AS, inferred from consecutive entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct InternalLink {
+    /// The AS.
+    #[serde(with = "ia_str")]
+    pub ia: IsdAsn,
+    /// Upstream router's node id.
+    pub from_node: u32,
+    /// Downstream router's node id.
+    pub to_node: u32,
+}
+
+/// A path seen in reports that could not be mapped to ASes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnknownPath {
+    /// Fingerprint of (source, destination, interfaces).
+    #[serde(with = "hex_u64")]
+    pub id: u64,
+    /// Source AS.
+    #[serde(with = "ia_str")]
+    pub src: IsdAsn,
+    /// Destination AS.
+    #[serde(with = "ia_str")]
+    pub dst: IsdAsn,
+    /// (ingress, egress) per AS hop in travel direction.
+    pub interfaces: Vec<(u16, u16)>,
+    /// Reports seen on it.
+    pub reports: u64,
+}
+
+/// One change, as handed to the [`TopologySink`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TopologyChange {
+    /// An AS was added or its routers/interfaces changed (full record).
+    As {
+        /// The AS.
+        #[serde(with = "ia_str")]
+        ia: IsdAsn,
+        /// Its record.
+        info: AsInfo,
+    },
+    /// An inter-AS link.
+    Link(Link),
+    /// An AS-internal link.
+    InternalLink(InternalLink),
+    /// A path.
+    Path(PathInfo),
+    /// A path that could not be mapped (first sighting).
+    UnknownPath(UnknownPath),
+}
+
+/// Where topology changes and quarantined reports go (PostgreSQL, written behind). Must not
+/// block.
+pub trait TopologySink: Send + Sync {
+    /// Takes a change.
+    fn changed(&self, change: &TopologyChange);
+    /// Takes a rejected report.
+    fn quarantined(&self, _q: &crate::counters::Quarantined) {}
+    /// Writes out whatever is queued (at shutdown); returns when done.
+    fn flush(&self) {}
+}
+
+/// An immutable topology snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    /// ASes.
+    pub ases: BTreeMap<IsdAsn, AsInfo>,
+    /// Inter-AS links.
+    pub links: BTreeSet<Link>,
+    /// AS-internal links.
+    pub internal_links: BTreeSet<InternalLink>,
+    /// Paths by id.
+    pub paths: BTreeMap<u64, PathInfo>,
+    /// Paths by id, as AS per hop (for the hot path).
+    hop_ases: rustc_hash::FxHashMap<u64, Arc<[IsdAsn]>>,
+    /// Known (ISD-AS, node id) pairs (for the hot path).
+    nodes: rustc_hash::FxHashSet<(u64, u32)>,
+}
+
+/// Hop fields of a report's path mapped to AS hops: for hop field `j`, `hop_of[j]` is the AS
+/// hop index.
+#[derive(Debug, Clone, Copy)]
+pub struct HopLayout {
+    /// Number of hop fields.
+    pub hop_fields: usize,
+    /// AS hop index per hop field.
+    pub hop_of: [u8; MAX_HOPS],
+    /// Number of AS hops.
+    pub as_hops: usize,
+    /// (ingress, egress) per AS hop, travel direction.
+    pub ifs: [(u16, u16); MAX_HOPS],
+}
+
+/// Why a report's path cannot be laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutError {
+    /// The report carries no path.
+    NoPath,
+    /// Segment lengths and hop fields disagree, or too many hops.
+    Inconsistent,
+}
+
+impl HopLayout {
+    /// Lays out the report's path in travel direction, one AS hop per hop field except at
+    /// segment crossings (the last hop of a segment and the first of the next are one AS).
+    pub fn of(path: Option<&v1::Path>) -> Result<Self, LayoutError> {
+        let p = path.ok_or(LayoutError::NoPath)?;
+        let n: usize = p.seg_lens.iter().map(|&l| l as usize).sum();
+        if n == 0
+            || n > MAX_HOPS
+            || n != p.hop_fields.len()
+            || p.seg_lens.len() > 3
+            || p.info_fields.len() != p.seg_lens.len()
+        {
+            return Err(LayoutError::Inconsistent);
+        }
+        let mut l = HopLayout {
+            hop_fields: n,
+            hop_of: [0; MAX_HOPS],
+            as_hops: 0,
+            ifs: [(0, 0); MAX_HOPS],
+        };
+        let mut j = 0;
+        for (seg, &len) in p.seg_lens.iter().enumerate() {
+            let cons = p.info_fields[seg].cons_dir;
+            for k in 0..len as usize {
+                let h = &p.hop_fields[j];
+                let (ci, ce) = (h.cons_ingress as u16, h.cons_egress as u16);
+                let (ing, eg) = if cons { (ci, ce) } else { (ce, ci) };
+                // Crossing: first hop of a later segment continues the previous AS hop.
+                if k == 0 && seg > 0 && l.as_hops > 0 && ing == 0 && l.ifs[l.as_hops - 1].1 == 0 {
+                    l.ifs[l.as_hops - 1].1 = eg;
+                } else {
+                    l.ifs[l.as_hops] = (ing, eg);
+                    l.as_hops += 1;
+                }
+                l.hop_of[j] = (l.as_hops - 1) as u8;
+                j += 1;
+            }
+        }
+        Ok(l)
+    }
+
+    /// The path fingerprint for `src` -> `dst` over these AS hops.
+    pub fn fingerprint(&self, src: IsdAsn, dst: IsdAsn) -> u64 {
+        fingerprint(src, dst, self.ifs[..self.as_hops].iter().copied())
+    }
+}
+
+/// The fingerprint of a path: a 64-bit mix of source, destination and (ingress, egress) per
+/// hop (not cryptographic; paths are keyed by it).
+pub fn fingerprint(src: IsdAsn, dst: IsdAsn, ifs: impl Iterator<Item = (u16, u16)>) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mix = |h: u64, v: u64| {
+        let x = (h ^ v).wrapping_mul(K);
+        x ^ (x >> 29)
+    };
+    let mut h = mix(mix(0xcbf2_9ce4_8422_2325, src.to_u64()), dst.to_u64());
+    for (i, e) in ifs {
+        h = mix(h, (u64::from(i) << 16) | u64::from(e) | (1 << 40));
+    }
+    h
+}
+
+/// How a report's hops map to ASes.
+#[derive(Debug, Clone)]
+pub enum Mapping {
+    /// A known path.
+    Known {
+        /// Path id.
+        id: u64,
+        /// AS per AS hop.
+        ases: Arc<[IsdAsn]>,
+    },
+    /// Walked over imported interfaces; becomes a learned path once a report verifies.
+    Walked {
+        /// Path id.
+        id: u64,
+        /// AS per AS hop.
+        ases: Arc<[IsdAsn]>,
+    },
+    /// Not mappable.
+    Unknown {
+        /// Path id.
+        id: u64,
+    },
+}
+
+impl Topology {
+    /// Maps a laid-out path from `src` to `dst`.
+    pub fn map(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Mapping {
+        let id = layout.fingerprint(src, dst);
+        if let Some(a) = self.hop_ases.get(&id) {
+            return Mapping::Known {
+                id,
+                ases: a.clone(),
+            };
+        }
+        match self.walk(src, dst, layout) {
+            Some(ases) => Mapping::Walked {
+                id,
+                ases: ases.into(),
+            },
+            None => Mapping::Unknown { id },
+        }
+    }
+
+    fn walk(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Option<Vec<IsdAsn>> {
+        let mut out = Vec::with_capacity(layout.as_hops);
+        let mut ia = src;
+        for k in 0..layout.as_hops {
+            out.push(ia);
+            let (_, eg) = layout.ifs[k];
+            if k + 1 == layout.as_hops {
+                break;
+            }
+            let next = self.ases.get(&ia)?.interfaces.get(&eg)?;
+            let nia = next.neighbor_ia?;
+            if let Some(nif) = next.neighbor_if
+                && nif != layout.ifs[k + 1].0
+            {
+                return None;
+            }
+            ia = nia;
+        }
+        (ia == dst).then_some(out)
+    }
+
+    /// Router name for a node id in an AS, if known.
+    pub fn router_name(&self, ia: IsdAsn, node_id: u32) -> Option<&str> {
+        self.ases.get(&ia).and_then(|a| {
+            a.routers
+                .values()
+                .find(|r| r.node_id == Some(node_id))
+                .map(|r| r.name.as_str())
+        })
+    }
+
+    /// Whether a router with this node id is known.
+    pub fn has_router(&self, ia: IsdAsn, node_id: u32) -> bool {
+        self.nodes.contains(&(ia.to_u64(), node_id))
+    }
+
+    fn reindex(&mut self) {
+        self.nodes = self
+            .ases
+            .iter()
+            .flat_map(|(ia, a)| {
+                a.routers
+                    .values()
+                    .filter_map(move |r| r.node_id.map(|n| (ia.to_u64(), n)))
+            })
+            .collect();
+    }
+
+    fn insert_path(&mut self, p: PathInfo) -> bool {
+        if self.paths.get(&p.id) == Some(&p) {
+            return false;
+        }
+        let ases: Arc<[IsdAsn]> = p.hops.iter().map(|h| h.ia).collect();
+        self.hop_ases.insert(p.id, ases);
+        // The links along the path.
+        for w in p.hops.windows(2) {
+            self.links
+                .insert(Link::new((w[0].ia, w[0].egress), (w[1].ia, w[1].ingress)));
+        }
+        self.paths.insert(p.id, p);
+        true
+    }
+}
+
+/// Why an import was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError(pub String);
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// A path description for import: ASes in travel order with their interfaces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PathDescription {
+    /// Hops; the first's ingress and the last's egress are 0.
+    pub hops: Vec<PathHop>,
+}
+
+/// Shared, versioned topology: one writer lock, lock-free generation check for readers.
+pub struct TopologyHandle {
+    writer: Mutex<Topology>,
+    snapshot: RwLock<Arc<Topology>>,
+    generation: AtomicU64,
+    unknown: Mutex<BTreeMap<u64, UnknownPath>>,
+    unknown_capacity: usize,
+    sink: RwLock<Option<Arc<dyn TopologySink>>>,
+}
+
+impl Default for TopologyHandle {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TopologyHandle {
+    /// An empty topology.
+    pub fn new() -> Self {
+        TopologyHandle {
+            writer: Mutex::new(Topology::default()),
+            snapshot: RwLock::new(Arc::new(Topology::default())),
+            generation: AtomicU64::new(0),
+            unknown: Mutex::new(BTreeMap::new()),
+            unknown_capacity: 4096,
+            sink: RwLock::new(None),
+        }
+    }
+
+    /// Sets where changes are written behind.
+    pub fn set_sink(&self, sink: Arc<dyn TopologySink>) {
+        if let Ok(mut s) = self.sink.write() {
+            *s = Some(sink);
+        }
+    }
+
+    /// Changes since start; readers refresh their snapshot when it moves.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Topology> {
+        self.snapshot.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Paths that could not be mapped.
+    pub fn unknown_paths(&self) -> Vec<UnknownPath> {
+        self.unknown
+            .lock()
+            .map(|u| u.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn emit(&self, changes: &[TopologyChange]) {
+        if let Ok(s) = self.sink.read()
+            && let Some(s) = s.as_ref()
+        {
+            for c in changes {
+                s.changed(c);
+            }
+        }
+    }
+
+    /// Hands a rejected report to the sink.
+    pub fn quarantined(&self, q: &crate::counters::Quarantined) {
+        if let Ok(s) = self.sink.read()
+            && let Some(s) = s.as_ref()
+        {
+            s.quarantined(q);
+        }
+    }
+
+    /// The sink, if any.
+    pub fn sink(&self) -> Option<Arc<dyn TopologySink>> {
+        self.sink.read().ok().and_then(|s| s.clone())
+    }
+
+    /// Applies `f` to the topology; publishes a new snapshot and writes the changes behind if
+    /// it returned any.
+    pub fn update<R>(&self, f: impl FnOnce(&mut Topology, &mut Vec<TopologyChange>) -> R) -> R {
+        let mut changes = Vec::new();
+        let r = {
+            let mut w = match self.writer.lock() {
+                Ok(w) => w,
+                Err(p) => p.into_inner(),
+            };
+            let r = f(&mut w, &mut changes);
+            if !changes.is_empty() {
+                w.reindex();
+                let snap = Arc::new(w.clone());
+                if let Ok(mut s) = self.snapshot.write() {
+                    *s = snap;
+                }
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            }
+            r
+        };
+        self.emit(&changes);
+        r
+    }
+
+    /// Loads a persisted topology (for example rows read back from PostgreSQL at start) as
+    /// the changes that built it; nothing is written back to the sink.
+    pub fn restore<'a>(&self, changes: impl IntoIterator<Item = &'a TopologyChange>) {
+        let mut w = match self.writer.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        for c in changes {
+            match c {
+                TopologyChange::As { ia, info } => {
+                    w.ases.insert(*ia, info.clone());
+                }
+                TopologyChange::Link(l) => {
+                    w.links.insert(*l);
+                }
+                TopologyChange::InternalLink(l) => {
+                    w.internal_links.insert(*l);
+                }
+                TopologyChange::Path(p) => {
+                    w.insert_path(p.clone());
+                }
+                TopologyChange::UnknownPath(u) => {
+                    if let Ok(mut m) = self.unknown.lock() {
+                        m.insert(u.id, u.clone());
+                    }
+                }
+            }
+        }
+        w.reindex();
+        let snap = Arc::new(w.clone());
+        if let Ok(mut s) = self.snapshot.write() {
+            *s = snap;
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Imports a SCION `topology.json` (one AS); returns the number of changes.
+    pub fn import_topology_json(&self, text: &str) -> Result<usize, ImportError> {
+        let (ia, info) = parse_topology_json(text)?;
+        Ok(self.update(|t, ch| {
+            let entry = t.ases.entry(ia).or_default();
+            let mut merged = info.clone();
+            // Keep node ids learned earlier for routers the file does not number.
+            for (name, r) in entry.routers.iter() {
+                if let Some(m) = merged.routers.get_mut(name) {
+                    m.node_id = m.node_id.or(r.node_id);
+                } else {
+                    merged.routers.insert(name.clone(), r.clone());
+                }
+            }
+            if *entry != merged {
+                *entry = merged.clone();
+                ch.push(TopologyChange::As { ia, info: merged });
+            }
+            for i in info.interfaces.values() {
+                if let (Some(n), Some(nif)) = (i.neighbor_ia, i.neighbor_if) {
+                    let l = Link::new((ia, i.ifid), (n, nif));
+                    if t.links.insert(l) {
+                        ch.push(TopologyChange::Link(l));
+                    }
+                }
+            }
+            ch.len()
+        }))
+    }
+
+    /// Imports a path description; returns the path.
+    pub fn import_path(&self, d: &PathDescription) -> Result<PathInfo, ImportError> {
+        let (Some(first), Some(last)) = (d.hops.first(), d.hops.last()) else {
+            return Err(ImportError("a path needs at least one hop".into()));
+        };
+        if d.hops.len() > MAX_HOPS {
+            return Err(ImportError(format!("more than {MAX_HOPS} hops")));
+        }
+        if first.ingress != 0 || last.egress != 0 {
+            return Err(ImportError(
+                "the first hop's ingress and the last hop's egress must be 0".into(),
+            ));
+        }
+        let (src, dst) = (first.ia, last.ia);
+        let id = fingerprint(src, dst, d.hops.iter().map(|h| (h.ingress, h.egress)));
+        let p = PathInfo {
+            id,
+            src,
+            dst,
+            hops: d.hops.clone(),
+            origin: PathOrigin::Imported,
+        };
+        self.update(|t, ch| add_path(t, ch, p.clone()));
+        Ok(p)
+    }
+
+    /// Records a path that could not be mapped (bounded; counts sightings).
+    pub fn record_unknown(&self, src: IsdAsn, dst: IsdAsn, id: u64, layout: &HopLayout) {
+        let first = {
+            let Ok(mut u) = self.unknown.lock() else {
+                return;
+            };
+            if let Some(e) = u.get_mut(&id) {
+                e.reports += 1;
+                None
+            } else if u.len() < self.unknown_capacity {
+                let e = UnknownPath {
+                    id,
+                    src,
+                    dst,
+                    interfaces: layout.ifs[..layout.as_hops].to_vec(),
+                    reports: 1,
+                };
+                u.insert(id, e.clone());
+                Some(e)
+            } else {
+                None
+            }
+        };
+        if let Some(e) = first {
+            self.emit(&[TopologyChange::UnknownPath(e)]);
+        }
+    }
+}
+
+/// Adds a path and its links; records the changes.
+pub fn add_path(t: &mut Topology, ch: &mut Vec<TopologyChange>, p: PathInfo) {
+    let before = t.links.clone();
+    if t.insert_path(p.clone()) {
+        ch.push(TopologyChange::Path(p));
+        for l in t.links.difference(&before) {
+            ch.push(TopologyChange::Link(*l));
+        }
+    }
+}
+
+/// Records a router learned from a report's node id (if not yet known).
+pub fn add_router(t: &mut Topology, ch: &mut Vec<TopologyChange>, ia: IsdAsn, node_id: u32) {
+    if t.has_router(ia, node_id) {
+        return;
+    }
+    let a = t.ases.entry(ia).or_default();
+    let name = format!("node-{node_id}");
+    a.routers.insert(
+        name.clone(),
+        RouterInfo {
+            name,
+            node_id: Some(node_id),
+            interfaces: Vec::new(),
+        },
+    );
+    ch.push(TopologyChange::As {
+        ia,
+        info: a.clone(),
+    });
+}
+
+/// Records an AS-internal link (if new).
+pub fn add_internal_link(t: &mut Topology, ch: &mut Vec<TopologyChange>, l: InternalLink) {
+    if t.internal_links.insert(l) {
+        ch.push(TopologyChange::InternalLink(l));
+    }
+}
+
+fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ImportError(format!("topology.json: {e}")))?;
+    let bad = |m: &str| ImportError(format!("topology.json: {m}"));
+    let ia: IsdAsn = v
+        .get("isd_as")
+        .and_then(|x| x.as_str())
+        .ok_or_else(|| bad("missing isd_as"))?
+        .parse()
+        .map_err(|_| bad("bad isd_as"))?;
+    let core = v
+        .get("attributes")
+        .and_then(|a| a.as_array())
+        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("core")));
+    let mut info = AsInfo {
+        core,
+        ..AsInfo::default()
+    };
+    if let Some(brs) = v.get("border_routers").and_then(|b| b.as_object()) {
+        for (name, br) in brs {
+            let node_id = br
+                .get("id")
+                .and_then(|x| x.as_u64())
+                .and_then(|x| u32::try_from(x).ok());
+            let mut ifids = Vec::new();
+            if let Some(ifs) = br.get("interfaces").and_then(|i| i.as_object()) {
+                for (k, i) in ifs {
+                    let ifid: u16 = k
+                        .parse()
+                        .map_err(|_| bad(&format!("interface id {k:?} of {name}")))?;
+                    let neighbor_ia = match i.get("isd_as").and_then(|x| x.as_str()) {
+                        Some(s) => Some(
+                            s.parse()
+                                .map_err(|_| bad(&format!("isd_as of interface {k}")))?,
+                        ),
+                        None => None,
+                    };
+                    let neighbor_if = i
+                        .get("remote_interface_id")
+                        .and_then(|x| x.as_u64())
+                        .and_then(|x| u16::try_from(x).ok());
+                    let link_type = i
+                        .get("link_to")
+                        .and_then(|x| x.as_str())
+                        .map(|s| s.to_ascii_lowercase());
+                    ifids.push(ifid);
+                    info.interfaces.insert(
+                        ifid,
+                        InterfaceInfo {
+                            ifid,
+                            router: Some(name.clone()),
+                            neighbor_ia,
+                            neighbor_if,
+                            link_type,
+                        },
+                    );
+                }
+            }
+            ifids.sort_unstable();
+            info.routers.insert(
+                name.clone(),
+                RouterInfo {
+                    name: name.clone(),
+                    node_id,
+                    interfaces: ifids,
+                },
+            );
+        }
+    }
+    Ok((ia, info))
+}
+
+/// Serde helpers: ISD-AS as its text form.
+pub mod ia_str {
+    use idint_wire::IsdAsn;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serialises as `1-ff00:0:110`.
+    pub fn serialize<S: Serializer>(ia: &IsdAsn, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(ia)
+    }
+
+    /// Parses `1-ff00:0:110`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<IsdAsn, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse()
+            .map_err(|_| serde::de::Error::custom(format!("bad ISD-AS {s:?}")))
+    }
+}
+
+/// Serde helpers: optional ISD-AS as text.
+pub mod opt_ia_str {
+    use idint_wire::IsdAsn;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serialises as `1-ff00:0:110` or null.
+    pub fn serialize<S: Serializer>(ia: &Option<IsdAsn>, s: S) -> Result<S::Ok, S::Error> {
+        match ia {
+            Some(ia) => s.collect_str(ia),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Parses `1-ff00:0:110` or null.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IsdAsn>, D::Error> {
+        let s = Option::<String>::deserialize(d)?;
+        s.map(|s| {
+            s.parse()
+                .map_err(|_| serde::de::Error::custom(format!("bad ISD-AS {s:?}")))
+        })
+        .transpose()
+    }
+}
+
+/// Serde helpers: u64 as 16 hex digits.
+pub mod hex_u64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serialises as 16 hex digits.
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{v:016x}"))
+    }
+
+    /// Parses hex digits.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let s = String::deserialize(d)?;
+        u64::from_str_radix(&s, 16).map_err(|_| serde::de::Error::custom("bad hex id"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ia(s: &str) -> IsdAsn {
+        s.parse().unwrap()
+    }
+
+    fn hf(i: u32, e: u32) -> v1::HopField {
+        v1::HopField {
+            cons_ingress: i,
+            cons_egress: e,
+            exp_time: 63,
+        }
+    }
+
+    fn info(cons_dir: bool) -> v1::InfoField {
+        v1::InfoField {
+            cons_dir,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn up_and_down_segments_merge_at_the_crossing() {
+        // Up segment A(leaf) -> B(core), against construction; down segment B -> C.
+        let p = v1::Path {
+            seg_lens: vec![2, 2],
+            info_fields: vec![info(false), info(true)],
+            hop_fields: vec![hf(1, 0), hf(0, 2), hf(0, 3), hf(4, 0)],
+            ..Default::default()
+        };
+        let l = HopLayout::of(Some(&p)).unwrap();
+        assert_eq!(l.as_hops, 3);
+        assert_eq!(&l.ifs[..3], &[(0, 1), (2, 3), (4, 0)]);
+        assert_eq!(&l.hop_of[..4], &[0, 1, 1, 2]);
+        let mut bad = p.clone();
+        bad.seg_lens = vec![2, 3];
+        assert_eq!(HopLayout::of(Some(&bad)), Err(LayoutError::Inconsistent));
+        assert!(matches!(HopLayout::of(None), Err(LayoutError::NoPath)));
+    }
+
+    impl PartialEq for HopLayout {
+        fn eq(&self, o: &Self) -> bool {
+            self.as_hops == o.as_hops && self.ifs == o.ifs && self.hop_of == o.hop_of
+        }
+    }
+
+    struct Recording(Mutex<Vec<TopologyChange>>);
+    impl TopologySink for Recording {
+        fn changed(&self, c: &TopologyChange) {
+            self.0.lock().unwrap().push(c.clone());
+        }
+    }
+
+    #[test]
+    fn changes_written_behind_rebuild_the_same_topology() {
+        let t = TopologyHandle::new();
+        let sink = Arc::new(Recording(Mutex::new(Vec::new())));
+        t.set_sink(sink.clone());
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:b","remote_interface_id":2}}}}}"#,
+        )
+        .unwrap();
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let p = t
+            .import_path(&PathDescription {
+                hops: vec![
+                    PathHop {
+                        ia: a,
+                        ingress: 0,
+                        egress: 1,
+                    },
+                    PathHop {
+                        ia: b,
+                        ingress: 2,
+                        egress: 0,
+                    },
+                ],
+            })
+            .unwrap();
+        // Re-importing the same thing changes nothing and writes nothing.
+        let n = sink.0.lock().unwrap().len();
+        t.import_path(&PathDescription {
+            hops: p.hops.clone(),
+        })
+        .unwrap();
+        assert_eq!(sink.0.lock().unwrap().len(), n);
+        let restored = TopologyHandle::new();
+        restored.restore(sink.0.lock().unwrap().iter());
+        let (x, y) = (t.snapshot(), restored.snapshot());
+        assert_eq!(x.ases, y.ases);
+        assert_eq!(x.links, y.links);
+        assert_eq!(x.paths, y.paths);
+        assert!(y.has_router(a, 1));
+        let l = HopLayout::of(Some(&v1::Path {
+            seg_lens: vec![2],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 0)],
+            ..Default::default()
+        }))
+        .unwrap();
+        assert!(matches!(y.map(a, b, &l), Mapping::Known { id, .. } if id == p.id));
+    }
+
+    #[test]
+    fn paths_map_by_import_or_by_walking_imported_interfaces() {
+        let t = TopologyHandle::new();
+        let p = v1::Path {
+            seg_lens: vec![3],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 3), hf(4, 0)],
+            ..Default::default()
+        };
+        let l = HopLayout::of(Some(&p)).unwrap();
+        let (a, b, c) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"), ia("1-ff00:0:c"));
+        assert!(matches!(
+            t.snapshot().map(a, c, &l),
+            Mapping::Unknown { .. }
+        ));
+        // Interfaces of A and B lead to C.
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:b","remote_interface_id":2,"link_to":"CORE"}}}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            t.snapshot().map(a, c, &l),
+            Mapping::Unknown { .. }
+        ));
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:b","border_routers":{"rb":{"interfaces":{"2":{"isd_as":"1-ff00:0:a"},"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
+        )
+        .unwrap();
+        match t.snapshot().map(a, c, &l) {
+            Mapping::Walked { ases, .. } => assert_eq!(&ases[..], &[a, b, c]),
+            m => panic!("{m:?}"),
+        }
+        // Walking to the wrong destination fails.
+        assert!(matches!(
+            t.snapshot().map(a, b, &l),
+            Mapping::Unknown { .. }
+        ));
+        let imported = t
+            .import_path(&PathDescription {
+                hops: vec![
+                    PathHop {
+                        ia: a,
+                        ingress: 0,
+                        egress: 1,
+                    },
+                    PathHop {
+                        ia: b,
+                        ingress: 2,
+                        egress: 3,
+                    },
+                    PathHop {
+                        ia: c,
+                        ingress: 4,
+                        egress: 0,
+                    },
+                ],
+            })
+            .unwrap();
+        match t.snapshot().map(a, c, &l) {
+            Mapping::Known { id, ases } => {
+                assert_eq!(id, imported.id);
+                assert_eq!(&ases[..], &[a, b, c]);
+            }
+            m => panic!("{m:?}"),
+        }
+        assert!(t.snapshot().links.contains(&Link::new((b, 3), (c, 4))));
+        assert_eq!(t.snapshot().router_name(a, 1), Some("ra"));
+        assert!(t.import_topology_json("{}").is_err());
+        assert!(t.import_path(&PathDescription { hops: vec![] }).is_err());
+    }
+}

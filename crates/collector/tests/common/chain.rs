@@ -1,0 +1,435 @@
+//! A real multi-AS scion-dp chain that produces ID-INT reports as infrastructure-mode probes
+//! (shared by the tests, the benchmark and the load generator).
+//!
+//! ```text
+//! RA (probe source) [1] ── [2] RB1 ═ RB2 [3] ── [4] RC [5] ── [6] RD (sink, exports reports)
+//!   AS A (collector 10.1.0.100)   AS B                AS C          AS D
+//! ```
+//! Every router has its own forwarding key and DRKey master secret; the collector in AS A
+//! verifies with A's master secret and the level-1 keys K(B/C/D -> A) exported here.
+#![allow(dead_code, missing_docs)]
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use collector::keys::ImportedKey;
+use collector::topology::{PathDescription, PathHop};
+use drkey::cache::KeyCache;
+use drkey::provider::{Level1Provider, LocalProvider};
+use drkey::{Protocol, host_as, host_host};
+use idint_report::{report_from_packet, v1};
+use idint_wire::crypto::Aes128;
+use idint_wire::idint::Instruction;
+use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
+use idint_wire::scion::PathType;
+use idint_wire::{HostAddr, IsdAsn};
+use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
+use scion_dp::idint::{DrkeyKeys, IdIntStage, NonceSource, ReportExporter, SinkRecord};
+use scion_dp::probe::{ProbeRequest, ProbeSource, ProbeTarget};
+use scion_dp::telemetry::{Direction, HopContext, QueueMetric, TelemetrySource};
+use scion_dp::{Ingress, Processor};
+
+pub const EPOCH: u32 = 3600;
+pub const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 100);
+pub const RA_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+pub const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 4, 0, 9);
+/// Interfaces (ingress, egress) of RA, RB1, RB2, RC, RD.
+pub const IFS: [(u16, u16); 5] = [(0, 1), (2, 3), (0, 3), (4, 5), (6, 0)];
+/// AS index of each router.
+pub const ROUTER_AS: [usize; 5] = [0, 1, 1, 2, 3];
+
+pub fn ases() -> [IsdAsn; 4] {
+    ["1-ff00:0:a", "1-ff00:0:b", "1-ff00:0:c", "1-ff00:0:d"].map(|s| s.parse().unwrap())
+}
+
+pub fn secret(i: usize) -> Vec<u8> {
+    vec![0x40 + i as u8; 16]
+}
+
+fn sock(last: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)), 30042)
+}
+
+fn iface(id: u16, neighbor: IsdAsn, owner: Owner) -> InterfaceConfig {
+    InterfaceConfig {
+        id,
+        link_type: LinkType::Core,
+        neighbor_ia: neighbor,
+        owner,
+    }
+}
+
+fn router(as_index: usize, addr: u8, interfaces: Vec<InterfaceConfig>) -> Router {
+    Router::new(RouterConfig {
+        local_ia: ases()[as_index],
+        core: true,
+        internal_addr: sock(addr),
+        interfaces,
+        services: vec![],
+        dispatched_ports: DispatchedPorts::All,
+        forwarding_key: [0x10 + as_index as u8; 16],
+    })
+    .unwrap()
+}
+
+fn routers() -> Vec<Router> {
+    let [a, b, c, d] = ases();
+    vec![
+        router(0, 1, vec![iface(1, b, Owner::Local)]),
+        router(
+            1,
+            2,
+            vec![
+                iface(2, a, Owner::Local),
+                iface(3, c, Owner::Sibling(sock(3))),
+            ],
+        ),
+        router(
+            1,
+            3,
+            vec![
+                iface(2, a, Owner::Sibling(sock(2))),
+                iface(3, c, Owner::Local),
+            ],
+        ),
+        router(
+            2,
+            4,
+            vec![iface(4, b, Owner::Local), iface(5, d, Owner::Local)],
+        ),
+        router(3, 5, vec![iface(6, c, Owner::Local)]),
+    ]
+}
+
+fn path(rs: &[Router], now_s: u64) -> ScionPathRepr {
+    let mut p = ScionPathRepr {
+        meta: PathMeta {
+            curr_inf: 0,
+            curr_hf: 0,
+            reserved: 0,
+            seg_len: [4, 0, 0],
+        },
+        infos: [InfoField::default(); 3],
+        hops: [HopField::default(); 64],
+    };
+    let ts = (now_s - 600) as u32;
+    p.infos[0] = InfoField {
+        peer: false,
+        cons_dir: true,
+        seg_id: 0x5a5a,
+        timestamp: ts,
+    };
+    let mut seg = 0x5a5a;
+    for (j, (ing, eg, r)) in [(0u16, 1u16, 0usize), (2, 3, 1), (4, 5, 3), (6, 0, 4)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut h = HopField {
+            exp_time: 63,
+            cons_ingress: ing,
+            cons_egress: eg,
+            ..Default::default()
+        };
+        let full = rs[r].hop_mac().compute(&h.mac_input(seg, ts));
+        h.mac.copy_from_slice(&full[..6]);
+        seg ^= u16::from_be_bytes([full[0], full[1]]);
+        p.hops[j] = h;
+    }
+    p
+}
+
+/// Values a router handed out for the last probe: node id, ingress ts, egress ts, queue,
+/// utilisation, energy, CO2.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Given {
+    pub node: u32,
+    pub ingress_ts: u64,
+    pub egress_ts: u64,
+    pub queue: u32,
+    pub util_kbps: u32,
+    pub energy_nj: u32,
+    pub co2_pg: u32,
+}
+
+/// Telemetry source with distinct values per router and probe.
+pub struct Recorder {
+    pub node: u32,
+    pub seq: u32,
+    pub last: Given,
+}
+
+impl TelemetrySource for Recorder {
+    fn node_id(&self) -> Option<u32> {
+        Some(self.node)
+    }
+    fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        let v = (c.now_ns + u64::from(self.node) * 1000) & 0xffff_ffff_ffff;
+        self.last.node = self.node;
+        self.last.ingress_ts = v;
+        Some(v)
+    }
+    fn egress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        // Transit time of router n: 100 n ns.
+        let v = (c.now_ns + u64::from(self.node) * 1100) & 0xffff_ffff_ffff;
+        self.last.egress_ts = v;
+        Some(v)
+    }
+    fn queue(&mut self, _ifid: u16, m: QueueMetric) -> Option<u32> {
+        (m == QueueMetric::QueueLen).then(|| {
+            self.last.queue = self.node * 7 + self.seq;
+            self.last.queue
+        })
+    }
+    fn link_utilisation_kbps(&mut self, _ifid: u16, dir: Direction) -> Option<u32> {
+        (dir == Direction::Tx).then(|| {
+            self.last.util_kbps = self.node * 1000 + self.seq;
+            self.last.util_kbps
+        })
+    }
+    fn energy_per_packet_nj(&mut self, _c: &HopContext) -> Option<u32> {
+        self.last.energy_nj = self.node * 11;
+        Some(self.last.energy_nj)
+    }
+    fn co2_per_packet_pg(&mut self, _c: &HopContext) -> Option<u32> {
+        self.last.co2_pg = self.node * 3;
+        Some(self.last.co2_pg)
+    }
+}
+
+pub struct Nonces(u64);
+impl NonceSource for Nonces {
+    fn nonce(&mut self) -> [u8; 12] {
+        self.0 += 1;
+        let mut n = [0u8; 12];
+        n[..8].copy_from_slice(&self.0.to_le_bytes());
+        n
+    }
+}
+
+pub struct Reports(pub Vec<v1::Report>);
+impl ReportExporter for Reports {
+    fn export(&mut self, r: &SinkRecord<'_>) -> bool {
+        let exporter = v1::Exporter {
+            isd_as: ases()[3].to_u64(),
+            router_id: 5,
+            name: "rd".into(),
+        };
+        self.0.push(
+            report_from_packet(&exporter, r.receive_ns, r.ingress.ifid(), r.packet)
+                .expect("sink packets parse"),
+        );
+        true
+    }
+}
+
+type Stage = IdIntStage<DrkeyKeys, Recorder, Nonces>;
+type Sink = IdIntStage<DrkeyKeys, Recorder, Nonces, Reports>;
+
+fn stage(r: usize, rs: &[Router]) -> Stage {
+    let asi = ROUTER_AS[r];
+    let provider = Arc::new(LocalProvider::new(ases()[asi], &secret(asi), EPOCH).unwrap());
+    let keys = DrkeyKeys {
+        cache: KeyCache::new(provider, 16),
+        local: rs[r].local_ia(),
+    };
+    let source = Recorder {
+        node: r as u32 + 1,
+        seq: 0,
+        last: Given::default(),
+    };
+    IdIntStage::new(keys, source, Nonces((r as u64) << 40))
+}
+
+/// What the probes ask for.
+#[derive(Debug, Clone, Copy)]
+pub enum Ask {
+    /// Ingress/egress timestamps, queue length, egress utilisation (the default probe).
+    Latency,
+    /// Energy, CO2, queue length, egress utilisation.
+    Carbon,
+}
+
+pub struct Chain {
+    routers: Vec<Router>,
+    stages: Vec<Stage>,
+    sink: Sink,
+    probes: ProbeSource,
+    src_key: Aes128,
+    pub now_ns: u64,
+    buf: Vec<u8>,
+}
+
+impl Chain {
+    /// A chain whose clocks read `now_ns`; probes encrypt when `encrypt`.
+    pub fn new(now_ns: u64, encrypt: bool, ask: Ask) -> Self {
+        let rs = routers();
+        let now_s = now_ns / 1_000_000_000;
+        let a = ases()[0];
+        let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
+        let (_, l1) = p.level1(Protocol::IDINT, a, a, now_s).unwrap();
+        let ha = host_as(&l1.cipher(), &HostAddr::V4(RA_HOST)).unwrap();
+        let src_key = host_host(&ha.cipher(), &HostAddr::V4(COLLECTOR))
+            .unwrap()
+            .cipher();
+        let mut probes = ProbeSource::new(a, HostAddr::V4(RA_HOST), a, HostAddr::V4(COLLECTOR));
+        let mut raw_path = vec![0u8; path(&rs, now_s).buffer_len()];
+        path(&rs, now_s).emit(&mut raw_path).unwrap();
+        let instructions = match ask {
+            Ask::Latency => [0x82, 0x83, 0x4f, 0x4d],
+            Ask::Carbon => [0x4a, 0x4b, 0x4f, 0x4d],
+        }
+        .map(Instruction);
+        probes.add(
+            ProbeTarget {
+                dst_ia: ases()[3],
+                dst_host: HostAddr::V4(DST_HOST),
+                dst_port: 31000,
+                path_type: PathType::Scion,
+                path: raw_path,
+                interval_ns: 1,
+                request: ProbeRequest {
+                    encrypt,
+                    instructions,
+                    stack_len_words: 100,
+                    ..ProbeRequest::default()
+                },
+            },
+            0,
+        );
+        let stages = (0..4).map(|r| stage(r, &rs)).collect();
+        let sink = stage(4, &rs).with_sink(Reports(Vec::new()));
+        Chain {
+            routers: rs,
+            stages,
+            sink,
+            probes,
+            src_key,
+            now_ns,
+            buf: vec![0u8; 2048],
+        }
+    }
+
+    /// Sends one probe at the chain's clock (then advances it by 1 µs); the report.
+    pub fn probe(&mut self) -> v1::Report {
+        let now = self.now_ns;
+        self.now_ns += 1000;
+        self.buf.resize(2048, 0);
+        let probe = self
+            .probes
+            .poll(now, &self.src_key, &mut self.buf)
+            .expect("due")
+            .expect("builds");
+        let len = probe.len;
+        let ingress = [
+            Ingress::Internal,
+            Ingress::External(2),
+            Ingress::Sibling(2),
+            Ingress::External(4),
+            Ingress::External(6),
+        ];
+        for (r, ing) in ingress.into_iter().enumerate() {
+            let mut p = Processor::new(&self.routers[r]);
+            if r == 4 {
+                self.sink.source.seq = probe.seq as u32;
+                p.process_with(&mut self.buf, len, ing, now, &mut self.sink);
+            } else {
+                self.stages[r].source.seq = probe.seq as u32;
+                p.process_with(&mut self.buf, len, ing, now, &mut self.stages[r]);
+            }
+        }
+        self.sink
+            .exporter
+            .0
+            .pop()
+            .expect("the sink exported a report")
+    }
+
+    /// `n` probes as one batch.
+    pub fn batch(&mut self, n: usize, sequence: u64) -> v1::ReportBatch {
+        let reports: Vec<_> = (0..n).map(|_| self.probe()).collect();
+        v1::ReportBatch {
+            exporter: reports[0].exporter.clone(),
+            sequence,
+            reports,
+        }
+    }
+
+    /// The values router `r` (0 = RA .. 4 = RD) handed out for the last probe.
+    pub fn given(&self, r: usize) -> Given {
+        if r == 4 {
+            self.sink.source.last
+        } else {
+            self.stages[r].source.last
+        }
+    }
+}
+
+/// The collector's imported level-1 keys K(B/C/D -> A) for the epoch containing `now_s`.
+pub fn level1_imports(now_s: u64) -> Vec<ImportedKey> {
+    let a = ases()[0];
+    (1..4)
+        .map(|i| {
+            let asi = ases()[i];
+            let p = LocalProvider::new(asi, &secret(i), EPOCH).unwrap();
+            let (epoch, key) = p.level1(Protocol::IDINT, asi, a, now_s).unwrap();
+            ImportedKey {
+                src_ia: asi.to_string(),
+                dst_ia: a.to_string(),
+                protocol: Protocol::IDINT.0,
+                epoch_begin: epoch.begin,
+                epoch_end: epoch.end,
+                key_hex: hex::encode(key.as_bytes()),
+            }
+        })
+        .collect()
+}
+
+/// The chain's path as a path description.
+pub fn path_description() -> PathDescription {
+    let [a, b, c, d] = ases();
+    let h = |ia, ingress, egress| PathHop {
+        ia,
+        ingress,
+        egress,
+    };
+    PathDescription {
+        hops: vec![h(a, 0, 1), h(b, 2, 3), h(c, 4, 5), h(d, 6, 0)],
+    }
+}
+
+/// `topology.json` texts of the four ASes (routers numbered as their node ids).
+pub fn topology_files() -> Vec<String> {
+    let [a, b, c, d] = ases();
+    let f = |ia: IsdAsn, brs: &str| {
+        format!(r#"{{"isd_as": "{ia}", "attributes": ["core"], "border_routers": {{{brs}}}}}"#)
+    };
+    let i = |id: u16, n: IsdAsn, rid: u16| {
+        format!(r#""{id}": {{"isd_as": "{n}", "link_to": "core", "remote_interface_id": {rid}}}"#)
+    };
+    vec![
+        f(
+            a,
+            &format!(r#""ra": {{"id": 1, "interfaces": {{{}}}}}"#, i(1, b, 2)),
+        ),
+        f(
+            b,
+            &format!(
+                r#""rb1": {{"id": 2, "interfaces": {{{}}}}}, "rb2": {{"id": 3, "interfaces": {{{}}}}}"#,
+                i(2, a, 1),
+                i(3, c, 4)
+            ),
+        ),
+        f(
+            c,
+            &format!(
+                r#""rc": {{"id": 4, "interfaces": {{{}, {}}}}}"#,
+                i(4, b, 3),
+                i(5, d, 6)
+            ),
+        ),
+        f(
+            d,
+            &format!(r#""rd": {{"id": 5, "interfaces": {{{}}}}}"#, i(6, c, 5)),
+        ),
+    ]
+}

@@ -1,0 +1,502 @@
+//! The service over loopback: reports from a real four-AS scion-dp chain sent over UDP and
+//! HTTP (protobuf and JSON) come out of the REST API with the routers' exact values; bad input
+//! gets the right status and counters; overload is counted backpressure; shutdown processes
+//! every accepted batch.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use collector::config::Config;
+use collector::counters::{MalformedReason, RejectReason, Transport};
+use collector::service::{self, Running, Stores, now_ns};
+use common::chain::{self, Ask, Chain, ases};
+use idint_report::Message;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+const TOKEN: &str = "test-token-123";
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("collector-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Config for the chain's collector (A:10.1.0.100), keys on disk, loopback listeners.
+fn config(dir: &std::path::Path, queue: usize, with_keys: bool) -> Config {
+    std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
+    let keys = serde_json::to_string(&chain::level1_imports(now_ns() / 1_000_000_000)).unwrap();
+    std::fs::write(dir.join("level1.json"), keys).unwrap();
+    let text = format!(
+        r#"
+[collector]
+isd_as = "1-ff00:0:a"
+host = "10.1.0.100"
+master_key = "{m}"
+epoch_secs = {e}
+{k}
+
+[ingest]
+udp_listen = "127.0.0.1:0"
+queue_batches = {queue}
+
+[api]
+listen = "127.0.0.1:0"
+admin_token = "{TOKEN}"
+
+[detection]
+latency_ns = 0.0
+"#,
+        m = dir.join("master0.key").display(),
+        e = chain::EPOCH,
+        k = if with_keys {
+            format!("level1_keys = \"{}\"", dir.join("level1.json").display())
+        } else {
+            String::new()
+        },
+    );
+    Config::from_toml(&text, []).unwrap()
+}
+
+async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (status, out[at..].to_vec())
+}
+
+async fn get_json(addr: SocketAddr, path: &str) -> (u16, Value) {
+    let (st, b) = http(addr, "GET", path, &[], b"").await;
+    (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
+}
+
+async fn admin_post(addr: SocketAddr, path: &str, body: &str) -> (u16, Value) {
+    let auth = format!("Bearer {TOKEN}");
+    let (st, b) = http(
+        addr,
+        "POST",
+        path,
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+    )
+    .await;
+    (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
+}
+
+/// Waits until the pipeline has taken `n` reports.
+async fn settle(r: &Running, n: u64) {
+    for _ in 0..500 {
+        if r.shared.counters.reports.load(Relaxed) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "pipeline took only {} of {n} reports",
+        r.shared.counters.reports.load(Relaxed)
+    );
+}
+
+fn telemetry_value(v: &Value, measurement: &str) -> f64 {
+    v["telemetry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["measurement"] == measurement)
+        .unwrap_or_else(|| panic!("no {measurement} in {v}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_over_udp_and_http_come_out_of_the_api_with_exact_values() {
+    end_to_end(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_holds_with_two_pipeline_workers() {
+    end_to_end(2).await;
+}
+
+async fn end_to_end(workers: usize) {
+    let dir = tempdir(&format!("e2e{workers}"));
+    let mut cfg = config(&dir, 256, true);
+    cfg.ingest.workers = workers;
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let api = r.http_addr;
+    assert_eq!(get_json(api, "/health").await.0, 200);
+    assert_eq!(get_json(api, "/ready").await.0, 200);
+
+    // Admin: topology files (token required).
+    let files = chain::topology_files();
+    let (st, body) = http(
+        api,
+        "POST",
+        "/api/v1/admin/topology",
+        &[],
+        files[0].as_bytes(),
+    )
+    .await;
+    assert_eq!(st, 401);
+    assert!(String::from_utf8_lossy(&body).contains("bearer"));
+    for f in &files {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", f).await.0, 200);
+    }
+    let (st, v) = admin_post(api, "/api/v1/admin/topology", "{\"isd_as\": 5}").await;
+    assert_eq!(st, 400);
+    assert!(v["error"].as_str().unwrap().contains("isd_as"));
+
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    // UDP: one datagram of 3 reports.
+    let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let b1 = chain.batch(3, 1);
+    udp.send_to(&b1.encode_to_vec(), r.udp_addr.unwrap())
+        .await
+        .unwrap();
+    // HTTP protobuf: 2 reports.
+    let b2 = chain.batch(2, 2);
+    let (st, v) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/x-protobuf")],
+        &b2.encode_to_vec(),
+    )
+    .await;
+    assert_eq!(st, 202, "{}", String::from_utf8_lossy(&v));
+    // HTTP JSON: 1 report (the last one: its values are what the API must show).
+    let b3 = chain.batch(1, 3);
+    let json = collector::json::encode(&b3).to_string();
+    let (st, _) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/json")],
+        json.as_bytes(),
+    )
+    .await;
+    assert_eq!(st, 202);
+    settle(&r, 6).await;
+    assert_eq!(r.shared.counters.accepted.load(Relaxed), 6);
+
+    // Routers: exact transit latency and queue of each.
+    let (_, routers) = get_json(api, "/api/v1/routers").await;
+    let routers = routers["routers"].as_array().unwrap().clone();
+    assert_eq!(routers.len(), 5);
+    for (i, name) in ["ra", "rb1", "rb2", "rc", "rd"].iter().enumerate() {
+        let rt = routers.iter().find(|x| x["name"] == *name).unwrap();
+        let g = chain.given(i);
+        assert_eq!(rt["node_id"], i as u64 + 1);
+        assert_eq!(
+            telemetry_value(rt, "latency_ns"),
+            (g.egress_ts - g.ingress_ts) as f64,
+            "{name}"
+        );
+    }
+    // The learned path, its one-way latency and bottleneck.
+    let (_, paths) = get_json(api, "/api/v1/paths?src=1-ff00:0:a&dst=1-ff00:0:d").await;
+    let paths = paths["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 1);
+    assert_eq!(paths[0]["origin"], "learned");
+    let id = paths[0]["id"].as_str().unwrap().to_string();
+    let (st, p) = get_json(api, &format!("/api/v1/paths/{id}")).await;
+    assert_eq!(st, 200);
+    let path_latency = p["telemetry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["scope"] == "path" && t["measurement"] == "latency_ns")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    let src_ts = (chain.now_ns - 1000) & 0xffff_ffff_ffff;
+    assert_eq!(path_latency, (chain.given(4).ingress_ts - src_ts) as f64);
+    // Queue of RC towards D, by key.
+    let (_, q) = get_json(
+        api,
+        "/api/v1/telemetry?scope=queue&ia=1-ff00:0:c&node=4&ifid=5",
+    )
+    .await;
+    assert_eq!(
+        q["telemetry"][0]["value"].as_f64().unwrap(),
+        f64::from(chain.given(3).queue)
+    );
+    // Ranking and SLA over the one path.
+    let (st, rank) = get_json(
+        api,
+        "/api/v1/paths/rank?src=1-ff00:0:a&dst=1-ff00:0:d&objective=latency",
+    )
+    .await;
+    assert_eq!(st, 200);
+    assert_eq!(rank["paths"][0]["path"], id.as_str());
+    assert_eq!(rank["paths"][0]["value"].as_f64().unwrap(), path_latency);
+    let (_, sla) = get_json(
+        api,
+        &format!(
+            "/api/v1/sla?path={id}&objective=latency&max={}",
+            path_latency - 1.0
+        ),
+    )
+    .await;
+    assert_eq!(sla["compliant"], false);
+    assert!(!sla["violations"].as_array().unwrap().is_empty());
+    let (_, sla) = get_json(
+        api,
+        &format!(
+            "/api/v1/sla?path={id}&objective=latency&max={}",
+            path_latency + 1.0
+        ),
+    )
+    .await;
+    assert_eq!(sla["compliant"], true);
+    let (_, h) = get_json(
+        api,
+        &format!("/api/v1/telemetry/history?scope=path&path={id}&measurement=latency_ns"),
+    )
+    .await;
+    assert!(!h["series"][0]["points"].as_array().unwrap().is_empty());
+    // AS-internal link of B.
+    let (_, links) = get_json(api, "/api/v1/links").await;
+    assert_eq!(links["internal_links"][0]["ia"], "1-ff00:0:b");
+    assert_eq!(links["links"].as_array().unwrap().len(), 3);
+
+    // Bad input: replay over HTTP, garbage over both transports, bad queries.
+    let (st, _) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/x-protobuf")],
+        &b2.encode_to_vec(),
+    )
+    .await;
+    assert_eq!(st, 202, "a replay is well-formed: queued, then rejected");
+    let (st, v) = http(api, "POST", "/api/v1/reports", &[], &[0xff; 33]).await;
+    assert_eq!(st, 400);
+    let v: Value = serde_json::from_slice(&v).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("ReportBatch"));
+    let bytes = b1.encode_to_vec();
+    udp.send_to(&bytes[..bytes.len() / 2], r.udp_addr.unwrap())
+        .await
+        .unwrap();
+    settle(&r, 8).await;
+    for _ in 0..100 {
+        if r.shared
+            .counters
+            .malformed_count(Transport::Udp, MalformedReason::Protobuf)
+            == 1
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let c = &r.shared.counters;
+    assert_eq!(
+        c.malformed_count(Transport::Udp, MalformedReason::Protobuf),
+        1
+    );
+    assert_eq!(
+        c.malformed_count(Transport::Http, MalformedReason::Protobuf),
+        1
+    );
+    assert_eq!(c.rejected(RejectReason::Replayed), 2);
+    let (_, q) = get_json(api, "/api/v1/quarantine?reason=replayed").await;
+    assert_eq!(q["reports"].as_array().unwrap().len(), 2);
+    assert_eq!(q["rejected"]["replayed"], 2);
+    let (st, v) = get_json(api, "/api/v1/paths/rank?src=x&dst=1-ff00:0:d").await;
+    assert_eq!(st, 400);
+    assert!(v["error"].as_str().unwrap().contains("ISD-AS"));
+    let (st, v) = get_json(api, "/api/v1/nope").await;
+    assert_eq!((st, v["error"].is_string()), (404, true));
+    // Prometheus and OpenAPI.
+    let (_, m) = http(api, "GET", "/metrics", &[], b"").await;
+    let m = String::from_utf8(m).unwrap();
+    assert!(m.contains("idint_collector_accepted_total 6"), "{m}");
+    assert!(m.contains("idint_collector_rejected_total{reason=\"replayed\"} 2"));
+    let (st, o) = get_json(api, "/openapi.json").await;
+    assert_eq!(st, 200);
+    assert!(o["paths"]["/api/v1/paths/rank"]["get"].is_object());
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_is_counted_backpressure_and_shutdown_processes_every_accepted_batch() {
+    let dir = tempdir("load");
+    let r = service::start(config(&dir, 2, true), Stores::default())
+        .await
+        .unwrap();
+    let api = r.http_addr;
+    for f in chain::topology_files() {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
+    }
+    let mut chain = Chain::new(now_ns(), false, Ask::Latency);
+    let batches: Vec<Vec<u8>> = (0..96)
+        .map(|i| chain.batch(16, i).encode_to_vec())
+        .collect();
+    // HTTP, 8 clients at once, until at least one 503 was seen.
+    let mut queued = 0u64;
+    let mut refused = 0u64;
+    for round in batches[..64].chunks(8) {
+        let mut tasks = Vec::new();
+        for b in round {
+            let b = b.clone();
+            tasks.push(tokio::spawn(async move {
+                http(api, "POST", "/api/v1/reports", &[], &b).await
+            }));
+        }
+        for t in tasks {
+            let (st, body) = t.await.unwrap();
+            match st {
+                202 => queued += 16,
+                503 => {
+                    refused += 1;
+                    let v: Value = serde_json::from_slice(&body).unwrap();
+                    assert!(v["error"].as_str().unwrap().contains("queue full"));
+                }
+                s => panic!("status {s}"),
+            }
+        }
+    }
+    // UDP as fast as the socket takes it.
+    let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    for b in &batches[64..] {
+        udp.send_to(b, r.udp_addr.unwrap()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let shared = r.shared.clone();
+    r.shutdown().await;
+    let c = &shared.counters;
+    assert_eq!(c.http_queue_full.load(Relaxed), refused);
+    let udp_in = c.udp_datagrams.load(Relaxed);
+    let udp_dropped = c.udp_queue_full.load(Relaxed);
+    // Nothing accepted was lost: every queued report was processed, and accepted (they are
+    // all genuine and distinct).
+    let taken = queued + 16 * (udp_in - udp_dropped);
+    assert_eq!(c.reports.load(Relaxed), taken);
+    assert_eq!(c.accepted.load(Relaxed), taken);
+    eprintln!(
+        "http queued {queued} reports, refused {refused} batches; udp {udp_in} in, {udp_dropped} dropped"
+    );
+    assert!(
+        refused + udp_dropped > 0 || queued == 64 * 16,
+        "a queue of 2 batches overflowed or took everything"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = ases();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_other_ases_come_from_the_control_service_when_not_imported() {
+    use drkey::provider::LocalProvider;
+    use drkey_grpc::ControlServiceServer;
+    let dir = tempdir("cs");
+    let mut cfg = config(&dir, 64, true);
+    // Only C's and D's keys imported; B's come from the control service (B's server here).
+    let keys: Vec<_> = chain::level1_imports(now_ns() / 1_000_000_000)
+        .into_iter()
+        .filter(|k| k.src_ia != ases()[1].to_string())
+        .collect();
+    assert_eq!(keys.len(), 2);
+    std::fs::write(
+        dir.join("level1.json"),
+        serde_json::to_string(&keys).unwrap(),
+    )
+    .unwrap();
+    let b = ases()[1];
+    let server = ControlServiceServer::new(
+        b,
+        LocalProvider::new(b, &chain::secret(1), chain::EPOCH).unwrap(),
+    );
+    let served = server.request_counter();
+    let addr = server
+        .spawn("127.0.0.1:0".parse().unwrap(), std::future::pending())
+        .await
+        .unwrap();
+    cfg.collector.control_service = Some(format!("http://{addr}"));
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    for f in chain::topology_files() {
+        assert_eq!(
+            admin_post(r.http_addr, "/api/v1/admin/topology", &f)
+                .await
+                .0,
+            200
+        );
+    }
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    for i in 0..2 {
+        let (st, _) = http(
+            r.http_addr,
+            "POST",
+            "/api/v1/reports",
+            &[],
+            &chain.batch(4, i).encode_to_vec(),
+        )
+        .await;
+        assert_eq!(st, 202);
+    }
+    settle(&r, 8).await;
+    let shared = r.shared.clone();
+    r.shutdown().await;
+    assert_eq!(shared.counters.accepted.load(Relaxed), 8);
+    assert_eq!(served.get(), 1, "one fetch, then cached for the epoch");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_and_path_files_named_in_the_config_are_imported_at_start() {
+    let dir = tempdir("files");
+    let mut cfg = config(&dir, 16, true);
+    for (i, t) in chain::topology_files().iter().enumerate() {
+        let f = dir.join(format!("topology-{i}.json"));
+        std::fs::write(&f, t).unwrap();
+        cfg.topology.files.push(f);
+    }
+    let f = dir.join("paths.json");
+    std::fs::write(
+        &f,
+        serde_json::to_string(&vec![chain::path_description()]).unwrap(),
+    )
+    .unwrap();
+    cfg.topology.paths.push(f);
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let (_, v) = get_json(r.http_addr, "/api/v1/paths").await;
+    assert_eq!(v["paths"].as_array().unwrap().len(), 1);
+    assert_eq!(v["paths"][0]["origin"], "imported");
+    let (_, v) = get_json(r.http_addr, "/api/v1/ases/1-ff00:0:b").await;
+    assert_eq!(v["routers"]["rb2"]["node_id"], 3);
+    assert_eq!(v["interfaces"]["3"]["neighbor_ia"], "1-ff00:0:c");
+    r.shutdown().await;
+    // A missing file stops the start with its name.
+    let mut cfg = config(&dir, 16, true);
+    cfg.topology.files.push(dir.join("nope.json"));
+    let e = service::start(cfg, Stores::default()).await.err().unwrap();
+    assert!(e.0.contains("nope.json"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

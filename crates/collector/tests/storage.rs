@@ -1,0 +1,317 @@
+//! The collector against real PostgreSQL, VictoriaMetrics and InfluxDB started by
+//! `scripts/services.sh` on loopback (own ports and state directory): every accepted report's
+//! values reach the time-series store and come back through the history API, also when the
+//! store or PostgreSQL is stopped and restarted during ingest; topology and quarantine persist
+//! and are loaded back at the next start.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use collector::config::Config;
+use collector::counters::RejectReason;
+use collector::service::{self, Running, now_ns};
+use collector::storage;
+use collector_store::topology::TopologyDb;
+use common::chain::{self, Ask, Chain};
+use idint_report::{Message, v1};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const TOKEN: &str = "storage-token";
+
+struct Services {
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Services {
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/services.sh")
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("bash")
+            .arg(Self::script())
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .expect("scripts/services.sh runs");
+        assert!(
+            out.status.success(),
+            "services.sh {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn start(tag: &str, base_port: u16, which: &[&str]) -> Self {
+        let dir = std::env::temp_dir().join(format!("collector-svc-{tag}-{}", std::process::id()));
+        let env = vec![
+            ("IDINT_SERVICES_DIR".into(), dir.display().to_string()),
+            ("IDINT_PG_PORT".into(), base_port.to_string()),
+            ("IDINT_VM_PORT".into(), (base_port + 1).to_string()),
+            ("IDINT_INFLUX_PORT".into(), (base_port + 2).to_string()),
+        ];
+        let s = Services { dir, env };
+        let mut args = vec!["start"];
+        args.extend_from_slice(which);
+        s.run(&args);
+        s
+    }
+
+    fn url(&self, name: &str) -> String {
+        let env = self.run(&["env"]);
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} in {env}"))
+            .to_string()
+    }
+}
+
+impl Drop for Services {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(Self::script())
+            .arg("stop")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn config(dir: &std::path::Path, pg: &str, ts: &str, ts_url: &str) -> Config {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
+    let keys = serde_json::to_string(&chain::level1_imports(now_ns() / 1_000_000_000)).unwrap();
+    std::fs::write(dir.join("level1.json"), keys).unwrap();
+    let text = format!(
+        r#"
+[collector]
+isd_as = "1-ff00:0:a"
+host = "10.1.0.100"
+master_key = "{m}"
+epoch_secs = {e}
+level1_keys = "{k}"
+
+[api]
+listen = "127.0.0.1:0"
+admin_token = "{TOKEN}"
+
+[detection]
+queue_len = 0.0
+
+[storage]
+postgres_url = "{pg}"
+timeseries = "{ts}"
+timeseries_url = "{ts_url}"
+"#,
+        m = dir.join("master0.key").display(),
+        e = chain::EPOCH,
+        k = dir.join("level1.json").display(),
+    );
+    Config::from_toml(&text, []).unwrap()
+}
+
+async fn http(addr: SocketAddr, method: &str, path: &str, auth: bool, body: &[u8]) -> (u16, Value) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let a = if auth {
+        format!("Authorization: Bearer {TOKEN}\r\n")
+    } else {
+        String::new()
+    };
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{a}Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (
+        status,
+        serde_json::from_slice(&out[at..]).unwrap_or(Value::Null),
+    )
+}
+
+async fn settle(r: &Running, n: u64) {
+    for _ in 0..1000 {
+        if r.shared.counters.reports.load(Relaxed) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "pipeline took only {} of {n}",
+        r.shared.counters.reports.load(Relaxed)
+    );
+}
+
+/// Reports 2 ms apart (the time-series stores keep one value per series and millisecond).
+fn spaced_batch(chain: &mut Chain, n: usize, seq: u64) -> v1::ReportBatch {
+    let reports: Vec<_> = (0..n)
+        .map(|_| {
+            chain.now_ns += 2_000_000;
+            chain.probe()
+        })
+        .collect();
+    v1::ReportBatch {
+        exporter: reports[0].exporter.clone(),
+        sequence: seq,
+        reports,
+    }
+}
+
+/// Queue lengths of RC towards D (one distinct value per report) from the history API.
+async fn queue_history(api: SocketAddr, from: u64, to: u64) -> Vec<(u64, f64)> {
+    let (st, v) = http(
+        api,
+        "GET",
+        &format!(
+            "/api/v1/telemetry/history?scope=queue&measurement=queue_len&ia=1-ff00:0:c&node=4&ifid=5&from={from}&to={to}"
+        ),
+        false,
+        b"",
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["source"], "time-series store");
+    v["series"][0]["points"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| (p[0].as_u64().unwrap(), p[1].as_f64().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn round_trip(backend: &str, base_port: u16) {
+    let svc_name = if backend == "victoria" {
+        "victoria"
+    } else {
+        "influx"
+    };
+    let svc = Services::start(backend, base_port, &["postgres", svc_name]);
+    let pg = svc.url("IDINT_PG_URL");
+    let ts_url = svc.url(if backend == "victoria" {
+        "IDINT_VM_URL"
+    } else {
+        "IDINT_INFLUX_URL"
+    });
+    let dir = svc.dir.join("collector");
+    let cfg = config(&dir, &pg, backend, &ts_url);
+    let stores = storage::connect(&cfg.storage).await.unwrap();
+    let r = service::start(cfg.clone(), stores).await.unwrap();
+    let api = r.http_addr;
+    for f in chain::topology_files() {
+        assert_eq!(
+            http(api, "POST", "/api/v1/admin/topology", true, f.as_bytes())
+                .await
+                .0,
+            200
+        );
+    }
+    let t0 = now_ns();
+    let mut chain = Chain::new(t0, true, Ask::Latency);
+    // Ingest with both stores up, then with the time-series store stopped, then PostgreSQL.
+    let mut batches = Vec::new();
+    for i in 0..3 {
+        batches.push(spaced_batch(&mut chain, 10, i));
+    }
+    let mut n = 0;
+    for (i, b) in batches.iter().enumerate() {
+        if i == 1 {
+            svc.run(&["stop", svc_name]);
+        }
+        if i == 2 {
+            svc.run(&["start", svc_name]);
+            svc.run(&["stop", "postgres"]);
+        }
+        let (st, _) = http(api, "POST", "/api/v1/reports", false, &b.encode_to_vec()).await;
+        assert_eq!(st, 202);
+        n += b.reports.len() as u64;
+        settle(&r, n).await;
+    }
+    // A replay while PostgreSQL is down: quarantined and persisted later.
+    let (st, _) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        false,
+        &batches[0].encode_to_vec(),
+    )
+    .await;
+    assert_eq!(st, 202);
+    settle(&r, n + 10).await;
+    // A topology change while PostgreSQL is down.
+    let extra =
+        r#"{"isd_as": "1-ff00:0:e", "border_routers": {"re": {"id": 9, "interfaces": {}}}}"#;
+    assert_eq!(
+        http(
+            api,
+            "POST",
+            "/api/v1/admin/topology",
+            true,
+            extra.as_bytes()
+        )
+        .await
+        .0,
+        200
+    );
+    svc.run(&["start", "postgres"]);
+    let shared = r.shared.clone();
+    assert_eq!(shared.counters.accepted.load(Relaxed), 30);
+    assert_eq!(shared.counters.rejected(RejectReason::Replayed), 10);
+    // Shutdown writes out both stores' buffers (retrying until they answer).
+    r.shutdown().await;
+    assert_eq!(shared.counters.points_refused.load(Relaxed), 0);
+
+    // Every accepted report's queue value is in the time-series store.
+    let r = service::start(cfg.clone(), storage::connect(&cfg.storage).await.unwrap())
+        .await
+        .unwrap();
+    let want: Vec<f64> = (0..30).map(|i| f64::from(4 * 7 + i as u32)).collect();
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = queue_history(r.http_addr, t0, chain.now_ns + 1_000_000_000).await;
+        if got.len() >= 30 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let values: Vec<f64> = got.iter().map(|p| p.1).collect();
+    assert_eq!(values, want, "queue lengths of all 30 accepted reports");
+    // The restarted collector loaded the topology from PostgreSQL (path and extra AS).
+    let (_, paths) = http(r.http_addr, "GET", "/api/v1/paths", false, b"").await;
+    assert_eq!(paths["paths"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        paths["paths"][0]["hops"],
+        serde_json::to_value(chain::path_description().hops).unwrap()
+    );
+    let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/1-ff00:0:e", false, b"").await;
+    assert_eq!(st, 200, "{e}");
+    assert_eq!(e["routers"]["re"]["node_id"], 9);
+    r.shutdown().await;
+    let db = TopologyDb::connect(&pg, 100).await.unwrap();
+    let q = db.quarantine(100).await.unwrap();
+    assert_eq!(q.iter().filter(|x| x.reason == "replayed").count(), 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_and_postgres_lose_nothing_accepted_across_restarts() {
+    round_trip("victoria", 55_610).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn influxdb_and_postgres_lose_nothing_accepted_across_restarts() {
+    round_trip("influx", 55_620).await;
+}
