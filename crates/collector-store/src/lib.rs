@@ -12,6 +12,7 @@
 //!
 //! The services themselves run on loopback through `scripts/services.sh`.
 
+mod drain;
 pub mod influx;
 pub mod topology;
 pub mod ts;

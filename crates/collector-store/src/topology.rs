@@ -14,7 +14,8 @@ use std::time::Duration;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row, Transaction};
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
+
+use crate::drain::{Task, wait_drained};
 
 /// Why a database operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -537,7 +538,7 @@ impl Shared {
 /// PostgreSQL takes them, so a database restart loses nothing that was accepted.
 pub struct WriteBehind {
     shared: Arc<Shared>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    task: Task,
 }
 
 impl std::fmt::Debug for WriteBehind {
@@ -570,7 +571,7 @@ impl WriteBehind {
         let task = tokio::spawn(write_loop(db, shared.clone()));
         WriteBehind {
             shared,
-            task: Mutex::new(Some(task)),
+            task: Task::new(task),
         }
     }
 
@@ -609,20 +610,8 @@ impl WriteBehind {
     /// Waits (up to `timeout`) until everything accepted is written; returns what is still
     /// pending (0 on success).
     pub async fn flush(&self, timeout: Duration) -> u64 {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let drained = self.shared.drained.notified();
-            self.shared.wake.notify_one();
-            let p = self.shared.pending();
-            if p == 0 || tokio::time::Instant::now() >= deadline {
-                return p;
-            }
-            let _ = tokio::time::timeout_at(
-                deadline.min(tokio::time::Instant::now() + Duration::from_millis(50)),
-                drained,
-            )
-            .await;
-        }
+        let s = &self.shared;
+        wait_drained(&s.wake, &s.drained, || s.pending(), timeout).await
     }
 
     /// Refuses new changes, writes the pending ones (up to `timeout`) and stops; returns the
@@ -630,11 +619,7 @@ impl WriteBehind {
     pub async fn close(&self, timeout: Duration) -> u64 {
         self.shared.closed.store(true, Relaxed);
         let left = self.flush(timeout).await;
-        let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(t) = task {
-            t.abort();
-            let _ = t.await;
-        }
+        self.task.stop().await;
         if left > 0 {
             tracing::error!(
                 pending = left,
@@ -642,16 +627,6 @@ impl WriteBehind {
             );
         }
         left
-    }
-}
-
-impl Drop for WriteBehind {
-    fn drop(&mut self) {
-        if let Ok(mut t) = self.task.lock()
-            && let Some(t) = t.take()
-        {
-            t.abort();
-        }
     }
 }
 

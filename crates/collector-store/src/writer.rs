@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
+use crate::drain::{Task, wait_drained};
 use crate::ts::{Sample, StoreError, TimeSeriesStore, check_name};
 
 /// Limits of a [`BufferedWriter`].
@@ -104,7 +104,7 @@ impl Inner {
 /// A batching, retrying writer in front of a [`TimeSeriesStore`] (runs a tokio task).
 pub struct BufferedWriter {
     inner: Arc<Inner>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    task: Task,
 }
 
 impl std::fmt::Debug for BufferedWriter {
@@ -136,7 +136,7 @@ impl BufferedWriter {
         let task = tokio::spawn(run(store, inner.clone()));
         BufferedWriter {
             inner,
-            task: Mutex::new(Some(task)),
+            task: Task::new(task),
         }
     }
 
@@ -217,20 +217,8 @@ impl BufferedWriter {
     /// Waits (up to `timeout`) until everything accepted so far is written; returns the
     /// samples still pending (0 on success).
     pub async fn flush(&self, timeout: Duration) -> u64 {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let drained = self.inner.drained.notified();
-            self.inner.wake.notify_one();
-            let pending = self.inner.pending();
-            if pending == 0 || tokio::time::Instant::now() >= deadline {
-                return pending;
-            }
-            let _ = tokio::time::timeout_at(
-                deadline.min(tokio::time::Instant::now() + Duration::from_millis(50)),
-                drained,
-            )
-            .await;
-        }
+        let i = &self.inner;
+        wait_drained(&i.wake, &i.drained, || i.pending(), timeout).await
     }
 
     /// Refuses new samples, writes what is pending (up to `timeout`) and stops the task;
@@ -238,11 +226,7 @@ impl BufferedWriter {
     pub async fn close(&self, timeout: Duration) -> u64 {
         self.inner.closed.store(true, Relaxed);
         let left = self.flush(timeout).await;
-        let task = self.task.lock().ok().and_then(|mut t| t.take());
-        if let Some(t) = task {
-            t.abort();
-            let _ = t.await;
-        }
+        self.task.stop().await;
         if left > 0 {
             tracing::error!(
                 pending = left,
@@ -250,16 +234,6 @@ impl BufferedWriter {
             );
         }
         left
-    }
-}
-
-impl Drop for BufferedWriter {
-    fn drop(&mut self) {
-        if let Ok(mut t) = self.task.lock()
-            && let Some(t) = t.take()
-        {
-            t.abort();
-        }
     }
 }
 
