@@ -151,7 +151,8 @@ pub struct Counters {
     pub http_queue_full: AtomicU64,
     /// Batches decoded.
     pub batches: AtomicU64,
-    /// Reports taken from batches.
+    /// Reports taken from batches and completely processed (counted after their verdicts,
+    /// metrics and topology changes are visible).
     pub reports: AtomicU64,
     /// Reports accepted (verified, mapped, measured).
     pub accepted: AtomicU64,

@@ -242,7 +242,6 @@ impl Pipeline {
         self.keys.refresh();
         let c = &self.shared.counters;
         c.batches.fetch_add(1, Relaxed);
-        c.reports.fetch_add(batch.reports.len() as u64, Relaxed);
         let mut outcome = BatchOutcome::default();
         self.obs.clear();
         for r in &batch.reports {
@@ -287,6 +286,12 @@ impl Pipeline {
         if !self.learned.is_empty() {
             self.apply_learned();
         }
+        // Counted last: once `reports` covers a report, its verdict, metrics and topology
+        // changes are visible (readers such as tests and the load script wait on it).
+        self.shared
+            .counters
+            .reports
+            .fetch_add(batch.reports.len() as u64, Relaxed);
         outcome
     }
 
