@@ -229,6 +229,17 @@ pub struct IdIntCounters {
 }
 
 impl IdIntCounters {
+    /// Counts a packet whose ID-INT options cannot be used (`IdInt::locate` failed): as
+    /// unsupported (a version or verifier type this router does not know) or malformed.
+    fn unusable(&mut self, e: &idint_wire::Error) {
+        self.packets += 1;
+        if matches!(e, idint_wire::Error::Unsupported { .. }) {
+            self.unsupported += 1;
+        } else {
+            self.malformed += 1;
+        }
+    }
+
     /// `(metric name, value)` pairs with stable names.
     pub fn named(&self) -> [(&'static str, u64); 13] {
         [
@@ -564,12 +575,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             Ok(Some(v)) => v,
             Ok(None) => return,
             Err(e) => {
-                self.counters.packets += 1;
-                if matches!(e, idint_wire::Error::Unsupported { .. }) {
-                    self.counters.unsupported += 1;
-                } else {
-                    self.counters.malformed += 1;
-                }
+                self.counters.unusable(&e);
                 return;
             }
         };
@@ -629,12 +635,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 Ok(Some(v)) => v,
                 Ok(None) => return,
                 Err(e) => {
-                    self.counters.packets += 1;
-                    if matches!(e, idint_wire::Error::Unsupported { .. }) {
-                        self.counters.unsupported += 1;
-                    } else {
-                        self.counters.malformed += 1;
-                    }
+                    self.counters.unusable(&e);
                     return;
                 }
             };
