@@ -1,9 +1,10 @@
 //! Bursts of the ID-INT benchmark packet through the transit router, with or without the
 //! ID-INT stage, for `perf record` and `valgrind --tool=callgrind` (deterministic
 //! instruction counts): `cargo run --release -p benches --example idint-loop -- 8|42 auth|enc
-//! N [plain]`.
+//! N [plain|many]` (`many`: each packet of a burst to another destination host, so every
+//! entry has another verifier key).
 
-use benches::idint_fixture::{request, stage, with_request};
+use benches::idint_fixture::{request, stage, to_host, with_request};
 use scion_dp::{PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
 
@@ -15,7 +16,9 @@ fn main() {
         .next()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    let plain = args.next().is_some_and(|s| s == "plain");
+    let variant = args.next();
+    let plain = variant.as_deref() == Some("plain");
+    let many = variant.as_deref() == Some("many");
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/vectors/scion/router_cases.json"
@@ -29,6 +32,11 @@ fn main() {
     let router = &file.routers[&case.router];
     let input = with_request(&case.input, &request(metadata, encrypt, file.now_ns));
     let len = input.len();
+    let inputs: Vec<Vec<u8>> = if many {
+        (0..32u8).map(|k| to_host(&input, 10 + k)).collect()
+    } else {
+        vec![input]
+    };
     let mut p = Processor::new(router);
     let mut st = stage(router);
     let mut bufs = vec![[0u8; 2048]; 32];
@@ -40,8 +48,12 @@ fn main() {
             ingress: case.ingress,
             disposition: None,
         });
-        for (s, b) in slots.iter_mut().zip(bufs.iter_mut()) {
-            b[..len].copy_from_slice(std::hint::black_box(&input));
+        for ((s, b), input) in slots
+            .iter_mut()
+            .zip(bufs.iter_mut())
+            .zip(inputs.iter().cycle())
+        {
+            b[..len].copy_from_slice(std::hint::black_box(input));
             s.buf = &mut b[..];
         }
         if plain {

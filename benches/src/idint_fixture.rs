@@ -75,12 +75,23 @@ pub fn with_request(input: &[u8], req: &RequestBuilder) -> Vec<u8> {
     out
 }
 
+/// `packet` (an IPv4-addressed SCION packet) sent to another destination host: the last
+/// byte of its destination address replaced by `host` (the verifier of a destination-verified
+/// request changes with it; forwarding does not).
+pub fn to_host(packet: &[u8], host: u8) -> Vec<u8> {
+    // Common header (12) + destination ISD-AS (8) + source ISD-AS (8), then the destination host.
+    assert_eq!(packet[9] >> 4, 0, "an IPv4 destination");
+    let mut p = packet.to_vec();
+    p[31] = host;
+    p
+}
+
 /// The ID-INT stage of the benchmark router: keys from a local DRKey provider (cached after
 /// the first packet), the source above, a seeded nonce generator.
 pub fn stage(router: &Router) -> IdIntStage<DrkeyKeys, Source, CtrDrbg> {
     let provider = Arc::new(LocalProvider::new(router.local_ia(), &[3; 16], 86_400).unwrap());
     let keys = DrkeyKeys {
-        cache: KeyCache::new(provider, 64),
+        cache: KeyCache::new(provider, 1024),
         local: router.local_ia(),
     };
     IdIntStage::new(keys, Source, CtrDrbg::new([5; 32]))

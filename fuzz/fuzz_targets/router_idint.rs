@@ -16,7 +16,9 @@ use idint_wire::crypto::{Aes128, aes128};
 use idint_wire::idint::{AggregationMode, IdInt, Instruction, RequestBuilder};
 use idint_wire::{HostAddr, IsdAsn};
 use libfuzzer_sys::fuzz_target;
-use scion_dp::idint::{IdIntStage, NonceSource, ReportExporter, SinkRecord, VerifierKeys};
+use scion_dp::idint::{
+    IdIntStage, KeyHandle, NonceSource, ReportExporter, SinkRecord, VerifierKeys,
+};
 use scion_dp::telemetry::{HopContext, TelemetrySource};
 use scion_dp::{Disposition, Ingress, PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
@@ -29,10 +31,23 @@ fn cases() -> &'static CaseFile {
     FILE.get_or_init(|| CaseFile::parse(CASES).expect("router cases"))
 }
 
-struct Keys(Aes128);
+/// One key for every verifier, but handed out like a tiny cache that evicts: every third
+/// lookup refills the slot, so handles taken earlier in a burst go stale and the stage must
+/// look their key up again (the outcome must not change).
+struct Keys {
+    key: Aes128,
+    finds: u64,
+}
 impl VerifierKeys for Keys {
-    fn as_host_key(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<&Aes128> {
-        Some(&self.0)
+    fn find(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<KeyHandle> {
+        self.finds += 1;
+        Some(KeyHandle {
+            index: 0,
+            generation: self.finds / 3,
+        })
+    }
+    fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+        (h.generation == self.finds / 3).then_some(&self.key)
     }
 }
 
@@ -68,7 +83,15 @@ impl ReportExporter for Count {
 }
 
 fn stage() -> IdIntStage<Keys, Source, Seq, Count> {
-    IdIntStage::new(Keys(aes128(&[7; 16])), Source, Seq(0)).with_sink(Count(0))
+    IdIntStage::new(
+        Keys {
+            key: aes128(&[7; 16]),
+            finds: 0,
+        },
+        Source,
+        Seq(0),
+    )
+    .with_sink(Count(0))
 }
 
 /// `input` with an ID-INT request inserted after the SCION header.
@@ -89,7 +112,8 @@ fn with_request(input: &[u8], mode: AggregationMode, encrypt: bool) -> Vec<u8> {
     };
     let hl = usize::from(input[5]) * 4;
     let mut hbh = vec![0u8; req.hbh_len()];
-    req.emit_signed(&mut hbh, input[4], &aes128(&[1; 16])).expect("request");
+    req.emit_signed(&mut hbh, input[4], &aes128(&[1; 16]))
+        .expect("request");
     let mut out = input[..hl].to_vec();
     out.extend_from_slice(&hbh);
     out.extend_from_slice(&input[hl..]);
@@ -147,7 +171,11 @@ fuzz_target!(|data: &[u8]| {
     }];
     Processor::new(router).process_burst_with(&mut slots, file.now_ns, &mut sb);
     assert_eq!(slots[0].disposition, Some(d), "burst and single disagree");
-    assert_eq!(&burst[..], &single[..], "burst and single wrote different bytes");
+    assert_eq!(
+        &burst[..],
+        &single[..],
+        "burst and single wrote different bytes"
+    );
     assert_eq!(sb.counters, st.counters);
 
     let mut general = vec![0u8; ROOM];
@@ -155,7 +183,11 @@ fuzz_target!(|data: &[u8]| {
     let mut sg = stage().without_fast_path();
     let dg = Processor::new(router).process_with(&mut general, len, ingress, file.now_ns, &mut sg);
     assert_eq!(dg, d, "fast push and general path disagree");
-    assert_eq!(&general[..], &single[..], "fast push and general path wrote different bytes");
+    assert_eq!(
+        &general[..],
+        &single[..],
+        "fast push and general path wrote different bytes"
+    );
     assert_eq!(sg.counters, st.counters);
 
     if st.counters.pushed + st.counters.aggregated > 0 {
@@ -178,12 +210,18 @@ fuzz_target!(|data: &[u8]| {
         } else {
             // Stripped: no ID-INT left (options after the stack, which the router never
             // reads, may still be anything the sender put there).
-            assert!(!matches!(IdInt::locate(&single[hl..hl + hbh_len]), Ok(Some(_))));
+            assert!(!matches!(
+                IdInt::locate(&single[hl..hl + hbh_len]),
+                Ok(Some(_))
+            ));
         }
     }
     // Packets keep their size: nothing beyond the original length was written unless the
     // router answered with an SCMP message.
     if !matches!(d, Disposition::Reply { .. }) {
-        assert!(single[len..].iter().all(|&b| b == 0), "wrote past the packet");
+        assert!(
+            single[len..].iter().all(|&b| b == 0),
+            "wrote past the packet"
+        );
     }
 });

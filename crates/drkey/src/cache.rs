@@ -33,6 +33,20 @@ struct Slot {
     epoch: Epoch,
     cipher: Aes128,
     stamp: u64,
+    /// Which insertion filled the slot (unique per cache): a [`KeyHandle`] names it.
+    generation: u64,
+}
+
+/// A key found by [`KeyCache::find`]. Several handles can be held at once and turned into
+/// keys with [`KeyCache::key`] through a shared borrow, for example to seal a whole burst with
+/// many keys in flight. A handle goes stale when its slot is refilled (a later miss evicted
+/// it); [`KeyCache::key`] then answers `None` and the caller looks the key up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHandle {
+    /// The slot (set * 2 + way).
+    pub index: u32,
+    /// The insertion that filled the slot.
+    pub generation: u64,
 }
 
 /// Counters of a cache.
@@ -65,6 +79,8 @@ pub struct KeyCache {
     sets: Vec<[Option<Slot>; 2]>,
     mask: usize,
     clock: u64,
+    /// Insertions so far (the next slot's generation).
+    generations: u64,
     stats: CacheStats,
 }
 
@@ -103,6 +119,7 @@ impl KeyCache {
             sets: (0..sets).map(|_| [None, None]).collect(),
             mask: sets - 1,
             clock: 0,
+            generations: 0,
             stats: CacheStats::default(),
         }
     }
@@ -127,7 +144,42 @@ impl KeyCache {
 
     /// The AES key schedule of K(src -> dst:host) valid at `time` (Unix seconds), deriving it
     /// on a miss.
+    #[inline]
     pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128, ProviderError> {
+        let (set, way) = self.locate(id, time)?;
+        self.sets[set][way]
+            .as_ref()
+            .map(|s| &s.cipher)
+            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))
+    }
+
+    /// Like [`KeyCache::get`], but returns a handle to the key instead of borrowing the cache:
+    /// the handles of many keys can then be resolved together with [`KeyCache::key`].
+    #[inline]
+    pub fn find(&mut self, id: &KeyId, time: u64) -> Result<KeyHandle, ProviderError> {
+        let (set, way) = self.locate(id, time)?;
+        let generation = self.sets[set][way]
+            .as_ref()
+            .map(|s| s.generation)
+            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))?;
+        Ok(KeyHandle {
+            index: (set * 2 + way) as u32,
+            generation,
+        })
+    }
+
+    /// The key a handle from [`KeyCache::find`] names, or `None` if its slot has been refilled
+    /// since (never another key).
+    #[inline]
+    pub fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+        let i = h.index as usize;
+        let slot = self.sets.get(i / 2)?[i % 2].as_ref()?;
+        (slot.generation == h.generation).then_some(&slot.cipher)
+    }
+
+    /// The (set, way) holding the key for `id` at `time`, deriving it on a miss.
+    #[inline]
+    fn locate(&mut self, id: &KeyId, time: u64) -> Result<(usize, usize), ProviderError> {
         self.clock += 1;
         let h = hash(id);
         let set = (h as usize >> 1) & self.mask;
@@ -150,11 +202,10 @@ impl KeyCache {
                 self.insert(set, id, time)?
             }
         };
-        let slot = self.sets[set][way]
-            .as_mut()
-            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))?;
-        slot.stamp = self.clock;
-        Ok(&slot.cipher)
+        if let Some(slot) = self.sets[set][way].as_mut() {
+            slot.stamp = self.clock;
+        }
+        Ok((set, way))
     }
 
     /// Derives K(src -> dst:host) for `time` from the provider's level-1 key.
@@ -199,11 +250,13 @@ impl KeyCache {
         if slot.is_some() {
             self.stats.evictions += 1;
         }
+        self.generations += 1;
         *slot = Some(Slot {
             id,
             epoch,
             cipher,
             stamp: self.clock,
+            generation: self.generations,
         });
     }
 

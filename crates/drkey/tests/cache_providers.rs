@@ -123,6 +123,45 @@ fn cache_returns_the_derived_key_hits_and_evicts() {
 }
 
 #[test]
+fn handles_name_their_key_until_the_slot_is_refilled() {
+    let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    let mut cache = KeyCache::new(provider.clone(), 4);
+    let probe = [7u8; 16];
+    let direct = |h: u8| {
+        let (_, l1) = provider
+            .level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+            .unwrap();
+        cbc_mac(
+            &as_host(&l1.cipher(), &id(h).host).unwrap().cipher(),
+            &probe,
+        )
+    };
+    // Several handles held at once resolve to their own keys through one shared borrow.
+    let handles: Vec<_> = (1..=3).map(|h| cache.find(&id(h), T).unwrap()).collect();
+    let keys: Vec<_> = handles.iter().map(|&h| cache.key(h)).collect();
+    for (k, h) in keys.iter().zip(1..=3) {
+        assert_eq!(cbc_mac(k.expect("fresh handle"), &probe), direct(h));
+    }
+    // A hit returns the same handle; find counts like get.
+    assert_eq!(cache.find(&id(1), T).unwrap(), handles[0]);
+    assert_eq!(cache.stats().hits, 1);
+    // Fill the cache with other keys: every original slot is refilled sooner or later, and
+    // a stale handle answers None, never another host's key.
+    for h in 10..60 {
+        cache.find(&id(h), T).unwrap();
+    }
+    let stale = handles.iter().filter(|&&h| cache.key(h).is_none()).count();
+    assert_eq!(stale, 3, "all three slots were refilled");
+    for &h in &handles {
+        if let Some(k) = cache.key(h) {
+            panic!("stale handle resolved to a key: {:?}", cbc_mac(k, &probe));
+        }
+    }
+    let again = cache.find(&id(2), T).unwrap();
+    assert_eq!(cbc_mac(cache.key(again).unwrap(), &probe), direct(2));
+}
+
+#[test]
 fn epoch_change_and_prefetch() {
     let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
     let mut cache = KeyCache::new(provider.clone(), 64);

@@ -377,12 +377,18 @@ fn disposition_sanity_of_expectations() {
 struct FixedKey(idint_wire::crypto::Aes128);
 
 impl scion_dp::idint::VerifierKeys for FixedKey {
-    fn as_host_key(
+    fn find(
         &mut self,
         _ia: idint_wire::IsdAsn,
         _host: &HostAddr,
         _now_ns: u64,
-    ) -> Option<&idint_wire::crypto::Aes128> {
+    ) -> Option<scion_dp::idint::KeyHandle> {
+        Some(scion_dp::idint::KeyHandle {
+            index: 0,
+            generation: 0,
+        })
+    }
+    fn key(&self, _: scion_dp::idint::KeyHandle) -> Option<&idint_wire::crypto::Aes128> {
         Some(&self.0)
     }
 }

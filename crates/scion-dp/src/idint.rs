@@ -53,8 +53,8 @@
 //!   [`DropReason::TelemetryConsumed`]) or turns the ID-INT options into padding before
 //!   delivery (size unchanged).
 
+use aes::cipher::Array;
 use aes::cipher::consts::U16;
-use aes::cipher::{Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockSizeUser};
 use idint_wire::crypto::Aes128;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::crypto::seal_entry;
@@ -72,11 +72,39 @@ use crate::outcome::{Disposition, DropReason, Ingress};
 use crate::process::{BurstPacket, MAX_BURST};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
+/// A key found by [`VerifierKeys::find`]: a name the implementation gives out (for a cache,
+/// the slot and the insertion that filled it), meaningless to anyone else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHandle {
+    /// Where the implementation keeps the key.
+    pub index: u32,
+    /// Which version of that place holds it.
+    pub generation: u64,
+}
+
 /// The AS→host keys a router uses for ID-INT entries.
+///
+/// Lookups are two-phase so that a burst can seal entries under many keys at once: [`find`]
+/// (which may derive and evict) gives handles, [`key`] turns any number of them into keys
+/// through a shared borrow.
+///
+/// [`find`]: VerifierKeys::find
+/// [`key`]: VerifierKeys::key
 pub trait VerifierKeys {
-    /// This AS's ID-INT key for `host` in `ia` valid at `now_ns` (Unix ns), or `None` if it is
-    /// not available now (the packet then carries no entry from this router).
-    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128>;
+    /// Finds this AS's ID-INT key for `host` in `ia` valid at `now_ns` (Unix ns), or `None` if
+    /// it is not available now (the packet then carries no entry from this router).
+    fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle>;
+
+    /// The key a handle from [`VerifierKeys::find`] names, or `None` once it is not held any
+    /// more (a later `find` evicted it); never a different key.
+    fn key(&self, handle: KeyHandle) -> Option<&Aes128>;
+
+    /// [`VerifierKeys::find`] and [`VerifierKeys::key`] in one step.
+    #[inline]
+    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128> {
+        let h = self.find(ia, host, now_ns)?;
+        self.key(h)
+    }
 }
 
 /// [`VerifierKeys`] from a worker's DRKey key cache: the level-2 AS→host keys of protocol
@@ -93,14 +121,26 @@ pub struct DrkeyKeys {
 #[cfg(feature = "drkey")]
 impl VerifierKeys for DrkeyKeys {
     #[inline]
-    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128> {
+    fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle> {
         let id = drkey::cache::KeyId {
             protocol: drkey::Protocol::IDINT,
             src: self.local,
             dst: ia,
             host: *host,
         };
-        self.cache.get(&id, now_ns / 1_000_000_000).ok()
+        let h = self.cache.find(&id, now_ns / 1_000_000_000).ok()?;
+        Some(KeyHandle {
+            index: h.index,
+            generation: h.generation,
+        })
+    }
+
+    #[inline]
+    fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+        self.cache.key(drkey::cache::KeyHandle {
+            index: h.index,
+            generation: h.generation,
+        })
     }
 }
 
@@ -808,17 +848,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             ..
         } = self;
         let defer = *defer_slot;
-        let in_table = defer.and_then(|_| batch.key_index(&id));
-        let key = match in_table {
-            Some(_) => None,
-            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
-                Some(k) => Some(k),
-                None => {
-                    counters.packets += 1;
-                    counters.no_key += 1;
-                    return true;
-                }
-            },
+        let remembered = defer.and_then(|_| batch.recall(&id));
+        let Some(handle) = remembered.or_else(|| keys.find(id.ia(), &id.host(), ctx.now_ns)) else {
+            counters.packets += 1;
+            counters.no_key += 1;
+            return true;
         };
         let close = out.last || mode == 0;
         let encrypt = close && f0 & mflags::E != 0;
@@ -856,15 +890,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             at: hl + free,
             prev_mac,
             id,
-            in_table,
+            handle,
             now_ns: ctx.now_ns,
         };
-        let key = match key {
-            Some(k) => KeySrc::Found(k),
-            None => KeySrc::Lookup(keys),
-        };
         counters.packets += 1;
-        if seal_or_defer(key, batch, e, &job).is_none() {
+        if seal_or_defer(keys, batch, e, &job).is_none() {
             counters.malformed += 1;
             return true;
         }
@@ -938,22 +968,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if id.ty != AddrType::IPV4.nibble() && id.ty != AddrType::IPV6.nibble() {
             return Err(Skip::Unsupported);
         }
-        // In a burst, a verifier seen before in the same burst already has its key in the
-        // batch's table.
-        let in_table = if defer.is_some() {
-            batch.key_index(&id)
-        } else {
-            None
-        };
-        let looked_up = match in_table {
-            Some(_) => None,
-            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
-                Some(k) => Some(k),
-                None => {
-                    counters.no_key += 1;
-                    return Ok(());
-                }
-            },
+        // In a burst, the previous packet's verifier is remembered with its key's handle.
+        let remembered = defer.and_then(|_| batch.recall(&id));
+        let Some(handle) = remembered.or_else(|| keys.find(id.ia(), &id.host(), ctx.now_ns)) else {
+            counters.no_key += 1;
+            return Ok(());
         };
         let encrypt = close && main.encrypt();
         let bitmap = main.inst_bitmap();
@@ -989,14 +1008,10 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 at: hbh_at + at,
                 prev_mac: top.mac,
                 id,
-                in_table,
+                handle,
                 now_ns: ctx.now_ns,
             };
-            let key = match looked_up {
-                Some(k) => KeySrc::Found(k),
-                None => KeySrc::Lookup(keys),
-            };
-            seal_or_defer(key, batch, e, &job).ok_or(Skip::Malformed)?;
+            seal_or_defer(keys, batch, e, &job).ok_or(Skip::Malformed)?;
             counters.pushed += 1;
             if encrypt {
                 counters.encrypted += 1;
@@ -1061,14 +1076,14 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let Ok(mut e) = idint.entry_at_mut(at) else {
             return Err(Skip::Malformed);
         };
-        let key = match looked_up {
-            Some(key) => key,
-            None => match keys.as_host_key(id.ia(), &id.host(), ctx.now_ns) {
-                Some(key) => key,
-                None => return Err(Skip::Malformed),
-            },
-        };
-        seal_entry(key, &mut e, prev_mac);
+        if let Some(key) = keys.key(handle) {
+            seal_entry(key, &mut e, prev_mac);
+        } else {
+            let key = keys
+                .as_host_key(id.ia(), &id.host(), ctx.now_ns)
+                .ok_or(Skip::Malformed)?;
+            seal_entry(key, &mut e, prev_mac);
+        }
         counters.aggregated += 1;
         if encrypt {
             counters.encrypted += 1;
@@ -1127,29 +1142,53 @@ fn read_u64(b: &[u8], at: usize) -> u64 {
 /// Entries up to this length are sealed in the burst pass (router entries are at most 64).
 const BATCH_ENTRY_MAX: usize = 80;
 const BATCH_BLOCKS: usize = BATCH_ENTRY_MAX / 16;
-/// Distinct verifier keys one burst can batch; packets for further keys are sealed at once.
-const BATCH_KEYS: usize = 4;
 
-/// One deferred entry: its MAC input and keystream counter blocks, and where it is.
-#[derive(Clone, Copy, Default)]
+/// One deferred entry: its MAC input and keystream counter blocks, where it is, and its key.
+#[derive(Clone, Copy)]
 struct SealJob {
     slot: u8,
-    key: u8,
     n_blocks: u8,
     n_ks: u8,
     len: u8,
     at: u16,
+    handle: KeyHandle,
+    /// The verifier, to look the key up again should the handle have gone stale.
+    id: VerifierId,
     blocks: [[u8; 16]; BATCH_BLOCKS],
     ks: [[u8; 16]; BATCH_BLOCKS],
 }
 
+impl Default for SealJob {
+    fn default() -> Self {
+        SealJob {
+            slot: 0,
+            n_blocks: 0,
+            n_ks: 0,
+            len: 0,
+            at: 0,
+            handle: KeyHandle {
+                index: 0,
+                generation: 0,
+            },
+            id: VerifierId {
+                ia: 0,
+                host: 0,
+                ty: 0,
+            },
+            blocks: [[0; 16]; BATCH_BLOCKS],
+            ks: [[0; 16]; BATCH_BLOCKS],
+        }
+    }
+}
+
 /// The entries of a burst waiting for their MACs (and keystreams): sealed together at the end
-/// of the burst, several AES chains in flight at once instead of one after the other.
+/// of the burst, the AES chains of every entry in flight at once, whatever their keys.
 struct SealBatch {
     jobs: [SealJob; MAX_BURST],
     n: usize,
-    /// The verifiers of the burst; their keys are looked up once each when the batch runs.
-    keys: [Option<VerifierId>; BATCH_KEYS],
+    /// The verifier of the last deferred entry and its key: consecutive packets of a flow
+    /// skip the key lookup.
+    last: Option<(VerifierId, KeyHandle)>,
     now_ns: u64,
 }
 
@@ -1166,47 +1205,34 @@ impl SealBatch {
         Box::new(SealBatch {
             jobs: [SealJob::default(); MAX_BURST],
             n: 0,
-            keys: [None; BATCH_KEYS],
+            last: None,
             now_ns: 0,
         })
     }
 
-    /// The table index of verifier `id`, if this burst has it.
+    /// The key handle of verifier `id` if the previous deferred entry of this burst had it.
     #[inline]
-    fn key_index(&self, id: &VerifierId) -> Option<u8> {
-        self.keys
-            .iter()
-            .position(|k| k.as_ref() == Some(id))
-            .map(|k| k as u8)
+    fn recall(&self, id: &VerifierId) -> Option<KeyHandle> {
+        match self.last {
+            Some((v, h)) if v == *id => Some(h),
+            _ => None,
+        }
     }
 
-    /// Adds a verifier to the table; `None` if the table is full.
-    fn add_id(&mut self, id: VerifierId) -> Option<u8> {
-        let k = self.keys.iter().position(Option::is_none)?;
-        self.keys[k] = Some(id);
-        Some(k as u8)
-    }
-
-    /// Queues the entry `e` (at packet offset `at` of burst slot `slot`) under key `k`; false
-    /// if it must be sealed now (too long, batch full).
-    #[allow(clippy::too_many_arguments)]
-    fn defer(
-        &mut self,
-        slot: u8,
-        at: usize,
-        e: &[u8],
-        prev_mac: [u8; 4],
-        k: u8,
-        now_ns: u64,
-    ) -> bool {
+    /// Queues the entry `e` (burst slot `slot`, described by `job`); false if it must be
+    /// sealed now (too long, batch full).
+    fn defer(&mut self, slot: u8, e: &[u8], job: &Seal) -> bool {
         let len = e.len();
+        let at = job.at;
         if len > BATCH_ENTRY_MAX || self.n == MAX_BURST || at > usize::from(u16::MAX) {
             return false;
         }
-        self.now_ns = now_ns;
+        self.now_ns = job.now_ns;
+        self.last = Some((job.id, job.handle));
         let j = &mut self.jobs[self.n];
         j.slot = slot;
-        j.key = k;
+        j.handle = job.handle;
+        j.id = job.id;
         j.len = len as u8;
         j.at = at as u16;
         j.n_blocks = len.div_ceil(16) as u8;
@@ -1219,7 +1245,7 @@ impl SealBatch {
         }
         // len is a multiple of 4, so the 4 MAC bytes never straddle two blocks.
         let (bi, off) = ((len - 4) / 16, (len - 4) % 16);
-        j.blocks[bi][off..off + 4].copy_from_slice(&prev_mac);
+        j.blocks[bi][off..off + 4].copy_from_slice(&job.prev_mac);
         j.n_ks = 0;
         if e[2] & eflags::C != 0 {
             let enc_from = NONCE_OFFSET + NONCE_LEN;
@@ -1238,34 +1264,43 @@ impl SealBatch {
     /// Returns how many entries could not be sealed because their key was no longer
     /// available (their MAC stays zero, so verifiers reject them).
     fn run<P: BurstPacket, K: VerifierKeys>(&mut self, keys: &mut K, pkts: &mut [P]) -> u64 {
-        let mut lost = 0;
-        if self.n == 0 {
-            // Keys are only valid for the burst (its processing time): never carry them over.
-            self.keys = [None; BATCH_KEYS];
+        // Handles are only trusted within the burst: never carry them over.
+        self.last = None;
+        let n = core::mem::take(&mut self.n);
+        if n == 0 {
             return 0;
         }
+        let jobs = &mut self.jobs[..n];
         let mut macs = [[0u8; 16]; MAX_BURST];
-        let mut failed = [false; BATCH_KEYS];
-        for (k, fail) in failed.iter_mut().enumerate() {
-            let Some(id) = self.keys[k] else {
-                continue;
-            };
-            let Some(cipher) = keys.as_host_key(id.ia(), &id.host(), self.now_ns) else {
-                *fail = true;
-                lost += self.jobs[..self.n]
-                    .iter()
-                    .filter(|j| usize::from(j.key) == k)
-                    .count() as u64;
-                continue;
-            };
-            use aes::cipher::BlockCipherEncrypt;
-            cipher.encrypt_with_backend(Lanes {
-                jobs: &mut self.jobs[..self.n],
-                key: k as u8,
-                macs: &mut macs,
-            });
+        let mut sealed = [false; MAX_BURST];
+        {
+            // Every key of the burst through one shared borrow, then all chains together.
+            let keys: &K = keys;
+            let mut ciphers: [Option<&Aes128>; MAX_BURST] = [None; MAX_BURST];
+            for ((c, j), s) in ciphers.iter_mut().zip(jobs.iter()).zip(sealed.iter_mut()) {
+                *c = keys.key(j.handle);
+                *s = c.is_some();
+            }
+            interleave(jobs, &ciphers, &mut macs);
         }
-        for (j, mac) in self.jobs[..self.n].iter().zip(macs.iter()) {
+        // A handle that went stale within the burst (a later lookup evicted its key): look the
+        // key up again and seal that entry on its own.
+        let now_ns = self.now_ns;
+        for ((j, mac), s) in jobs.iter_mut().zip(macs.iter_mut()).zip(sealed.iter_mut()) {
+            if *s {
+                continue;
+            }
+            if let Some(k) = keys.as_host_key(j.id.ia(), &j.id.host(), now_ns) {
+                interleave(
+                    core::slice::from_mut(j),
+                    &[Some(k)],
+                    core::slice::from_mut(mac),
+                );
+                *s = true;
+            }
+        }
+        let mut lost = 0;
+        for ((j, mac), s) in jobs.iter().zip(macs.iter()).zip(sealed.iter()) {
             let Some(pkt) = pkts.get_mut(usize::from(j.slot)) else {
                 continue;
             };
@@ -1274,10 +1309,11 @@ impl SealBatch {
             let Some(e) = pkt.buffer().get_mut(at..at + len) else {
                 continue;
             };
-            if failed[usize::from(j.key)] {
+            if !*s {
                 // Never leave unprotected values behind: the entry keeps its shape, carries
                 // zeros and a zero MAC (verifiers reject it).
                 e[NONCE_OFFSET..].fill(0);
+                lost += 1;
                 continue;
             }
             e[len - 4..].copy_from_slice(&mac[..4]);
@@ -1290,48 +1326,40 @@ impl SealBatch {
                 }
             }
         }
-        self.n = 0;
-        self.keys = [None; BATCH_KEYS];
         lost
     }
 }
 
-/// The CBC-MAC chains and keystreams of every job under one key, interleaved: step `s`
-/// advances every chain by one block, so independent AES rounds overlap in the CPU.
-struct Lanes<'a> {
-    jobs: &'a mut [SealJob],
-    key: u8,
-    macs: &'a mut [[u8; 16]; MAX_BURST],
-}
-
-impl BlockSizeUser for Lanes<'_> {
-    type BlockSize = U16;
-}
-
-impl BlockCipherEncClosure for Lanes<'_> {
-    #[inline(always)]
-    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
-        // One block at a time, straight from and into the jobs: independent chains overlap in
-        // the out-of-order core anyway, and gathering blocks into a staging buffer for the
-        // backend's wide (VAES) path cost more in store-forwarding stalls than it saved.
-        let mut steps = 0;
-        for j in self.jobs.iter_mut().filter(|j| j.key == self.key) {
-            steps = steps.max(usize::from(j.n_blocks));
-            for b in j.ks[..usize::from(j.n_ks)].iter_mut() {
-                backend.encrypt_block_inplace(<&mut Array<u8, U16>>::from(b));
-            }
+/// Computes the keystream blocks (in place) and the CBC-MAC of every job that has a key in
+/// `ciphers`, interleaved: step `s` advances every chain by one block, so the independent AES
+/// computations of different entries (and keys) overlap in the CPU instead of each waiting
+/// for the latency of its own chain.
+#[inline(always)]
+fn interleave(jobs: &mut [SealJob], ciphers: &[Option<&Aes128>], macs: &mut [[u8; 16]]) {
+    use aes::cipher::BlockCipherEncrypt;
+    let mut steps = 0;
+    for (j, c) in jobs.iter_mut().zip(ciphers) {
+        let Some(k) = c else {
+            continue;
+        };
+        steps = steps.max(usize::from(j.n_blocks));
+        for b in j.ks[..usize::from(j.n_ks)].iter_mut() {
+            k.encrypt_block(<&mut Array<u8, U16>>::from(b));
         }
-        for step in 0..steps {
-            for (j, mac) in self.jobs.iter().zip(self.macs.iter_mut()) {
-                if j.key != self.key || step >= usize::from(j.n_blocks) {
-                    continue;
-                }
-                let mut x = Array::from(
-                    (u128::from_ne_bytes(*mac) ^ u128::from_ne_bytes(j.blocks[step])).to_ne_bytes(),
-                );
-                backend.encrypt_block_inplace(&mut x);
-                *mac = x.into();
+    }
+    for step in 0..steps {
+        for ((j, c), mac) in jobs.iter().zip(ciphers).zip(macs.iter_mut()) {
+            let Some(k) = c else {
+                continue;
+            };
+            if step >= usize::from(j.n_blocks) {
+                continue;
             }
+            let mut x = Array::from(
+                (u128::from_ne_bytes(*mac) ^ u128::from_ne_bytes(j.blocks[step])).to_ne_bytes(),
+            );
+            k.encrypt_block(&mut x);
+            *mac = x.into();
         }
     }
 }
@@ -1466,37 +1494,32 @@ struct Seal {
     at: usize,
     prev_mac: [u8; 4],
     id: VerifierId,
-    in_table: Option<u8>,
+    /// The verifier's key.
+    handle: KeyHandle,
     now_ns: u64,
 }
 
 /// Queues the entry's MAC (and keystream) for the end of the burst, or seals it now. `None`
-/// if its key is not available any more (not expected: it was looked up moments before).
+/// if its key is not available any more (not expected: it was found moments before).
 #[inline(always)]
 fn seal_or_defer<K: VerifierKeys>(
-    key: KeySrc<'_, K>,
+    keys: &mut K,
     batch: &mut SealBatch,
     e: &mut [u8],
     job: &Seal,
 ) -> Option<()> {
     if let Some(slot) = job.defer
-        && let Some(k) = job.in_table.or_else(|| batch.add_id(job.id))
-        && batch.defer(slot, job.at, e, job.prev_mac, k, job.now_ns)
+        && batch.defer(slot, e, job)
     {
         return Some(());
     }
-    let key = match key {
-        KeySrc::Found(key) => key,
-        KeySrc::Lookup(keys) => keys.as_host_key(job.id.ia(), &job.id.host(), job.now_ns)?,
-    };
+    if let Some(key) = keys.key(job.handle) {
+        seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
+        return Some(());
+    }
+    let key = keys.as_host_key(job.id.ia(), &job.id.host(), job.now_ns)?;
     seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
     Some(())
-}
-
-/// A key already looked up, or the lookup to ask.
-enum KeySrc<'a, K> {
-    Found(&'a Aes128),
-    Lookup(&'a mut K),
 }
 
 #[derive(Clone, Copy)]

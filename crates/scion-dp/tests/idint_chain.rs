@@ -30,7 +30,7 @@ use idint_wire::scion::{FlowId, NextHdr, PathType, ScionRepr};
 use idint_wire::udp::UdpRepr;
 use idint_wire::{HostAddr, IsdAsn};
 use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
-use scion_dp::idint::{DrkeyKeys, IdIntStage, NonceSource, VerifierKeys};
+use scion_dp::idint::{DrkeyKeys, IdIntStage, KeyHandle, NonceSource, VerifierKeys};
 use scion_dp::telemetry::{CounterKind, Direction, HopContext, QueueMetric, TelemetrySource};
 use scion_dp::{Disposition, Ingress, Processor};
 
@@ -278,7 +278,10 @@ impl TelemetrySource for Recorder {
 /// Keys that answer only for some verifiers (to model a router without a key).
 struct NoKeys;
 impl VerifierKeys for NoKeys {
-    fn as_host_key(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<&Aes128> {
+    fn find(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<KeyHandle> {
+        None
+    }
+    fn key(&self, _: KeyHandle) -> Option<&Aes128> {
         None
     }
 }
@@ -293,10 +296,19 @@ impl NonceSource for Counting {
 }
 
 fn stage(r: usize, rs: &[Router]) -> IdIntStage<DrkeyKeys, Recorder, Counting> {
+    stage_with_cache(r, rs, 16)
+}
+
+/// [`stage`] with a key cache of about `capacity` keys.
+fn stage_with_cache(
+    r: usize,
+    rs: &[Router],
+    capacity: usize,
+) -> IdIntStage<DrkeyKeys, Recorder, Counting> {
     let asi = ROUTER_AS[r];
     let provider = Arc::new(LocalProvider::new(ases()[asi], &secret(asi), EPOCH).unwrap());
     let keys = DrkeyKeys {
-        cache: KeyCache::new(provider, 16),
+        cache: KeyCache::new(provider, capacity),
         local: rs[r].local_ia(),
     };
     let mut source = Recorder {
@@ -623,10 +635,25 @@ fn a_wrong_key_names_the_entry() {
 
 #[test]
 fn bursts_with_many_verifiers_and_plain_packets_equal_single_packets() {
+    // A cache that holds every key of the burst.
+    many_verifiers_in_one_burst(16);
+}
+
+#[test]
+fn bursts_whose_keys_evict_each_other_equal_single_packets() {
+    // A cache of two keys: looking up later verifiers of the burst evicts the keys of earlier
+    // ones, whose handles go stale before the burst is sealed.
+    let evictions = many_verifiers_in_one_burst(2);
+    assert!(evictions > 7, "the burst evicted keys: {evictions}");
+}
+
+/// Processes 21 packets (seven verifiers, encrypted and not, packets without ID-INT in
+/// between) one by one and as one burst, with a key cache of `capacity`; both must give the
+/// same bytes, decisions and counters (single packets are sealed at once with the key just
+/// looked up). Returns the burst cache's evictions.
+fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
     use scion_dp::PacketSlot;
     let rs = routers();
-    // Seven verifiers (more than a burst batches keys for), encrypted and not, and packets
-    // without ID-INT in between.
     let mut inputs = Vec::new();
     for i in 0..21u8 {
         let req = request(AggregationMode::Off, i % 2 == 0);
@@ -638,7 +665,7 @@ fn bursts_with_many_verifiers_and_plain_packets_equal_single_packets() {
         inputs.push(p);
     }
     let mut single = Vec::new();
-    let mut st = stage(0, &rs);
+    let mut st = stage_with_cache(0, &rs, capacity);
     let mut p = Processor::new(&rs[0]);
     for input in &inputs {
         let mut b = input.clone();
@@ -646,7 +673,7 @@ fn bursts_with_many_verifiers_and_plain_packets_equal_single_packets() {
         let d = p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
         single.push((d, b));
     }
-    let mut sb = stage(0, &rs);
+    let mut sb = stage_with_cache(0, &rs, capacity);
     let mut p = Processor::new(&rs[0]);
     let mut bufs: Vec<Vec<u8>> = inputs.clone();
     let mut slots: Vec<PacketSlot<'_>> = bufs
@@ -670,6 +697,8 @@ fn bursts_with_many_verifiers_and_plain_packets_equal_single_packets() {
     }
     assert_eq!(sb.counters, st.counters);
     assert!(st.counters.pushed >= 16);
+    assert_eq!(sb.counters.no_key, 0);
+    sb.keys.cache.stats().evictions
 }
 
 #[test]
