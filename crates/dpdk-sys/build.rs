@@ -67,6 +67,7 @@ const FUNCTIONS: &[&str] = &[
     "rte_eth_dev_close",
     "rte_eth_dev_socket_id",
     "rte_eth_rx_burst",
+    "rte_eth_rx_queue_count",
     "rte_eth_tx_burst",
     "rte_eth_stats_get",
     "rte_eth_stats_reset",

@@ -7,6 +7,7 @@
 #![allow(unsafe_code)]
 
 use core::ffi::{CStr, c_char, c_int, c_void};
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -831,6 +832,18 @@ impl RxQueue {
         self.queue
     }
 
+    /// A probe of this queue's fill level, for the thread that polls it.
+    pub fn probe(&self) -> BufferProbe {
+        BufferProbe {
+            kind: ProbeKind::Queue {
+                port: self.port,
+                queue: self.queue,
+                _started: self._started.clone(),
+            },
+            _not_sync: PhantomData,
+        }
+    }
+
     /// Receives up to the free room of `burst`; returns how many arrived.
     #[inline]
     pub fn rx_burst(&mut self, burst: &mut MbufBurst) -> usize {
@@ -850,6 +863,61 @@ impl RxQueue {
         };
         burst.len += usize::from(n);
         usize::from(n)
+    }
+}
+
+/// Reads how many packets wait in a receive buffer: a NIC rx queue (descriptors filled by the
+/// NIC and not yet polled) or the mbuf ring a distributor fills for a worker. Meant for the
+/// thread that polls the buffer (it may be moved there, not shared).
+#[derive(Debug, Clone)]
+pub struct BufferProbe {
+    kind: ProbeKind,
+    /// Not shared between threads (the poller reads its own queue).
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+#[derive(Debug, Clone)]
+enum ProbeKind {
+    Queue {
+        port: u16,
+        queue: u16,
+        /// Keeps the port started.
+        _started: Arc<Started>,
+    },
+    Ring(Arc<MbufRing>),
+}
+
+impl BufferProbe {
+    /// A probe of a software ring.
+    pub fn ring(r: Arc<MbufRing>) -> Self {
+        BufferProbe {
+            kind: ProbeKind::Ring(r),
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The buffer's identifier: the rx queue index (a ring: 0).
+    pub fn id(&self) -> u16 {
+        match &self.kind {
+            ProbeKind::Queue { queue, .. } => *queue,
+            ProbeKind::Ring(_) => 0,
+        }
+    }
+
+    /// Packets waiting now; `None` if the driver cannot tell (virtual devices such as
+    /// `net_pcap` and `net_null` do not implement the count).
+    #[inline]
+    pub fn depth(&self) -> Option<u32> {
+        match &self.kind {
+            ProbeKind::Queue { port, queue, .. } => {
+                // SAFETY: the port is started and kept so by `_started`, the queue index was
+                // set up; the driver only reads its descriptor ring (no ownership changes),
+                // and the probe is used by the queue's polling thread (it is not `Sync`).
+                let n = unsafe { sys::rte_eth_rx_queue_count(*port, *queue) };
+                u32::try_from(n).ok()
+            }
+            ProbeKind::Ring(r) => Some(r.count()),
+        }
     }
 }
 

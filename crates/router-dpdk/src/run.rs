@@ -275,6 +275,13 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
                     .ok_or_else(|| RunError::Setup("tx queue taken".into()))?,
             ));
         }
+        let buffers = rx
+            .iter()
+            .map(|(_, s)| match s {
+                Source::Queue(r) => r.probe(),
+                Source::Ring(r) => dpdk::BufferProbe::ring(r.clone()),
+            })
+            .collect();
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
             .map_err(|e| RunError::Setup(format!("OS random generator: {e}")))?;
@@ -293,15 +300,16 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
                 local: config.router.local_ia,
             },
             seed,
-            telemetry: RouterTelemetry {
+            telemetry: RouterTelemetry::new(
                 clock,
-                node_id: config.node_id,
+                config.node_id,
                 started_ns,
-                rx_ns: started_ns,
-                ports: samples.clone(),
-                tables: tables.clone(),
-                energy: config.energy,
-            },
+                samples.clone(),
+                tables.clone(),
+                config.energy,
+                buffers,
+                if software { 0 } else { q },
+            ),
             exporter: rings
                 .get(w)
                 .map(|r| RingExporter::new(pool.clone(), r.clone())),

@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
-use scion_dp::telemetry::{CounterKind, Direction, Environment, HopContext, TelemetrySource};
+use scion_dp::telemetry::{
+    CounterKind, Direction, Environment, HopContext, QueueMetric, TelemetrySource,
+};
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
-use crate::dpdk::{self, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
+use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
 use crate::neighbor::NeighborTable;
 use crate::stats::{IoCounters, WorkerStats};
@@ -197,9 +199,74 @@ pub struct RouterTelemetry {
     pub tables: Arc<Tables>,
     /// Energy figures.
     pub energy: EnergyFigures,
+    /// The receive buffers this worker polls, in the order of its rx sources: what the buffer
+    /// instructions report (see [`RouterTelemetry::begin_burst`]).
+    pub buffers: Vec<BufferProbe>,
+    /// This worker's tx queue index on every port (with software distribution, the
+    /// distributor's: 0).
+    pub tx_queue: u16,
+    /// Index into `buffers` of the burst being processed.
+    current: usize,
+    /// The current burst's buffer depth, once read.
+    depth_now: Option<Option<u32>>,
+    /// Average depth of each buffer ×16 (exponentially weighted, 1/8 per sample), `None`
+    /// until sampled or if the buffer cannot be read.
+    depth_avg_x16: Vec<Option<u32>>,
 }
 
 impl RouterTelemetry {
+    /// Telemetry with the given measurements; buffers and tx queue as the worker has them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        clock: TscClock,
+        node_id: Option<u32>,
+        started_ns: u64,
+        ports: Arc<[PortSample]>,
+        tables: Arc<Tables>,
+        energy: EnergyFigures,
+        buffers: Vec<BufferProbe>,
+        tx_queue: u16,
+    ) -> Self {
+        let n = buffers.len();
+        RouterTelemetry {
+            clock,
+            node_id,
+            started_ns,
+            rx_ns: started_ns,
+            ports,
+            tables,
+            energy,
+            buffers,
+            tx_queue,
+            current: 0,
+            depth_now: None,
+            depth_avg_x16: vec![None; n],
+        }
+    }
+
+    /// A burst received at `rx_ns` from rx source `source` (index into `buffers`) is about to
+    /// be processed: timestamps and the buffer instructions refer to it.
+    #[inline]
+    pub fn begin_burst(&mut self, source: usize, rx_ns: u64) {
+        self.rx_ns = rx_ns;
+        self.current = source;
+        self.depth_now = None;
+    }
+
+    /// Samples every buffer's depth into its average (called periodically by the worker).
+    pub fn sample_buffers(&mut self) {
+        for (b, avg) in self.buffers.iter().zip(self.depth_avg_x16.iter_mut()) {
+            *avg = match (b.depth(), *avg) {
+                (None, _) => None,
+                (Some(d), None) => Some(d.saturating_mul(16)),
+                (Some(d), Some(a)) => {
+                    let (d, a) = (i64::from(d.saturating_mul(16)), i64::from(a));
+                    Some((a + (d - a) / 8) as u32)
+                }
+            };
+        }
+    }
+
     #[inline]
     fn port_of(&self, ifid: u16) -> Option<&PortSample> {
         let i = if ifid == 0 {
@@ -246,6 +313,29 @@ impl TelemetrySource for RouterTelemetry {
             Direction::Tx => p.tx_kbps.load(Ordering::Relaxed),
         };
         Some(v.min(u64::from(u32::MAX)) as u32)
+    }
+    /// Queue id: this worker's tx queue on the egress port. Queue length: not measured (the
+    /// drivers expose no portable tx ring occupancy). Buffer items: the receive buffer the
+    /// packet waited in (its rx queue or, with software distribution, the worker's ring):
+    /// in a run-to-completion router that is where packets queue; `ifid` does not change it.
+    fn queue(&mut self, ifid: u16, metric: QueueMetric) -> Option<u32> {
+        match metric {
+            QueueMetric::QueueId => self.port_of(ifid).map(|_| u32::from(self.tx_queue)),
+            QueueMetric::QueueLen | QueueMetric::QueueLenAvg => None,
+            QueueMetric::BufferId => self.buffers.get(self.current).map(|b| u32::from(b.id())),
+            QueueMetric::BufferOccupancy => {
+                if self.depth_now.is_none() {
+                    self.depth_now = Some(self.buffers.get(self.current).and_then(|b| b.depth()));
+                }
+                self.depth_now.flatten()
+            }
+            QueueMetric::BufferOccupancyAvg => self
+                .depth_avg_x16
+                .get(self.current)
+                .copied()
+                .flatten()
+                .map(|a| a.div_ceil(16)),
+        }
     }
     fn interface_speed_mbps(&mut self, ifid: u16) -> Option<u32> {
         let s = self.port_of(ifid)?.speed_mbps.load(Ordering::Relaxed);
@@ -498,13 +588,13 @@ impl Io {
             if dpdk::stop_requested() {
                 break;
             }
-            for (port, q) in self.rx.iter_mut() {
+            for (i, (port, q)) in self.rx.iter_mut().enumerate() {
                 let n = q.receive(&mut burst);
                 if n == 0 {
                     continue;
                 }
                 let now = clock.unix_ns(dpdk::rdtsc());
-                stage.source.rx_ns = now;
+                stage.source.begin_burst(i, now);
                 let filled = classify(tables, *port, &mut burst, &mut slots, &mut out, &mut io);
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 for s in slots[..filled].iter_mut() {
@@ -518,6 +608,7 @@ impl Io {
             if tsc.wrapping_sub(last_publish) > publish_every {
                 last_publish = tsc;
                 self.stats.publish(&io, proc.counters(), &stage.counters);
+                stage.source.sample_buffers();
             }
         }
         for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {

@@ -400,3 +400,82 @@ fn default_next_hop_mac_is_used_when_nothing_else_is_known() {
     assert!(matches!(d, Disposition::Deliver { .. }), "{d:?}");
     assert_eq!(scion, want);
 }
+
+/// The entry the router wrote into an ID-INT packet it forwarded, verified and decrypted as
+/// the destination host does.
+fn router_entry(sent: &[u8], t0: u64, t1: u64) -> idint_wire::idint::verify::DecodedEntry {
+    let (_, _, _, _, mut scion) = split(sent);
+    let range = Packet::parse(&scion).unwrap().hbh_range().unwrap();
+    let mut st = IdInt::locate(&mut scion[range]).unwrap().unwrap();
+    let key = as_key(t0 / 1_000_000_000);
+    let mut window = ReplayWindow::<64>::new(60_000_000_000, 5_000_000_000);
+    open(&mut st, &mut window, t1, &aes128(&SOURCE_KEY), |i, _| {
+        (i == 1).then_some(&key)
+    })
+    .expect("the host verifies the router's entry");
+    decode_entries(&st).nth(1).unwrap().unwrap()
+}
+
+/// Queue id, buffer id, buffer occupancy and its average requested: what the router can
+/// measure is present, what it cannot stays empty.
+fn queue_and_buffer_items(software: bool) -> [Option<u64>; 4] {
+    use idint_wire::idint::Instruction;
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let now = now_s();
+    let req = idint_wire::idint::RequestBuilder {
+        instructions: [0x4e, 0x51, 0x52, 0x53].map(Instruction),
+        ..request(now, false, false)
+    };
+    let p = outbound(now, 2, false, Some(req), b"queues please");
+    write_pcap(&inp, &[frame(HOST, INTERNAL, &p)]);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
+    if software {
+        let text = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"");
+        std::fs::write(&cfg, text).unwrap();
+    }
+    let t0 = now_s() * 1_000_000_000;
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "1"]);
+    let t1 = now_s() * 1_000_000_000 + 1_000_000_000;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mode = if software { "software" } else { "queues" };
+    assert_eq!(summary["distribution"], mode, "{summary:#}");
+    assert_eq!(summary["idint"]["idint_pushed"], 1, "{summary:#}");
+    let sent = read_pcap(&outp);
+    assert_eq!(sent.len(), 1);
+    router_entry(&sent[0], t0, t1)
+        .metadata
+        .slots
+        .map(|s| s.map(|s| s.value))
+}
+
+#[test]
+fn queue_and_buffer_telemetry_from_nic_queues() {
+    let [queue_id, buffer_id, occupancy, average] = queue_and_buffer_items(false);
+    assert_eq!(queue_id, Some(0), "worker 0 sends on tx queue 0");
+    assert_eq!(buffer_id, Some(0), "received on rx queue 0");
+    // net_pcap cannot count its rx queue: nothing is invented.
+    assert_eq!(occupancy, None);
+    assert_eq!(average, None);
+}
+
+#[test]
+fn queue_and_buffer_telemetry_from_distribution_rings() {
+    let [queue_id, buffer_id, occupancy, _average] = queue_and_buffer_items(true);
+    assert_eq!(queue_id, Some(0), "the distributor sends on tx queue 0");
+    assert_eq!(buffer_id, Some(0));
+    // The worker's ring is read: what waited behind the packet (it was alone).
+    assert_eq!(occupancy, Some(0));
+}

@@ -171,7 +171,8 @@ pub fn inbound_via(now_s: u64, entry: u16, req: Option<RequestBuilder>, payload:
     )
 }
 
-fn outbound(
+/// A packet from [`HOST`] leaving the AS on interface `egress`, with an ID-INT request `req`.
+pub fn outbound(
     now_s: u64,
     egress: u16,
     bad_mac: bool,
