@@ -212,6 +212,9 @@ pub struct RouterTelemetry {
     /// Average depth of each buffer ×16 (exponentially weighted, 1/8 per sample), `None`
     /// until sampled or if the buffer cannot be read.
     depth_avg_x16: Vec<Option<u32>>,
+    /// (CPU, memory) usage as fractions of 255, from the last sample (see
+    /// [`RouterTelemetry::sample_usage`]).
+    usage: Option<(u8, u8)>,
 }
 
 impl RouterTelemetry {
@@ -241,7 +244,19 @@ impl RouterTelemetry {
             current: 0,
             depth_now: None,
             depth_avg_x16: vec![None; n],
+            usage: None,
         }
+    }
+
+    /// Records usage over the last interval: the worker's busy share (cycles spent on bursts
+    /// that carried packets, of `interval_cycles`; a poll-mode core is always running, so
+    /// this is the load that matters) and the packet memory in use (mbufs of the pool).
+    pub fn sample_usage(&mut self, busy_cycles: u64, interval_cycles: u64, pool: &dpdk::Mempool) {
+        let (used, free) = (u64::from(pool.in_use()), u64::from(pool.available()));
+        self.usage = Some((
+            fraction_255(busy_cycles, interval_cycles),
+            fraction_255(used, used + free),
+        ));
     }
 
     /// A burst received at `rx_ns` from rx source `source` (index into `buffers`) is about to
@@ -276,6 +291,11 @@ impl RouterTelemetry {
         };
         self.ports.get(i)
     }
+}
+
+/// `part / whole` in 255ths (clamped to 255; 0 of nothing).
+fn fraction_255(part: u64, whole: u64) -> u8 {
+    (u128::from(part.min(whole)) * 255 / u128::from(whole.max(1))) as u8
 }
 
 fn counter(p: &PortSample, dir: Direction, kind: CounterKind) -> u64 {
@@ -336,6 +356,9 @@ impl TelemetrySource for RouterTelemetry {
                 .flatten()
                 .map(|a| a.div_ceil(16)),
         }
+    }
+    fn cpu_memory_usage(&mut self) -> Option<(u8, u8)> {
+        self.usage
     }
     fn interface_speed_mbps(&mut self, ifid: u16) -> Option<u32> {
         let s = self.port_of(ifid)?.speed_mbps.load(Ordering::Relaxed);
@@ -583,7 +606,9 @@ impl Io {
         };
         let tables = &*self.tables;
         let publish_every = clock.hz / 200;
-        let mut last_publish = 0u64;
+        let mut last_publish = dpdk::rdtsc();
+        // Cycles spent on bursts since the last publication (the CPU usage telemetry).
+        let mut busy = 0u64;
         loop {
             if dpdk::stop_requested() {
                 break;
@@ -593,7 +618,8 @@ impl Io {
                 if n == 0 {
                     continue;
                 }
-                let now = clock.unix_ns(dpdk::rdtsc());
+                let start = dpdk::rdtsc();
+                let now = clock.unix_ns(start);
                 stage.source.begin_burst(i, now);
                 let filled = classify(tables, *port, &mut burst, &mut slots, &mut out, &mut io);
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
@@ -603,12 +629,17 @@ impl Io {
                 for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
                     flush(t, b, &mut io);
                 }
+                busy += dpdk::rdtsc().wrapping_sub(start);
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
-                last_publish = tsc;
                 self.stats.publish(&io, proc.counters(), &stage.counters);
                 stage.source.sample_buffers();
+                stage
+                    .source
+                    .sample_usage(busy, tsc.wrapping_sub(last_publish), &self.pool);
+                last_publish = tsc;
+                busy = 0;
             }
         }
         for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
@@ -820,5 +851,22 @@ fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
     if !b.is_empty() {
         io.tx_full += b.len() as u64;
         b.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fraction_255;
+
+    #[test]
+    fn usage_fractions_are_clamped_255ths() {
+        assert_eq!(fraction_255(0, 1000), 0);
+        assert_eq!(fraction_255(500, 1000), 127);
+        assert_eq!(fraction_255(1000, 1000), 255);
+        // A burst that straddles the sampling point can count more busy cycles than the
+        // interval: never more than all of it.
+        assert_eq!(fraction_255(1500, 1000), 255);
+        assert_eq!(fraction_255(0, 0), 0);
+        assert_eq!(fraction_255(u64::MAX, u64::MAX), 255);
     }
 }
