@@ -29,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
     let mut devices = std::collections::BTreeSet::new();
     for p in &config.ports {
         assert!(!p.device.trim().is_empty());
-        assert!(devices.insert(p.device.clone()), "device {} twice", p.device);
+        assert!(
+            devices.insert(p.device.clone()),
+            "device {} twice",
+            p.device
+        );
         for i in &p.interfaces {
             assert!(seen.insert(i.id), "interface {} on two ports", i.id);
         }
