@@ -8,7 +8,8 @@
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
-//! * [`neighbor`]: next-hop MACs learned from ARP, shared lock-free by the workers.
+//! * [`ndp`]: IPv6 neighbour discovery (solicitations and advertisements), the ARP of IPv6.
+//! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
@@ -17,6 +18,7 @@ pub mod distribute;
 pub mod dpdk;
 pub mod export;
 pub mod http;
+pub mod ndp;
 pub mod neighbor;
 pub mod run;
 pub mod stats;

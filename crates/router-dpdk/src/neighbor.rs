@@ -1,33 +1,34 @@
-//! IPv4 next-hop MAC addresses learned from ARP, shared by all workers without locks: a fixed
-//! open-addressing table whose slots are sequence-locked (a reader retries or misses while a
-//! writer updates the slot; writers that collide skip, the next ARP packet retries).
+//! Next-hop MAC addresses learned from ARP (IPv4) and NDP (IPv6), shared by all workers
+//! without locks: fixed open-addressing tables whose slots are sequence-locked (a reader
+//! retries or misses while a writer updates the slot; writers that collide skip, the next
+//! ARP/NDP packet retries). [`NeighborTable`] keys on IPv4 addresses, [`Neighbor6Table`] on
+//! IPv6 addresses; both share one implementation, specialised by key width.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Linear probing distance.
 const PROBE: usize = 4;
 
-#[derive(Debug, Default)]
-struct Slot {
+/// One slot; the key is `W` 64-bit words (all zero = empty).
+#[derive(Debug)]
+struct Slot<const W: usize> {
     /// Even: stable; odd: being written.
     seq: AtomicU32,
-    /// IPv4 address (0 = empty).
-    ip: AtomicU32,
+    /// The address, big-endian words.
+    key: [AtomicU64; W],
     /// MAC in the low 48 bits.
     mac: AtomicU64,
 }
 
-/// Learned IPv4 -> MAC entries.
-#[derive(Debug)]
-pub struct NeighborTable {
-    slots: Box<[Slot]>,
-    mask: usize,
-}
-
-#[inline]
-fn hash(ip: u32) -> usize {
-    (ip.wrapping_mul(0x9e37_79b1) >> 8) as usize
+impl<const W: usize> Default for Slot<W> {
+    fn default() -> Self {
+        Slot {
+            seq: AtomicU32::new(0),
+            key: std::array::from_fn(|_| AtomicU64::new(0)),
+            mac: AtomicU64::new(0),
+        }
+    }
 }
 
 fn mac_to_u64(m: [u8; 6]) -> u64 {
@@ -43,56 +44,83 @@ fn u64_to_mac(v: u64) -> [u8; 6] {
     m
 }
 
-impl NeighborTable {
-    /// A table of `capacity` slots (rounded up to a power of two, at least 16).
-    pub fn new(capacity: usize) -> Self {
+/// The sequence-locked table behind both public tables.
+#[derive(Debug)]
+struct Table<const W: usize> {
+    slots: Box<[Slot<W>]>,
+    mask: usize,
+}
+
+impl<const W: usize> Table<W> {
+    fn new(capacity: usize) -> Self {
         let n = capacity.max(16).next_power_of_two();
-        NeighborTable {
+        Table {
             slots: (0..n).map(|_| Slot::default()).collect(),
             mask: n - 1,
         }
     }
 
-    /// The MAC learned for `ip`.
     #[inline]
-    pub fn lookup(&self, ip: Ipv4Addr) -> Option<[u8; 6]> {
-        let key = u32::from(ip);
-        if key == 0 {
+    fn hash(key: &[u64; W]) -> usize {
+        if W == 1 {
+            ((key[0] as u32).wrapping_mul(0x9e37_79b1) >> 8) as usize
+        } else {
+            let x = key
+                .iter()
+                .fold(0u64, |h, k| (h ^ k).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            (x >> 40) as usize
+        }
+    }
+
+    #[inline]
+    fn key_is(s: &Slot<W>, key: &[u64; W]) -> bool {
+        s.key
+            .iter()
+            .zip(key)
+            .all(|(a, k)| a.load(Ordering::Acquire) == *k)
+    }
+
+    #[inline]
+    fn key_is_empty(s: &Slot<W>) -> bool {
+        s.key.iter().all(|a| a.load(Ordering::Acquire) == 0)
+    }
+
+    #[inline]
+    fn lookup(&self, key: [u64; W]) -> Option<[u8; 6]> {
+        if key.iter().all(|k| *k == 0) {
             return None;
         }
-        let h = hash(key);
+        let h = Self::hash(&key);
         for i in 0..PROBE {
             let s = &self.slots[(h + i) & self.mask];
             let seq = s.seq.load(Ordering::Acquire);
             if seq & 1 == 1 {
                 continue;
             }
-            let k = s.ip.load(Ordering::Acquire);
+            let hit = Self::key_is(s, &key);
+            let empty = !hit && Self::key_is_empty(s);
             let m = s.mac.load(Ordering::Acquire);
             if s.seq.load(Ordering::Acquire) != seq {
                 continue;
             }
-            if k == key {
+            if hit {
                 return Some(u64_to_mac(m));
             }
-            if k == 0 {
+            if empty {
                 return None;
             }
         }
         None
     }
 
-    /// Records `ip` -> `mac`; `false` if the slots for `ip` are full or busy.
-    pub fn learn(&self, ip: Ipv4Addr, mac: [u8; 6]) -> bool {
-        let key = u32::from(ip);
-        if key == 0 {
+    fn learn(&self, key: [u64; W], mac: [u8; 6]) -> bool {
+        if key.iter().all(|k| *k == 0) {
             return false;
         }
-        let h = hash(key);
+        let h = Self::hash(&key);
         for i in 0..PROBE {
             let s = &self.slots[(h + i) & self.mask];
-            let k = s.ip.load(Ordering::Acquire);
-            if k != key && k != 0 {
+            if !Self::key_is(s, &key) && !Self::key_is_empty(s) {
                 continue;
             }
             let seq = s.seq.load(Ordering::Acquire);
@@ -103,12 +131,13 @@ impl NeighborTable {
             {
                 return false;
             }
-            // We own the slot; it may have been taken by another IP meanwhile.
-            let k = s.ip.load(Ordering::Acquire);
-            let ok = k == key || k == 0;
+            // We own the slot; it may have been taken by another address meanwhile.
+            let ok = Self::key_is(s, &key) || Self::key_is_empty(s);
             if ok {
                 s.mac.store(mac_to_u64(mac), Ordering::Release);
-                s.ip.store(key, Ordering::Release);
+                for (a, k) in s.key.iter().zip(key) {
+                    a.store(k, Ordering::Release);
+                }
             }
             s.seq.store(seq + 2, Ordering::Release);
             if ok {
@@ -116,6 +145,56 @@ impl NeighborTable {
             }
         }
         false
+    }
+}
+
+/// Learned IPv4 -> MAC entries (from ARP).
+#[derive(Debug)]
+pub struct NeighborTable(Table<1>);
+
+impl NeighborTable {
+    /// A table of `capacity` slots (rounded up to a power of two, at least 16).
+    pub fn new(capacity: usize) -> Self {
+        NeighborTable(Table::new(capacity))
+    }
+
+    /// The MAC learned for `ip`.
+    #[inline]
+    pub fn lookup(&self, ip: Ipv4Addr) -> Option<[u8; 6]> {
+        self.0.lookup([u64::from(u32::from(ip))])
+    }
+
+    /// Records `ip` -> `mac`; `false` if the slots for `ip` are full or busy.
+    pub fn learn(&self, ip: Ipv4Addr, mac: [u8; 6]) -> bool {
+        self.0.learn([u64::from(u32::from(ip))], mac)
+    }
+}
+
+/// Learned IPv6 -> MAC entries (from NDP).
+#[derive(Debug)]
+pub struct Neighbor6Table(Table<2>);
+
+#[inline]
+fn words6(ip: Ipv6Addr) -> [u64; 2] {
+    let v = u128::from(ip);
+    [(v >> 64) as u64, v as u64]
+}
+
+impl Neighbor6Table {
+    /// A table of `capacity` slots (rounded up to a power of two, at least 16).
+    pub fn new(capacity: usize) -> Self {
+        Neighbor6Table(Table::new(capacity))
+    }
+
+    /// The MAC learned for `ip`.
+    #[inline]
+    pub fn lookup(&self, ip: Ipv6Addr) -> Option<[u8; 6]> {
+        self.0.lookup(words6(ip))
+    }
+
+    /// Records `ip` -> `mac`; `false` if the slots for `ip` are full or busy (or `ip` is `::`).
+    pub fn learn(&self, ip: Ipv6Addr, mac: [u8; 6]) -> bool {
+        self.0.learn(words6(ip), mac)
     }
 }
 
@@ -171,6 +250,66 @@ mod tests {
             for ip in &ips {
                 if let Some(m) = t.lookup(*ip) {
                     assert_eq!(m[5], ip.octets()[3]);
+                }
+            }
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn ipv6_learn_lookup_update() {
+        let t = Neighbor6Table::new(16);
+        let a: Ipv6Addr = "fd00:3::3".parse().unwrap();
+        let b: Ipv6Addr = "fd00:4::3".parse().unwrap();
+        assert_eq!(t.lookup(a), None);
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 1]));
+        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 1]));
+        assert_eq!(t.lookup(b), None, "same low 64 bits, other prefix");
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 2]), "update in place");
+        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 2]));
+        assert!(!t.learn(Ipv6Addr::UNSPECIFIED, [1; 6]));
+        assert_eq!(t.lookup(Ipv6Addr::UNSPECIFIED), None);
+        let mut learned = Vec::new();
+        for i in 0..200u128 {
+            let ip = Ipv6Addr::from((0xfd00u128 << 112) + (i << 70) + i + 1);
+            if t.learn(ip, [(i % 251) as u8; 6]) {
+                learned.push((ip, (i % 251) as u8));
+            }
+        }
+        assert!(learned.len() >= 8);
+        for (ip, b) in learned {
+            assert_eq!(t.lookup(ip), Some([b; 6]));
+        }
+    }
+
+    #[test]
+    fn ipv6_concurrent_writers_and_readers_never_see_torn_entries() {
+        let t = Arc::new(Neighbor6Table::new(64));
+        // Addresses differing in both halves: a torn key or MAC would break the MAC's tag.
+        let ips: Vec<Ipv6Addr> = (1..=8u128)
+            .map(|i| Ipv6Addr::from((0xfd00u128 << 112) | (i << 64) | i))
+            .collect();
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let (t, ips) = (t.clone(), ips.clone());
+                std::thread::spawn(move || {
+                    for round in 0..20_000u32 {
+                        let ip = ips[(round as usize + w) % ips.len()];
+                        let last = ip.octets()[15];
+                        t.learn(
+                            ip,
+                            [w as u8, (round >> 8) as u8, round as u8, 0, last, last],
+                        );
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..50_000 {
+            for ip in &ips {
+                if let Some(m) = t.lookup(*ip) {
+                    assert_eq!((m[4], m[5]), (ip.octets()[15], ip.octets()[15]));
                 }
             }
         }

@@ -18,7 +18,7 @@ use crate::config::{Config, Distribution};
 use crate::distribute::{DistStats, Distributor};
 use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
-use crate::neighbor::NeighborTable;
+use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
 use crate::worker::{
     IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
@@ -171,6 +171,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
         learned: NeighborTable::new(4096),
+        learned6: Neighbor6Table::new(4096),
         siblings: sibling_links(&config.router),
         default_macs: config
             .ports

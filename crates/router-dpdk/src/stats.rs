@@ -18,7 +18,8 @@ pub struct IoCounters {
     pub tx_frames: u64,
     /// Frames dropped because a tx queue was full.
     pub tx_full: u64,
-    /// Frames that are not IPv4/IPv6 UDP (ARP, other protocols) or have broken IP/UDP headers.
+    /// Frames that are not IPv4/IPv6 UDP (ARP, NDP, other protocols) or have broken IP/UDP
+    /// headers; ARP requests and NDP solicitations answered count as replies instead.
     pub not_scion: u64,
     /// UDP frames to an address/port that is none of this router's underlay addresses.
     pub not_for_us: u64,
@@ -34,9 +35,15 @@ pub struct IoCounters {
     pub arp_requests: u64,
     /// Neighbour MACs learned (or refreshed) from ARP packets addressed to the router.
     pub arp_learned: u64,
+    /// Neighbor Solicitations for the router's IPv6 addresses answered.
+    pub ndp_replies: u64,
+    /// Neighbor Solicitations sent for IPv6 next hops without a MAC.
+    pub ndp_requests: u64,
+    /// Neighbour MACs learned (or refreshed) from NDP messages addressed to the router.
+    pub ndp_learned: u64,
 }
 
-const IO_FIELDS: usize = 12;
+const IO_FIELDS: usize = 15;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
 const II_FIELDS: usize = 13;
 
@@ -55,6 +62,9 @@ impl IoCounters {
             self.arp_replies,
             self.arp_requests,
             self.arp_learned,
+            self.ndp_replies,
+            self.ndp_requests,
+            self.ndp_learned,
         ]
     }
 
@@ -72,6 +82,9 @@ impl IoCounters {
             arp_replies: a[9],
             arp_requests: a[10],
             arp_learned: a[11],
+            ndp_replies: a[12],
+            ndp_requests: a[13],
+            ndp_learned: a[14],
         }
     }
 
@@ -91,6 +104,9 @@ impl IoCounters {
             ("arp_replies", a[9]),
             ("arp_requests", a[10]),
             ("arp_learned", a[11]),
+            ("ndp_replies", a[12]),
+            ("ndp_requests", a[13]),
+            ("ndp_learned", a[14]),
         ]
     }
 
@@ -263,6 +279,7 @@ mod tests {
         let io = IoCounters {
             rx_frames: 5,
             unroutable: 2,
+            ndp_learned: 3,
             ..Default::default()
         };
         let a = WorkerStats::default();
@@ -280,5 +297,7 @@ mod tests {
         let j = s.to_json();
         assert_eq!(j["drops"]["malformed"], 2);
         assert_eq!(j["io"]["rx_frames"], 10);
+        assert_eq!(j["io"]["ndp_learned"], 6);
+        assert_eq!(s.io.named()[14], ("ndp_learned", 6));
     }
 }

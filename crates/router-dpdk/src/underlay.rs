@@ -217,7 +217,7 @@ pub fn header_len(dst: &SocketAddr) -> usize {
 
 /// Ones'-complement sum of `data` added to `sum`.
 #[inline]
-fn sum16(mut sum: u32, data: &[u8]) -> u32 {
+pub(crate) fn sum16(mut sum: u32, data: &[u8]) -> u32 {
     let mut chunks = data.chunks_exact(2);
     for c in chunks.by_ref() {
         sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
@@ -228,8 +228,9 @@ fn sum16(mut sum: u32, data: &[u8]) -> u32 {
     sum
 }
 
+/// Folds a ones'-complement sum to 16 bits and complements it (the Internet checksum).
 #[inline]
-fn fold(mut sum: u32) -> u16 {
+pub(crate) fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }

@@ -2,7 +2,7 @@
 //! ID-INT stage) -> underlay rewrite in place -> tx burst per egress port. Nothing on this
 //! path allocates, locks, logs or makes system calls.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,7 +15,8 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
-use crate::neighbor::NeighborTable;
+use crate::ndp;
+use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 
@@ -49,8 +50,10 @@ pub struct Tables {
     pub internal_addr: SocketAddr,
     /// Static next-hop MACs.
     pub neighbors: Vec<(IpAddr, [u8; 6])>,
-    /// Next-hop MACs learned from ARP.
+    /// IPv4 next-hop MACs learned from ARP.
     pub learned: NeighborTable,
+    /// IPv6 next-hop MACs learned from NDP.
+    pub learned6: Neighbor6Table,
     /// Default next-hop MAC per port index.
     pub default_macs: Vec<Option<[u8; 6]>>,
     /// Sibling routers that own exactly one interface: (internal address, that interface).
@@ -65,7 +68,7 @@ impl Tables {
         list.iter().find(|(a, _)| a == dst).map(|(_, i)| *i)
     }
 
-    /// The MAC of next hop `ip`: static configuration first, then ARP-learned.
+    /// The MAC of next hop `ip`: static configuration first, then ARP- or NDP-learned.
     #[inline]
     fn neighbor(&self, ip: &IpAddr) -> Option<[u8; 6]> {
         if let Some((_, m)) = self.neighbors.iter().find(|(a, _)| a == ip) {
@@ -73,16 +76,24 @@ impl Tables {
         }
         match ip {
             IpAddr::V4(v4) => self.learned.lookup(*v4),
-            IpAddr::V6(_) => None,
+            IpAddr::V6(v6) => self.learned6.lookup(*v6),
         }
     }
 
     /// Whether `ip` is one of the router's underlay addresses on port `port`.
     #[inline]
-    fn is_mine(&self, port: usize, ip: std::net::Ipv4Addr) -> bool {
+    fn is_mine(&self, port: usize, ip: Ipv4Addr) -> bool {
         self.ingress
             .get(port)
             .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V4(ip)))
+    }
+
+    /// Whether `ip` is one of the router's IPv6 underlay addresses on port `port`.
+    #[inline]
+    fn is_mine6(&self, port: usize, ip: Ipv6Addr) -> bool {
+        self.ingress
+            .get(port)
+            .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V6(ip)))
     }
 }
 
@@ -376,13 +387,13 @@ impl TelemetrySource for RouterTelemetry {
             _ => None,
         }
     }
-    fn node_ipv4(&self) -> Option<std::net::Ipv4Addr> {
+    fn node_ipv4(&self) -> Option<Ipv4Addr> {
         match self.tables.internal_addr.ip() {
             IpAddr::V4(a) => Some(a),
             IpAddr::V6(_) => None,
         }
     }
-    fn node_ipv6(&self) -> Option<std::net::Ipv6Addr> {
+    fn node_ipv6(&self) -> Option<Ipv6Addr> {
         match self.tables.internal_addr.ip() {
             IpAddr::V6(a) => Some(a),
             IpAddr::V4(_) => None,
@@ -490,7 +501,7 @@ pub struct Worker<K: VerifierKeys> {
     pub router: Arc<Router>,
     /// Published counters.
     pub stats: Arc<WorkerStats>,
-    /// Pool for frames the worker makes itself (ARP requests).
+    /// Pool for frames the worker makes itself (ARP requests, neighbor solicitations).
     pub pool: Arc<dpdk::Mempool>,
     /// ID-INT keys.
     pub keys: K,
@@ -603,6 +614,7 @@ impl Io {
             pool: self.pool.clone(),
             interval: clock.hz / 10,
             asked: [(0, 0); 64],
+            asked6: [(0, 0); 64],
         };
         let tables = &*self.tables;
         let publish_every = clock.hz / 200;
@@ -673,7 +685,7 @@ fn classify(
             Ok(r) => r,
             Err(underlay::NotScion::OtherEtherType) => {
                 let mut m = m;
-                let mine = |ip: std::net::Ipv4Addr| tables.is_mine(port, ip);
+                let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
                 if let Some((ip, mac)) = underlay::arp_sender_to_me(m.data(), mine)
                     && tables.learned.learn(ip, mac)
                 {
@@ -690,6 +702,10 @@ fn classify(
                     continue;
                 }
                 io.not_scion += 1;
+                continue;
+            }
+            Err(underlay::NotScion::NotUdp) => {
+                ndp_frame(tables, port, m, out, io);
                 continue;
             }
             Err(_) => {
@@ -718,6 +734,40 @@ fn classify(
         n += 1;
     }
     n
+}
+
+/// An IP frame that is not UDP: learns from an NDP message addressed to the router and
+/// answers a solicitation for one of its addresses in place (queued on `port`); anything else
+/// is freed and counted as `not_scion`.
+#[cold]
+#[inline(never)]
+fn ndp_frame(
+    tables: &Tables,
+    port: usize,
+    mut m: Mbuf,
+    out: &mut [MbufBurst],
+    io: &mut IoCounters,
+) {
+    let mine = |ip: Ipv6Addr| tables.is_mine6(port, ip);
+    if let Ok(msg) = ndp::parse(m.data()) {
+        if let Some((ip, mac)) = msg.neighbor_for(mine)
+            && tables.learned6.learn(ip, mac)
+        {
+            io.ndp_learned += 1;
+        }
+        if msg.kind == ndp::Kind::Solicitation
+            && let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port))
+            && ndp::reply_in_place(m.data_mut(), mac, mine)
+        {
+            io.ndp_replies += 1;
+            if let Err(m) = b.push(m) {
+                drop(m);
+                io.tx_full += 1;
+            }
+            return;
+        }
+    }
+    io.not_scion += 1;
 }
 
 /// Rewrites the underlay of a processed packet and queues it on its egress port, or frees it.
@@ -759,8 +809,12 @@ fn route(
     };
     let Some(mac) = mac.or_else(|| tables.default_macs.get(port).copied().flatten()) else {
         io.no_next_hop_mac += 1;
-        if let (IpAddr::V4(me), IpAddr::V4(target)) = (src.ip(), dst.ip()) {
-            resolver.ask(tables, port, me, target, out, io);
+        match (src.ip(), dst.ip()) {
+            (IpAddr::V4(me), IpAddr::V4(target)) => resolver.ask(tables, port, me, target, out, io),
+            (IpAddr::V6(me), IpAddr::V6(target)) => {
+                resolver.ask6(tables, port, me, target, out, io)
+            }
+            _ => {}
         }
         return;
     };
@@ -796,8 +850,9 @@ fn route(
     }
 }
 
-/// Sends ARP requests for next hops without a MAC, at most one per address every 100 ms
-/// per worker (the packet that needed it is dropped; later ones find the learned MAC).
+/// Sends ARP requests (IPv4) and neighbor solicitations (IPv6) for next hops without a MAC,
+/// at most one per address every 100 ms per worker (the packet that needed it is dropped;
+/// later ones find the learned MAC).
 pub struct Resolver {
     /// Pool for the request frames.
     pub pool: Arc<dpdk::Mempool>,
@@ -805,6 +860,8 @@ pub struct Resolver {
     pub interval: u64,
     /// (address, TSC of the last request), by address hash.
     pub asked: [(u32, u64); 64],
+    /// (IPv6 address, TSC of the last solicitation), by address hash.
+    pub asked6: [(u128, u64); 64],
 }
 
 impl Resolver {
@@ -813,8 +870,8 @@ impl Resolver {
         &mut self,
         tables: &Tables,
         port: usize,
-        me: std::net::Ipv4Addr,
-        target: std::net::Ipv4Addr,
+        me: Ipv4Addr,
+        target: Ipv4Addr,
         out: &mut [MbufBurst],
         io: &mut IoCounters,
     ) {
@@ -836,6 +893,38 @@ impl Resolver {
         if ok && b.push(m).is_ok() {
             *slot = (key, now);
             io.arp_requests += 1;
+        }
+    }
+
+    #[cold]
+    fn ask6(
+        &mut self,
+        tables: &Tables,
+        port: usize,
+        me: Ipv6Addr,
+        target: Ipv6Addr,
+        out: &mut [MbufBurst],
+        io: &mut IoCounters,
+    ) {
+        let key = u128::from(target);
+        let h = ((key >> 64) as u64 ^ key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let slot = &mut self.asked6[(h >> 58) as usize];
+        let now = dpdk::rdtsc();
+        if slot.0 == key && now.wrapping_sub(slot.1) < self.interval {
+            return;
+        }
+        let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) else {
+            return;
+        };
+        let Some(mut m) = self.pool.alloc() else {
+            return;
+        };
+        let ok = m
+            .append(ndp::NS_FRAME_LEN)
+            .is_some_and(|f| ndp::write_solicitation(f, mac, me, target));
+        if ok && b.push(m).is_ok() {
+            *slot = (key, now);
+            io.ndp_requests += 1;
         }
     }
 }

@@ -98,6 +98,19 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
         "{metrics}"
     );
     assert!(metrics.contains("idint_router_port_rx_packets_total{device=\"net_pcap0\"} 3"));
+    for c in [
+        "arp_replies",
+        "arp_requests",
+        "arp_learned",
+        "ndp_replies",
+        "ndp_requests",
+        "ndp_learned",
+    ] {
+        assert!(
+            metrics.contains(&format!("idint_router_io_{c}_total 0")),
+            "{c}: {metrics}"
+        );
+    }
     let missing = http(&http_addr, "GET /nope HTTP/1.0\r\n\r\n").unwrap();
     assert!(
         missing.starts_with("HTTP/1.0 404") && missing.contains("\"error\""),

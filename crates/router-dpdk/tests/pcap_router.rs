@@ -228,6 +228,173 @@ fn unknown_next_hop_is_resolved_with_arp() {
     }
 }
 
+fn v6(s: &str) -> std::net::Ipv6Addr {
+    s.parse().unwrap()
+}
+
+/// A link-layer address option (type 1 source, 2 target) for `mac`.
+fn ll_option(ty: u8, mac: [u8; 6]) -> Vec<u8> {
+    let mut o = vec![ty, 1];
+    o.extend_from_slice(&mac);
+    o
+}
+
+#[test]
+fn unknown_ipv6_next_hop_is_resolved_with_ndp() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let now = now_s();
+    // As with ARP, over an IPv6 underlay: interface 3's neighbour (fd00:3::3) has no MAC; the
+    // first burst is dropped and one neighbor solicitation goes out; the neighbour's
+    // advertisement arrives and the packet after it leaves for the learned MAC.
+    let (me, peer_ip) = (v6("fd00:3::1"), v6("fd00:3::3"));
+    let pkt = packet(now, 3, false, false, b"x");
+    let peer = [0x02, 0, 0, 0, 0x03, 0x03];
+    let na = nd_frame(
+        136,
+        0x60, // solicited, override
+        peer,
+        (peer_ip, me),
+        peer_ip,
+        &ll_option(2, peer),
+        255,
+    );
+    let mut all = vec![frame(HOST, INTERNAL, &pkt); router_dpdk::dpdk::MAX_BURST];
+    all.push(na);
+    all.push(frame(HOST, INTERNAL, &pkt));
+    let total = router_dpdk::dpdk::MAX_BURST as u64 + 1;
+    write_pcap(&inp, &all);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = write_config_ipv6(dir.path(), &[vdev], "net_pcap0", "");
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["io"]["rx_frames"], total + 1);
+    assert_eq!(summary["forwarded"], total, "{summary:#}");
+    assert_eq!(summary["io"]["ndp_learned"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["ndp_requests"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["arp_requests"], 0);
+    let sent = read_pcap(&outp);
+    let (ns, ip): (Vec<_>, Vec<_>) = sent.into_iter().partition(|f| is_icmpv6(f));
+    assert_eq!(ns.len(), 1, "one solicitation, rate-limited");
+    let (src, dst, hop, msg) = icmpv6(&ns[0]);
+    assert_eq!(
+        &ns[0][0..6],
+        &[0x33, 0x33, 0xff, 0, 0, 3],
+        "solicited-node MAC"
+    );
+    assert_eq!(src, me, "from the interface's address");
+    assert_eq!(
+        dst,
+        v6("ff02::1:ff00:3"),
+        "to the neighbour's solicited-node group"
+    );
+    assert_eq!(hop, 255);
+    assert_eq!(msg.len(), 32);
+    assert_eq!(&msg[0..2], &[135, 0], "neighbor solicitation");
+    assert_eq!(&msg[8..24], &peer_ip.octets(), "for the neighbour");
+    assert_eq!(&msg[24..26], &[1, 1], "source link-layer option");
+    assert_eq!(&msg[26..32], &ns[0][6..12], "= the port's MAC");
+    let missed = summary["io"]["no_next_hop_mac"].as_u64().unwrap();
+    assert!(missed > 0, "the first burst had no MAC: {summary:#}");
+    assert_eq!(ip.len() as u64 + missed, total);
+    assert!(
+        !ip.is_empty(),
+        "the packet after the advertisement is forwarded"
+    );
+    for f in &ip {
+        let (src, dst, dmac, smac, _) = split(f);
+        assert_eq!(src, IF3_LOCAL6.parse().unwrap());
+        assert_eq!(dst, IF3_REMOTE6.parse().unwrap());
+        assert_eq!(dmac, peer);
+        assert_eq!(smac, ns[0][6..12]);
+    }
+}
+
+#[test]
+fn neighbor_solicitation_for_own_ipv6_address_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    let now = now_s();
+    let (me, peer_ip) = (v6("fd00:3::1"), v6("fd00:3::3"));
+    let peer = [0x02, 0, 0, 0, 0x03, 0x33];
+    let sll = ll_option(1, peer);
+    let group = v6("ff02::1:ff00:1");
+    let ns = nd_frame(135, 0, peer, (peer_ip, group), me, &sll, 255);
+    let mut bad_checksum = ns.clone();
+    bad_checksum[60] ^= 1;
+    let pkt = packet(now, 3, false, false, b"after the solicitation");
+    let frames = vec![
+        ns.clone(),
+        // Not answered: hop limit not 255, another host's address, broken checksum.
+        nd_frame(135, 0, peer, (peer_ip, group), me, &sll, 64),
+        nd_frame(
+            135,
+            0,
+            peer,
+            (peer_ip, v6("ff02::1:ff00:9")),
+            v6("fd00:3::9"),
+            &sll,
+            255,
+        ),
+        bad_checksum,
+        // The solicitation's source option taught the router the peer's MAC.
+        frame(HOST, INTERNAL, &pkt),
+    ];
+    write_pcap(&inp, &frames);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = write_config_ipv6(dir.path(), &[vdev], "net_pcap0", "");
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["io"]["rx_frames"], 5, "{summary:#}");
+    assert_eq!(summary["io"]["ndp_replies"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["ndp_learned"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["ndp_requests"], 0);
+    assert_eq!(
+        summary["io"]["not_scion"], 3,
+        "the three refused solicitations"
+    );
+    assert_eq!(summary["io"]["no_next_hop_mac"], 0);
+    assert_eq!(summary["forwarded"], 1);
+    let sent = read_pcap(&outp);
+    let (na, ip): (Vec<_>, Vec<_>) = sent.into_iter().partition(|f| is_icmpv6(f));
+    assert_eq!(na.len(), 1, "one advertisement");
+    assert_eq!(ip.len(), 1);
+    let port_mac = split(&ip[0]).3;
+    let f = &na[0];
+    assert_eq!(f.len(), ns.len(), "answered in place");
+    assert_eq!(&f[0..6], &peer, "back to the soliciting host");
+    assert_eq!(&f[6..12], &port_mac);
+    let (src, dst, hop, msg) = icmpv6(f);
+    assert_eq!((src, dst, hop), (me, peer_ip, 255));
+    assert_eq!(&msg[0..2], &[136, 0], "neighbor advertisement");
+    assert_eq!(msg[4], 0x60, "solicited, override");
+    assert_eq!(&msg[8..24], &me.octets());
+    assert_eq!(&msg[24..26], &[2, 1], "target link-layer option");
+    assert_eq!(&msg[26..32], &port_mac);
+    let (src, dst, dmac, _, _) = split(&ip[0]);
+    assert_eq!(src, IF3_LOCAL6.parse().unwrap());
+    assert_eq!(dst, IF3_REMOTE6.parse().unwrap());
+    assert_eq!(dmac, peer, "to the MAC learned from the solicitation");
+}
+
 #[test]
 fn software_flow_distribution_keeps_flows_in_order() {
     let dir = tempfile::tempdir().unwrap();

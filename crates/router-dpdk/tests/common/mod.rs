@@ -3,7 +3,7 @@
 //! router binary in its own process (EAL initialises once per process).
 #![allow(dead_code)]
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -361,4 +361,101 @@ pub fn split(frame: &[u8]) -> (SocketAddr, SocketAddr, [u8; 6], [u8; 6], Vec<u8>
         r.eth_src,
         frame[r.offset..r.offset + r.len].to_vec(),
     )
+}
+
+/// br1a's underlay address on interface 3 in the IPv6 variant of the topology.
+pub const IF3_LOCAL6: &str = "[fd00:3::1]:50000";
+/// Interface 3's neighbour in the IPv6 variant of the topology.
+pub const IF3_REMOTE6: &str = "[fd00:3::3]:50000";
+
+/// Writes `router.toml` as [`write_config`] does, but with a copy of the example topology
+/// whose interface 3 runs over IPv6 ([`IF3_LOCAL6`] to [`IF3_REMOTE6`]).
+pub fn write_config_ipv6(dir: &Path, vdevs: &[String], device: &str, extra: &str) -> PathBuf {
+    let ex = example_dir().join("topology.json");
+    let mut topo: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&ex).unwrap()).unwrap();
+    topo["border_routers"][ROUTER]["interfaces"]["3"]["underlay"] =
+        serde_json::json!({ "local": IF3_LOCAL6, "remote": IF3_REMOTE6 });
+    let own = dir.join("topology.json");
+    std::fs::write(&own, serde_json::to_string_pretty(&topo).unwrap()).unwrap();
+    let cfg = write_config(dir, vdevs, device, extra);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    let (old, new) = (format!("{ex:?}"), format!("{own:?}"));
+    assert!(text.contains(&old));
+    std::fs::write(&cfg, text.replace(&old, &new)).unwrap();
+    cfg
+}
+
+/// The ICMPv6 checksum (RFC 8200 8.1 pseudo header) of `msg`, written independently of the
+/// router's code: 0 when `msg` carries a correct checksum.
+pub fn icmpv6_checksum(src: Ipv6Addr, dst: Ipv6Addr, msg: &[u8]) -> u16 {
+    let mut b = Vec::new();
+    b.extend_from_slice(&src.octets());
+    b.extend_from_slice(&dst.octets());
+    b.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    b.extend_from_slice(&[0, 0, 0, 58]);
+    b.extend_from_slice(msg);
+    if b.len() % 2 == 1 {
+        b.push(0);
+    }
+    let mut s: u64 = b
+        .chunks(2)
+        .map(|c| u64::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+/// An Ethernet/IPv6/ICMPv6 Neighbor Discovery frame from `mac`: ICMPv6 `ty` (135 or 136),
+/// NA `flags`, `target`, then `opts`; hop limit `hop`; correct checksum.
+pub fn nd_frame(
+    ty: u8,
+    flags: u8,
+    mac: [u8; 6],
+    (src, dst): (Ipv6Addr, Ipv6Addr),
+    target: Ipv6Addr,
+    opts: &[u8],
+    hop: u8,
+) -> Vec<u8> {
+    let mut f = Vec::new();
+    let o = dst.octets();
+    let dmac = if dst.is_multicast() {
+        [0x33, 0x33, o[12], o[13], o[14], o[15]]
+    } else {
+        [0xff; 6]
+    };
+    f.extend_from_slice(&dmac);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x86, 0xdd]);
+    let mut msg = vec![ty, 0, 0, 0, flags, 0, 0, 0];
+    msg.extend_from_slice(&target.octets());
+    msg.extend_from_slice(opts);
+    let c = icmpv6_checksum(src, dst, &msg);
+    msg[2..4].copy_from_slice(&c.to_be_bytes());
+    f.extend_from_slice(&[0x60, 0, 0, 0]);
+    f.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+    f.extend_from_slice(&[58, hop]);
+    f.extend_from_slice(&src.octets());
+    f.extend_from_slice(&dst.octets());
+    f.extend_from_slice(&msg);
+    f
+}
+
+/// Whether `frame` is IPv6 carrying ICMPv6.
+pub fn is_icmpv6(frame: &[u8]) -> bool {
+    frame.len() > 54 && frame[12..14] == [0x86, 0xdd] && frame[20] == 58
+}
+
+/// The IPv6 addresses (source, destination), hop limit and ICMPv6 message of an ICMPv6 frame,
+/// asserting that its checksum verifies.
+pub fn icmpv6(frame: &[u8]) -> (Ipv6Addr, Ipv6Addr, u8, Vec<u8>) {
+    assert!(is_icmpv6(frame));
+    let len = usize::from(u16::from_be_bytes([frame[18], frame[19]]));
+    let a = |i: usize| Ipv6Addr::from(<[u8; 16]>::try_from(&frame[i..i + 16]).unwrap());
+    let (src, dst) = (a(22), a(38));
+    let msg = frame[54..54 + len].to_vec();
+    assert_eq!(icmpv6_checksum(src, dst, &msg), 0, "ICMPv6 checksum");
+    (src, dst, frame[21], msg)
 }
