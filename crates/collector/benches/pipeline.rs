@@ -116,8 +116,7 @@ fn bench(c: &mut Criterion) {
                     p.clear_replay();
                     let t = Instant::now();
                     for bytes in &batches {
-                        let batch = decode_batch(black_box(bytes), Format::Protobuf).unwrap();
-                        let out = p.process_batch(&batch, NOW);
+                        let out = p.process_encoded(black_box(bytes), NOW).unwrap();
                         assert_eq!(out.accepted, BATCH);
                     }
                     total += t.elapsed();

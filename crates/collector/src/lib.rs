@@ -20,3 +20,4 @@ pub mod replay;
 pub mod service;
 pub mod storage;
 pub mod topology;
+pub mod wire;

@@ -71,7 +71,7 @@ impl Measurement {
 }
 
 /// A metric key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct MetricKey {
     /// Scope.
     pub scope: Scope,
@@ -79,6 +79,20 @@ pub struct MetricKey {
     pub ids: [u64; 3],
     /// Measurement.
     pub measurement: Measurement,
+}
+
+/// Two words per key instead of six: the second and third id (a node id or hop index up to
+/// 32 bits, an interface id of 16 bits), scope and measurement packed into one (keys that
+/// differ only in bits packed away still hash apart often enough; equality decides).
+impl std::hash::Hash for MetricKey {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let [a, b, c] = self.ids;
+        h.write_u64(a);
+        h.write_u64(
+            b ^ (c << 32) ^ ((self.scope as u64) << 48) ^ ((self.measurement as u64) << 56),
+        );
+    }
 }
 
 impl MetricKey {
@@ -362,6 +376,26 @@ impl MetricStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn keys_differing_in_any_field_hash_apart() {
+        let h = |k: MetricKey| rustc_hash::FxBuildHasher.hash_one(k);
+        let ia: IsdAsn = "1-ff00:0:a".parse().unwrap();
+        let base = MetricKey::queue(ia, 3, 7);
+        assert_eq!(h(base), h(MetricKey::queue(ia, 3, 7)));
+        for other in [
+            MetricKey::queue("1-ff00:0:b".parse().unwrap(), 3, 7),
+            MetricKey::queue(ia, 4, 7),
+            MetricKey::queue(ia, 3, 8),
+            MetricKey::router(ia, 3, Measurement::QueueLen),
+            MetricKey::link(ia, 3, Measurement::QueueLen),
+        ] {
+            assert_ne!(h(base), h(other), "{other:?}");
+        }
+        let r = MetricKey::router(ia, 3, Measurement::LatencyNs);
+        assert_ne!(h(r), h(MetricKey::router(ia, 3, Measurement::EnergyNj)));
+    }
 
     #[test]
     fn written_when_new_when_beyond_threshold_and_on_refresh() {

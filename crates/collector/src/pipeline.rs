@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use idint_report::v1;
-use idint_wire::idint::crypto::{VerifyError, verify_stack};
+use idint_wire::idint::crypto::{VerifyError, verify_stack_with};
 use idint_wire::idint::verify::{
-    DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entries,
+    DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entry,
 };
 use idint_wire::idint::{IdInt, Verifier};
 use idint_wire::{AddrType, HostAddr, IsdAsn};
@@ -23,9 +23,10 @@ use crate::keys::KeyResolver;
 use crate::metrics::{DetectionConfig, Measurement, MetricKey, MetricStore, Point, PointSink};
 use crate::replay::ReplayFilter;
 use crate::topology::{
-    HopLayout, InternalLink, Mapping, PathHop, PathInfo, PathOrigin, Topology, TopologyHandle,
-    add_internal_link, add_path, add_router,
+    HopLayout, InternalLink, LayoutError, Mapping, PathHop, PathInfo, PathOrigin, Topology,
+    TopologyHandle, add_internal_link, add_path, add_router,
 };
+use crate::wire::{self, HostSpan, ReportSpan};
 
 /// Instruction codes the metrics model reads.
 mod code {
@@ -162,6 +163,7 @@ pub struct Pipeline {
     obs: Vec<Point>,
     out: Vec<Point>,
     learned: Vec<Learned>,
+    spans: Vec<ReportSpan>,
 }
 
 const WRAP48: u64 = 1 << 48;
@@ -176,13 +178,93 @@ fn diff48(a: u64, b: u64) -> i64 {
     }
 }
 
-fn host_of(h: Option<&v1::HostAddress>) -> Result<HostAddr, Reject> {
-    let h = h.ok_or_else(|| reject(RejectReason::BadHost, "host address missing"))?;
-    let t = u8::try_from(h.addr_type)
+/// A report as the pipeline reads it, borrowed either from a decoded [`v1::Report`] or from
+/// the protobuf bytes of a batch (see [`crate::wire`]), so that the hot path needs no owned
+/// copy of a report.
+#[derive(Debug, Clone)]
+pub struct ReportRef<'a> {
+    origin: Origin<'a>,
+    exporter: Option<(u64, u32)>,
+    receive_time_ns: u64,
+    src_isd_as: u64,
+    src_host: Option<(u32, &'a [u8])>,
+    dst_isd_as: u64,
+    dst_host: Option<(u32, &'a [u8])>,
+    path: PathRef<'a>,
+    main_option: &'a [u8],
+    stack: &'a [u8],
+}
+
+/// A report's path: as decoded, or laid out already by the wire decoder.
+#[derive(Debug, Clone, Copy)]
+enum PathRef<'a> {
+    Decoded(Option<&'a v1::Path>),
+    Laid(&'a Result<HopLayout, LayoutError>),
+}
+
+/// Where a [`ReportRef`] comes from (to quarantine the report as it was sent).
+#[derive(Debug, Clone, Copy)]
+enum Origin<'a> {
+    Decoded(&'a v1::Report),
+    /// The bytes of the `Report` message.
+    Encoded(&'a [u8]),
+}
+
+impl<'a> ReportRef<'a> {
+    /// A decoded report.
+    pub fn decoded(r: &'a v1::Report) -> Self {
+        let host = |h: &'a Option<v1::HostAddress>| h.as_ref().map(|h| (h.addr_type, &h.raw[..]));
+        ReportRef {
+            origin: Origin::Decoded(r),
+            exporter: r.exporter.as_ref().map(|e| (e.isd_as, e.router_id)),
+            receive_time_ns: r.receive_time_ns,
+            src_isd_as: r.src_isd_as,
+            src_host: host(&r.src_host),
+            dst_isd_as: r.dst_isd_as,
+            dst_host: host(&r.dst_host),
+            path: PathRef::Decoded(r.path.as_ref()),
+            main_option: &r.idint_main_option,
+            stack: &r.idint_stack,
+        }
+    }
+
+    /// A report of the batch `bytes`, as [`crate::wire::parse_batch`] found it.
+    pub fn encoded(bytes: &'a [u8], s: &'a ReportSpan) -> Self {
+        let host = |h: &Option<HostSpan>| h.as_ref().map(|h| (h.addr_type, &bytes[h.raw.clone()]));
+        ReportRef {
+            origin: Origin::Encoded(&bytes[s.message.clone()]),
+            exporter: s.exporter,
+            receive_time_ns: s.receive_time_ns,
+            src_isd_as: s.src_isd_as,
+            src_host: host(&s.src_host),
+            dst_isd_as: s.dst_isd_as,
+            dst_host: host(&s.dst_host),
+            path: PathRef::Laid(&s.layout),
+            main_option: &bytes[s.main_option.clone()],
+            stack: &bytes[s.stack.clone()],
+        }
+    }
+
+    /// The report re-encoded as prost encodes its decoded form (for the quarantine).
+    fn encode(&self) -> Vec<u8> {
+        match self.origin {
+            Origin::Decoded(r) => r.encode_to_vec(),
+            // The bytes were checked by the wire decoder, so prost decodes them.
+            Origin::Encoded(b) => v1::Report::decode(b)
+                .map(|r| r.encode_to_vec())
+                .unwrap_or_else(|_| b.to_vec()),
+        }
+    }
+}
+
+fn host_of(h: Option<(u32, &[u8])>) -> Result<HostAddr, Reject> {
+    let (addr_type, raw) =
+        h.ok_or_else(|| reject(RejectReason::BadHost, "host address missing"))?;
+    let t = u8::try_from(addr_type)
         .ok()
         .filter(|t| *t < 16)
         .ok_or_else(|| reject(RejectReason::BadHost, "address type out of range"))?;
-    HostAddr::parse(AddrType::from_nibble(t), &h.raw)
+    HostAddr::parse(AddrType::from_nibble(t), raw)
         .map_err(|e| reject(RejectReason::BadHost, format!("host address: {e}")))
 }
 
@@ -217,6 +299,7 @@ impl Pipeline {
             obs: Vec::with_capacity(4096),
             out: Vec::with_capacity(4096),
             learned: Vec::new(),
+            spans: Vec::with_capacity(64),
         }
     }
 
@@ -230,9 +313,36 @@ impl Pipeline {
         self.replay.clear();
     }
 
-    /// Processes a batch at `now_ns`: counts, quarantines rejects, updates metrics and hands
-    /// changed values to the sink.
+    /// Processes a decoded batch at `now_ns`: counts, quarantines rejects, updates metrics and
+    /// hands changed values to the sink.
     pub fn process_batch(&mut self, batch: &v1::ReportBatch, now_ns: u64) -> BatchOutcome {
+        self.run_batch(batch.reports.iter().map(ReportRef::decoded), now_ns)
+    }
+
+    /// Decodes a protobuf `ReportBatch` and processes it as [`Self::process_batch`] does,
+    /// reading the reports in place (no per-report allocation); the reason if the bytes are
+    /// not a batch (then nothing is counted but by the caller, as with [`decode_batch`]).
+    pub fn process_encoded(
+        &mut self,
+        bytes: &[u8],
+        now_ns: u64,
+    ) -> Result<BatchOutcome, (MalformedReason, String)> {
+        let mut spans = std::mem::take(&mut self.spans);
+        let out = if wire::parse_batch(bytes, &mut spans) {
+            Ok(self.run_batch(spans.iter().map(|s| ReportRef::encoded(bytes, s)), now_ns))
+        } else {
+            // Whatever the borrowed decoder leaves to prost (errors included).
+            decode_batch(bytes, Format::Protobuf).map(|b| self.process_batch(&b, now_ns))
+        };
+        self.spans = spans;
+        out
+    }
+
+    fn run_batch<'a>(
+        &mut self,
+        reports: impl Iterator<Item = ReportRef<'a>>,
+        now_ns: u64,
+    ) -> BatchOutcome {
         let gen_now = self.shared.topology.generation();
         if gen_now != self.topo_gen {
             self.topo = self.shared.topology.snapshot();
@@ -244,12 +354,14 @@ impl Pipeline {
         c.batches.fetch_add(1, Relaxed);
         let mut outcome = BatchOutcome::default();
         self.obs.clear();
-        for r in &batch.reports {
-            match self.process_report(r, now_ns) {
+        let mut n = 0u64;
+        for r in reports {
+            n += 1;
+            match self.process_report(&r, now_ns) {
                 Ok(()) => outcome.accepted += 1,
                 Err(rej) => {
                     outcome.rejected += 1;
-                    self.quarantine(r, rej, now_ns);
+                    self.quarantine(&r, rej, now_ns);
                 }
             }
         }
@@ -288,19 +400,15 @@ impl Pipeline {
         }
         // Counted last: once `reports` covers a report, its verdict, metrics and topology
         // changes are visible (readers such as tests and the load script wait on it).
-        self.shared
-            .counters
-            .reports
-            .fetch_add(batch.reports.len() as u64, Relaxed);
+        self.shared.counters.reports.fetch_add(n, Relaxed);
         outcome
     }
 
-    fn quarantine(&self, r: &v1::Report, rej: Reject, now_ns: u64) {
+    fn quarantine(&self, r: &ReportRef<'_>, rej: Reject, now_ns: u64) {
         self.shared.counters.reject(rej.reason);
         let (eia, erid) = r
             .exporter
-            .as_ref()
-            .map(|e| (IsdAsn::from_u64(e.isd_as).to_string(), e.router_id))
+            .map(|(ia, id)| (IsdAsn::from_u64(ia).to_string(), id))
             .unwrap_or_default();
         let q = Quarantined {
             time_ns: now_ns,
@@ -310,7 +418,7 @@ impl Pipeline {
             exporter_router: erid,
             src_ia: IsdAsn::from_u64(r.src_isd_as).to_string(),
             dst_ia: IsdAsn::from_u64(r.dst_isd_as).to_string(),
-            report_hex: hex::encode(r.encode_to_vec()),
+            report_hex: hex::encode(r.encode()),
         };
         self.shared.topology.quarantined(&q);
         self.shared.quarantine.push(q);
@@ -344,17 +452,24 @@ impl Pipeline {
     }
 
     /// Verifies, maps and measures one report.
-    pub fn process_report(&mut self, r: &v1::Report, now_ns: u64) -> Result<(), Reject> {
-        let layout = HopLayout::of(r.path.as_ref())
-            .map_err(|e| reject(RejectReason::BadPath, format!("{e:?}")))?;
+    pub fn process_report(&mut self, r: &ReportRef<'_>, now_ns: u64) -> Result<(), Reject> {
+        let bad_path = |e: &LayoutError| reject(RejectReason::BadPath, format!("{e:?}"));
+        let owned;
+        let layout = match r.path {
+            PathRef::Laid(l) => l.as_ref().map_err(bad_path)?,
+            PathRef::Decoded(p) => {
+                owned = HopLayout::of(p).map_err(|e| bad_path(&e))?;
+                &owned
+            }
+        };
         let (src, dst) = (
             IsdAsn::from_u64(r.src_isd_as),
             IsdAsn::from_u64(r.dst_isd_as),
         );
-        let src_host = host_of(r.src_host.as_ref())?;
+        let src_host = host_of(r.src_host)?;
 
         // The options, rebuilt into a reused buffer (as `idint_report::idint_hbh`).
-        let (m, s) = (&r.idint_main_option, &r.idint_stack);
+        let (m, s) = (r.main_option, r.stack);
         let total = 2 + m.len() + s.len();
         if m.len() % 4 != 2 || !s.len().is_multiple_of(4) || total > idint_wire::ext::MAX_LEN {
             return Err(reject(
@@ -391,7 +506,7 @@ impl Pipeline {
         let (lia, lhost) = (self.keys.local_ia(), self.keys.host());
         let ours = match verifier {
             Verifier::ThirdParty { ia, host } => ia == lia && host == lhost,
-            Verifier::Destination => dst == lia && host_of(r.dst_host.as_ref())? == lhost,
+            Verifier::Destination => dst == lia && host_of(r.dst_host)? == lhost,
             Verifier::Source => src == lia && src_host == lhost,
         };
         if !ours {
@@ -409,11 +524,11 @@ impl Pipeline {
             .map_err(replay_reject)?;
 
         // Hops to ASes.
-        let (path_id, ases, walked) = match self.topo.map(src, dst, &layout) {
+        let (path_id, ases, walked) = match self.topo.map(src, dst, layout) {
             Mapping::Known { id, ases } => (id, ases, false),
             Mapping::Walked { id, ases } => (id, ases, true),
             Mapping::Unknown { id } => {
-                self.shared.topology.record_unknown(src, dst, id, &layout);
+                self.shared.topology.record_unknown(src, dst, id, layout);
                 return Err(reject(
                     RejectReason::UnknownPath,
                     format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
@@ -443,27 +558,42 @@ impl Pipeline {
             .cached(source, path_id)
             .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))?;
         let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
-        verify_stack(&mut idint, source_key, |_, e| {
-            let j = usize::from(e.hop());
-            (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
-        })
+        // Entries are decoded as they verify (one walk of the stack); a decoding error is
+        // reported only after the MACs, the instructions and the replay record, as before.
+        let instructions = idint.main().instructions();
+        let entries = &mut self.entries;
+        entries.clear();
+        let mut decode_error = None;
+        verify_stack_with(
+            &mut idint,
+            source_key,
+            |_, e| {
+                let j = usize::from(e.hop());
+                (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
+            },
+            |index, e| {
+                if decode_error.is_none() {
+                    match decode_entry(index, e, &instructions) {
+                        Ok(d) => entries.push(d),
+                        Err(err) => decode_error = Some(err),
+                    }
+                }
+            },
+        )
         .map_err(verify_reject)?;
         check_instructions(&idint.main()).map_err(decode_reject)?;
         self.replay
             .record(source, full_ts, port, now_ns)
             .map_err(replay_reject)?;
-
-        self.entries.clear();
-        for e in decode_entries(&idint) {
-            self.entries.push(e.map_err(decode_reject)?);
+        if let Some(err) = decode_error {
+            return Err(decode_reject(err));
         }
-        let instructions = idint.main().instructions();
         let time = if r.receive_time_ns != 0 {
             r.receive_time_ns
         } else {
             now_ns
         };
-        self.measure(path_id, &ases, &layout, ts48, instructions, time);
+        self.measure(path_id, &ases, layout, ts48, instructions, time);
         if walked {
             let hops = (0..layout.as_hops)
                 .map(|k| PathHop {

@@ -458,12 +458,11 @@ fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc
         let now = now_ns();
         for job in jobs.drain(..) {
             match job {
-                Job::Raw(bytes) => match decode_batch(&bytes, Format::Protobuf) {
-                    Ok(b) => {
-                        p.process_batch(&b, now);
+                Job::Raw(bytes) => {
+                    if let Err((reason, _)) = p.process_encoded(&bytes, now) {
+                        p.shared().counters.malformed(Transport::Udp, reason);
                     }
-                    Err((reason, _)) => p.shared().counters.malformed(Transport::Udp, reason),
-                },
+                }
                 Job::Decoded(b) => {
                     p.process_batch(&b, now);
                 }

@@ -239,12 +239,35 @@ impl HopLayout {
     /// segment crossings (the last hop of a segment and the first of the next are one AS).
     pub fn of(path: Option<&v1::Path>) -> Result<Self, LayoutError> {
         let p = path.ok_or(LayoutError::NoPath)?;
-        let n: usize = p.seg_lens.iter().map(|&l| l as usize).sum();
+        if p.info_fields.len() > 3 || p.hop_fields.len() > MAX_HOPS {
+            return Err(LayoutError::Inconsistent);
+        }
+        let cons: [bool; 3] =
+            std::array::from_fn(|i| p.info_fields.get(i).is_some_and(|f| f.cons_dir));
+        let mut hops = [(0u32, 0u32); MAX_HOPS];
+        for (h, f) in hops.iter_mut().zip(&p.hop_fields) {
+            *h = (f.cons_ingress, f.cons_egress);
+        }
+        Self::build(
+            &p.seg_lens,
+            &cons[..p.info_fields.len()],
+            &hops[..p.hop_fields.len()],
+        )
+    }
+
+    /// [`Self::of`] from the parts of a path: segment lengths, the ConsDir flag of each info
+    /// field, and (ConsIngress, ConsEgress) of each hop field, as decoded.
+    pub fn build(
+        seg_lens: &[u32],
+        cons_dir: &[bool],
+        hop_fields: &[(u32, u32)],
+    ) -> Result<Self, LayoutError> {
+        let n: usize = seg_lens.iter().map(|&l| l as usize).sum();
         if n == 0
             || n > MAX_HOPS
-            || n != p.hop_fields.len()
-            || p.seg_lens.len() > 3
-            || p.info_fields.len() != p.seg_lens.len()
+            || n != hop_fields.len()
+            || seg_lens.len() > 3
+            || cons_dir.len() != seg_lens.len()
         {
             return Err(LayoutError::Inconsistent);
         }
@@ -255,11 +278,10 @@ impl HopLayout {
             ifs: [(0, 0); MAX_HOPS],
         };
         let mut j = 0;
-        for (seg, &len) in p.seg_lens.iter().enumerate() {
-            let cons = p.info_fields[seg].cons_dir;
+        for (seg, &len) in seg_lens.iter().enumerate() {
+            let cons = cons_dir[seg];
             for k in 0..len as usize {
-                let h = &p.hop_fields[j];
-                let (ci, ce) = (h.cons_ingress as u16, h.cons_egress as u16);
+                let (ci, ce) = (hop_fields[j].0 as u16, hop_fields[j].1 as u16);
                 let (ing, eg) = if cons { (ci, ce) } else { (ce, ci) };
                 // Crossing: first hop of a later segment continues the previous AS hop.
                 if k == 0 && seg > 0 && l.as_hops > 0 && ing == 0 && l.ifs[l.as_hops - 1].1 == 0 {

@@ -86,7 +86,9 @@ mod crypto {
     use idint_wire::crypto::aes128;
     use idint_wire::idint::crypto::{
         VerifyError, open_entry, seal_entry, seal_entry_at, sign_source, source_mac, verify_stack,
+        verify_stack_with,
     };
+    use idint_wire::idint::verify::{decode_entries, decode_entry};
 
     #[test]
     fn entry_mac_and_encryption_vectors() {
@@ -218,6 +220,46 @@ mod crypto {
             verify_stack(&mut idint, &keys[0], |_, _| None),
             Err(VerifyError::MissingKey { index: 1 })
         );
+    }
+
+    #[test]
+    fn verify_with_hands_over_each_verified_plaintext_entry_once() {
+        let keys: Vec<_> = (0..4u8).map(|i| aes128(&[i + 1; 16])).collect();
+        let hbh = build_stack(&keys);
+        let mut copy = hbh.clone();
+        let mut idint = IdInt::locate(&mut copy[..]).unwrap().unwrap();
+        let ins = idint.main().instructions();
+        let mut seen = Vec::new();
+        let n = verify_stack_with(
+            &mut idint,
+            &keys[0],
+            |i, _| keys.get(i),
+            |i, e| seen.push(decode_entry(i, e, &ins).unwrap()),
+        )
+        .unwrap();
+        assert_eq!((n, seen.len()), (4, 4));
+        // Same as decoding the decrypted stack afterwards.
+        let after: Vec<_> = decode_entries(&idint).map(|e| e.unwrap()).collect();
+        assert_eq!(seen, after);
+        assert_eq!(seen[3].metadata, router_entry(3, true).metadata);
+        // A bad MAC at entry 2: entries 0 and 1 were handed over, nothing after.
+        let mut copy = hbh.clone();
+        let mut idint = IdInt::locate(&mut copy[..]).unwrap().unwrap();
+        let mut count = 0;
+        let err = verify_stack_with(
+            &mut idint,
+            &keys[0],
+            |i, _| keys.get(if i == 2 { 3 } else { i }),
+            |_, _| count += 1,
+        );
+        assert_eq!((err, count), (Err(VerifyError::BadMac { index: 2 }), 2));
+        // The offsets check_entries finds are where the entries start.
+        let idint = IdInt::locate(&hbh[..]).unwrap().unwrap();
+        let mut offs = [0u16; 8];
+        assert_eq!(idint.check_entries(&mut offs), Ok(4));
+        let walked: Vec<u16> = idint.entries().map(|(at, _)| at as u16).collect();
+        assert_eq!(&offs[..4], &walked[..]);
+        assert!(idint.check_entries(&mut [0u16; 3]).is_err(), "too small");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use core::fmt;
 
 use super::entry::{Entry, MAC_LEN, NONCE_LEN, NONCE_OFFSET};
 use super::main_option::flags;
-use super::stack::IdInt;
+use super::stack::{IdInt, MAX_ENTRIES};
 use crate::crypto::{Aes128, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply};
 use crate::error::Error;
 
@@ -220,51 +220,62 @@ fn previous_mac<T: AsRef<[u8]>>(
 pub fn verify_stack<'k, T, F>(
     idint: &mut IdInt<T>,
     source_key: &Aes128,
-    mut key_for: F,
+    key_for: F,
 ) -> Result<usize, VerifyError>
 where
     T: AsRef<[u8]> + AsMut<[u8]>,
     F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
 {
-    idint.check()?;
+    verify_stack_with(idint, source_key, key_for, |_, _| {})
+}
+
+/// [`verify_stack`] in one walk of the stack that also hands every entry to `on_entry`
+/// (index in stack order, the entry) right after its MAC verified and it was decrypted, so
+/// that callers reading the metadata need not parse the stack again. If an error is returned,
+/// the entries handed over so far were verified but the stack as a whole was not.
+pub fn verify_stack_with<'k, T, F, G>(
+    idint: &mut IdInt<T>,
+    source_key: &Aes128,
+    mut key_for: F,
+    mut on_entry: G,
+) -> Result<usize, VerifyError>
+where
+    T: AsRef<[u8]> + AsMut<[u8]>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+    G: FnMut(usize, &Entry<&[u8]>),
+{
+    // One walk checks every entry and records where it starts; afterwards the entries are
+    // read without re-checking (decryption changes no header byte).
+    let mut offs = [0u16; MAX_ENTRIES];
+    let n = idint.check_entries(&mut offs)?;
     let start = idint.stack_range().start;
-    let offsets = {
-        let mut offs = [0usize; 256];
-        let mut n = 0;
-        for (at, _) in idint.entries() {
-            if n == offs.len() {
-                break;
-            }
-            offs[n] = at;
-            n += 1;
-        }
-        (offs, n)
-    };
-    let (offs, n) = offsets;
-    if n == 0 || offs[0] != start {
+    if n == 0 || usize::from(offs[0]) != start {
         return Err(VerifyError::NoSourceEntry);
     }
     // Source entry: decrypt if needed, then check the source MAC.
     let mut prev = {
-        let mut src = idint.entry_at_mut(start)?;
+        let mut src = idint.entry_at_mut_unchecked(start);
         let on_wire = src.mac();
         apply_ctr(source_key, &mut src);
         on_wire
     };
     {
-        let src = idint.entry_at(start)?;
+        let src = idint.entry_at_unchecked(start);
         let want = source_mac(source_key, idint.main().as_bytes(), src.as_bytes());
         if !ct_eq(&want, &src.mac()) {
             return Err(VerifyError::BadMac { index: 0 });
         }
+        on_entry(0, &src);
     }
     for (index, &at) in offs[..n].iter().enumerate().skip(1) {
+        let at = usize::from(at);
         let key = {
-            let e = idint.entry_at(at)?;
+            let e = idint.entry_at_unchecked(at);
             key_for(index, &e).ok_or(VerifyError::MissingKey { index })?
         };
-        let mut e = idint.entry_at_mut(at)?;
+        let mut e = idint.entry_at_mut_unchecked(at);
         prev = open_entry(key, &mut e, prev).ok_or(VerifyError::BadMac { index })?;
+        on_entry(index, &idint.entry_at_unchecked(at));
     }
     Ok(n)
 }

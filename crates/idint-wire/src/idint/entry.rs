@@ -107,12 +107,11 @@ impl Metadata {
                 continue;
             }
             let n = usize::from(len);
-            let mut v = [0u8; 8];
-            v[8 - n..].copy_from_slice(&b[at..at + n]);
-            *slot = Some(SlotValue {
-                len,
-                value: u64::from_be_bytes(v),
-            });
+            // Byte by byte: no call to copy a 2-8 byte value.
+            let value = b[at..at + n]
+                .iter()
+                .fold(0u64, |v, &x| (v << 8) | u64::from(x));
+            *slot = Some(SlotValue { len, value });
             at += n;
         }
         Ok(m)

@@ -12,6 +12,10 @@ use super::main_option::MainOption;
 use crate::error::{Error, Layer, Result};
 use crate::ext::{self, ExtHeader, opt_type};
 
+/// Most entries a stack can hold (every entry is at least [`super::entry::MIN_LEN`] bytes and
+/// the stack lies inside a hop-by-hop header of at most [`ext::MAX_LEN`] bytes).
+pub const MAX_ENTRIES: usize = ext::MAX_LEN / super::entry::MIN_LEN;
+
 /// What [`IdInt::push`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PushOutcome {
@@ -139,19 +143,28 @@ impl<T: AsRef<[u8]>> IdInt<T> {
     /// Checks the whole stack: valid entries (the source entry first and only first) followed
     /// only by padding up to its end, and TOS pointing at the newest entry.
     pub fn check(&self) -> Result<()> {
-        // Header, alignment, main option and stack bounds were checked by `check_top` when
-        // this view was built; the setters of this view cannot change them.
+        self.check_entries(&mut [0; MAX_ENTRIES]).map(|_| ())
+    }
+
+    /// [`Self::check`], also writing the offset of every entry (oldest first) to `offsets`;
+    /// returns the number of entries. A stack with more entries than `offsets` holds is
+    /// refused as malformed.
+    pub fn check_entries(&self, offsets: &mut [u16]) -> Result<usize> {
         let b = self.buffer.as_ref();
         let main = self.main();
         let stack = self.stack_range();
-        let mut last = None;
+        let mut n = 0;
         let mut pos = stack.start;
         while pos < stack.end && b[pos] == opt_type::IDINT_ENTRY {
             let e = Entry::new_checked(&b[pos..stack.end])?;
             if e.is_source() != (pos == stack.start) {
                 return Err(Error::invalid(Layer::IdIntEntry, "S"));
             }
-            last = Some(pos - stack.start);
+            let slot = offsets
+                .get_mut(n)
+                .ok_or(Error::invalid(Layer::IdIntStack, "too many entries"))?;
+            *slot = u16::try_from(pos).map_err(|_| Error::invalid(Layer::IdIntStack, "offset"))?;
+            n += 1;
             pos += e.total_len();
         }
         for o in ext::Options::new(&b[pos..stack.end], pos) {
@@ -160,10 +173,20 @@ impl<T: AsRef<[u8]>> IdInt<T> {
             }
         }
         let tos = usize::from(main.tos_words()) * 4;
-        if tos != last.unwrap_or(0) {
+        let last = n
+            .checked_sub(1)
+            .map_or(0, |i| usize::from(offsets[i]) - stack.start);
+        if tos != last {
             return Err(Error::invalid(Layer::IdIntMain, "TOS"));
         }
-        Ok(())
+        Ok(n)
+    }
+
+    /// The entry at `offset` without re-checking it: `offset` must come from
+    /// [`Self::check_entries`] on this view (otherwise reading it may panic).
+    pub(crate) fn entry_at_unchecked(&self, offset: usize) -> Entry<&[u8]> {
+        let end = self.stack_range().end;
+        Entry::new_unchecked(&self.buffer.as_ref()[offset..end])
     }
 
     /// Gives the buffer back.
@@ -261,6 +284,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     pub fn main_mut(&mut self) -> MainOption<&mut [u8]> {
         let m = self.main;
         MainOption::new_unchecked(&mut self.buffer.as_mut()[m..])
+    }
+
+    /// The entry at `offset`, writable, without re-checking it (see
+    /// [`Self::entry_at_unchecked`]).
+    pub(crate) fn entry_at_mut_unchecked(&mut self, offset: usize) -> Entry<&mut [u8]> {
+        let end = self.stack_range().end;
+        Entry::new_unchecked(&mut self.buffer.as_mut()[offset..end])
     }
 
     /// The entry at `offset`, writable.

@@ -105,10 +105,13 @@ pub fn decode_entries<T: AsRef<[u8]>>(
     idint
         .entries()
         .enumerate()
-        .map(move |(index, (_, e))| decode_one(index, &e, &instructions))
+        .map(move |(index, (_, e))| decode_entry(index, &e, &instructions))
 }
 
-fn decode_one(
+/// Decodes one verified, decrypted entry (`index` in stack order) under the main option's
+/// `instructions`, as [`decode_entries`] does for each entry; for use with
+/// [`super::crypto::verify_stack_with`], which hands over each entry once it is verified.
+pub fn decode_entry(
     index: usize,
     e: &Entry<&[u8]>,
     instructions: &[Instruction; 4],
