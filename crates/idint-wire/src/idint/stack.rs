@@ -184,6 +184,7 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 
     /// The entry at `offset` without re-checking it: `offset` must come from
     /// [`Self::check_entries`] on this view (otherwise reading it may panic).
+    #[cfg(feature = "crypto")]
     pub(crate) fn entry_at_unchecked(&self, offset: usize) -> Entry<&[u8]> {
         let end = self.stack_range().end;
         Entry::new_unchecked(&self.buffer.as_ref()[offset..end])
@@ -288,6 +289,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
 
     /// The entry at `offset`, writable, without re-checking it (see
     /// [`Self::entry_at_unchecked`]).
+    #[cfg(feature = "crypto")]
     pub(crate) fn entry_at_mut_unchecked(&mut self, offset: usize) -> Entry<&mut [u8]> {
         let end = self.stack_range().end;
         Entry::new_unchecked(&mut self.buffer.as_mut()[offset..end])
