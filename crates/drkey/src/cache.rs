@@ -28,13 +28,16 @@ pub struct KeyId {
     pub host: HostAddr,
 }
 
+/// A cached key. The fields a hit reads or writes (id, stamp, generation) come first, in
+/// declaration order, so a hit touches one cache line of the slot besides the key schedule.
+#[repr(C)]
 struct Slot {
     id: KeyId,
-    epoch: Epoch,
-    cipher: Aes128,
     stamp: u64,
     /// Which insertion filled the slot (unique per cache): a [`KeyHandle`] names it.
     generation: u64,
+    epoch: Epoch,
+    cipher: Aes128,
 }
 
 /// A key found by [`KeyCache::find`]. Several handles can be held at once and turned into
