@@ -1,9 +1,9 @@
-//! Arbitrary bytes as a JSON report batch (the collector's `POST /api/v1/reports` with
-//! `Content-Type: application/json`): decoding never panics, and a batch that decodes survives
+//! Arbitrary bytes as a JSON report batch (`idint_report::json`, what the collector's
+//! `POST /api/v1/reports` with `Content-Type: application/json` decodes): decoding never panics, and a batch that decodes survives
 //! `encode` and a second `decode` unchanged (nothing a client sends is silently altered).
 #![no_main]
 
-use collector::json::{decode, encode};
+use idint_report::json::{decode, encode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -12,7 +12,8 @@
 pub mod api;
 pub mod config;
 pub mod counters;
-pub mod json;
+/// The JSON form of report batches (moved to `idint-report`, feature `json`).
+pub use idint_report::json;
 pub mod keys;
 pub mod metrics;
 pub mod pipeline;

@@ -13,7 +13,7 @@
 
 use std::net::IpAddr;
 
-use idint_report::v1;
+use crate::v1;
 use idint_wire::{HostAddr, IsdAsn};
 use serde::Deserialize;
 

@@ -2,7 +2,9 @@
 //! (`proto/idint/report/v1/report.proto`), shared by routers, hosts and the collector.
 //!
 //! A [`v1::Report`] carries the raw ID-INT main option and stack bytes so that the collector
-//! verifies every MAC itself; a [`v1::ReportBatch`] groups reports for transport.
+//! verifies every MAC itself; a [`v1::ReportBatch`] groups reports for transport. Feature
+//! `json`: the JSON form of a batch (`json::decode` / `json::encode`), as the collector's HTTP
+//! ingest accepts it.
 
 /// Version 1 of the report schema.
 #[allow(missing_docs, clippy::doc_markdown)]
@@ -11,6 +13,9 @@ pub mod v1 {
 }
 
 pub use prost::Message;
+
+#[cfg(feature = "json")]
+pub mod json;
 
 use idint_wire::idint::IdInt;
 use idint_wire::packet::{L4, Packet, PathView};
