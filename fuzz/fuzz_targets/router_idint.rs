@@ -12,7 +12,7 @@
 
 use std::sync::OnceLock;
 
-use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::crypto::{Aes128Enc, aes128};
 use idint_wire::idint::{AggregationMode, IdInt, Instruction, RequestBuilder};
 use idint_wire::{HostAddr, IsdAsn};
 use libfuzzer_sys::fuzz_target;
@@ -35,7 +35,7 @@ fn cases() -> &'static CaseFile {
 /// lookup refills the slot, so handles taken earlier in a burst go stale and the stage must
 /// look their key up again (the outcome must not change).
 struct Keys {
-    key: Aes128,
+    key: Aes128Enc,
     finds: u64,
 }
 impl VerifierKeys for Keys {
@@ -46,7 +46,7 @@ impl VerifierKeys for Keys {
             generation: self.finds / 3,
         })
     }
-    fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+    fn key(&self, h: KeyHandle) -> Option<&Aes128Enc> {
         (h.generation == self.finds / 3).then_some(&self.key)
     }
 }

@@ -21,7 +21,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use drkey::provider::LocalProvider;
 use idint_report::{Message, idint_hbh, v1};
 use idint_wire::HostAddr;
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::IdInt;
 use idint_wire::idint::crypto::verify_stack;
 
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
 }
 
 /// The collector's keys for the chain, derived directly.
-fn keys() -> (Aes128, Vec<Aes128>) {
+fn keys() -> (Aes128Enc, Vec<Aes128Enc>) {
     use drkey::provider::Level1Provider;
     let a = ases()[0];
     let now_s = NOW / 1_000_000_000;

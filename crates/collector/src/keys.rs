@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use drkey::provider::{Level1Provider, LocalProvider, ProviderError};
 use drkey::{Epoch, Key, Protocol};
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::{HostAddr, IsdAsn};
 use rustc_hash::FxHashMap;
 
@@ -181,7 +181,7 @@ pub enum KeyError {
 struct PathKeys {
     begin: u64,
     end: u64,
-    keys: Vec<Aes128>,
+    keys: Vec<Aes128Enc>,
 }
 
 /// A worker's key resolver: the AS-to-host keys K(AS -> collector) of every AS of a path,
@@ -193,7 +193,7 @@ pub struct KeyResolver {
     host: HostAddr,
     provider: Arc<dyn Level1Provider>,
     path_keys: FxHashMap<u64, PathKeys>,
-    source_keys: FxHashMap<u64, (Epoch, Aes128)>,
+    source_keys: FxHashMap<u64, (Epoch, Aes128Enc)>,
     capacity: usize,
     watched: Option<(Arc<ImportedKeys>, u64)>,
 }
@@ -248,7 +248,7 @@ impl KeyResolver {
     }
 
     /// K(`ia` -> collector) at `time_s` and its epoch.
-    pub fn as_key(&self, ia: IsdAsn, time_s: u64) -> Result<(Epoch, Aes128), KeyError> {
+    pub fn as_key(&self, ia: IsdAsn, time_s: u64) -> Result<(Epoch, Aes128Enc), KeyError> {
         let (epoch, l1) = self
             .provider
             .level1(Protocol::IDINT, ia, self.local_ia, time_s)
@@ -263,7 +263,7 @@ impl KeyResolver {
         path: u64,
         ases: &[IsdAsn],
         time_s: u64,
-    ) -> Result<&[Aes128], KeyError> {
+    ) -> Result<&[Aes128Enc], KeyError> {
         let fresh = matches!(self.path_keys.get(&path),
             Some(p) if p.begin <= time_s && time_s < p.end && p.keys.len() == ases.len());
         if !fresh {
@@ -288,7 +288,7 @@ impl KeyResolver {
 
     /// The cached source key of source `id` and keys of `path` (after [`Self::source_key`] and
     /// [`Self::path_keys`] succeeded for them).
-    pub fn cached(&self, id: u64, path: u64) -> Option<(&Aes128, &[Aes128])> {
+    pub fn cached(&self, id: u64, path: u64) -> Option<(&Aes128Enc, &[Aes128Enc])> {
         let s = self.source_keys.get(&id)?;
         let p = self.path_keys.get(&path)?;
         Some((&s.1, &p.keys[..]))
@@ -302,7 +302,7 @@ impl KeyResolver {
         ia: IsdAsn,
         src: HostAddr,
         time_s: u64,
-    ) -> Result<&Aes128, KeyError> {
+    ) -> Result<&Aes128Enc, KeyError> {
         let fresh = matches!(self.source_keys.get(&id), Some((e, _)) if e.contains(time_s));
         if !fresh {
             let (epoch, l1) = self

@@ -1,7 +1,8 @@
 //! A per-worker cache of level-2 AS→host keys for the data plane.
 //!
 //! Each worker core owns one [`KeyCache`] (no sharing, no lock): a lookup that hits computes a
-//! hash, compares one 2-entry set and returns the ready AES key schedule, allocating nothing.
+//! hash, compares the ways of one set (a cache line each: key id, epoch, generation, LRU
+//! stamp) and returns the ready AES key schedule, allocating nothing.
 //! A miss asks the shared [`Level1Provider`] for the level-1 key (cached too) and derives the
 //! level-2 key. The table has a fixed number of sets chosen at construction; a full set
 //! evicts its least recently used entry. [`KeyCache::prefetch_next_epoch`] derives next-epoch
@@ -9,7 +10,7 @@
 
 use std::sync::Arc;
 
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::{Aes128Enc, aes128};
 use idint_wire::{HostAddr, IsdAsn};
 
 use crate::provider::{Level1Provider, ProviderError};
@@ -28,16 +29,53 @@ pub struct KeyId {
     pub host: HostAddr,
 }
 
-/// A cached key. The fields a hit reads or writes (id, stamp, generation) come first, in
-/// declaration order, so a hit touches one cache line of the slot besides the key schedule.
-#[repr(C)]
-struct Slot {
+/// One way of a set: everything a lookup reads or writes, in one cache line (the key
+/// schedules live apart, in [`KeyCache`]'s `ciphers`, touched only when a key is used).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Way {
     id: KeyId,
-    stamp: u64,
-    /// Which insertion filled the slot (unique per cache): a [`KeyHandle`] names it.
+    /// Validity window of the key (its epoch): `begin <= time < end`.
+    begin: u32,
+    end: u32,
+    /// Which insertion filled the way (unique per cache, never 0): a [`KeyHandle`] names it.
+    /// 0 marks an empty way.
     generation: u64,
-    epoch: Epoch,
-    cipher: Aes128,
+    /// Lookup clock of the last hit (LRU).
+    stamp: u64,
+}
+
+// A lookup must cost one cache line per way.
+const _: () = assert!(core::mem::size_of::<Way>() == 64);
+
+const EMPTY: Way = Way {
+    id: KeyId {
+        protocol: Protocol(0),
+        src: IsdAsn::from_u64(0),
+        dst: IsdAsn::from_u64(0),
+        host: HostAddr::Svc(idint_wire::Svc(0)),
+    },
+    begin: 0,
+    end: 0,
+    generation: 0,
+    stamp: 0,
+};
+
+impl Way {
+    #[inline]
+    fn holds(&self, id: &KeyId, time: u64) -> bool {
+        self.generation != 0
+            && u64::from(self.begin) <= time
+            && time < u64::from(self.end)
+            && self.id == *id
+    }
+
+    fn epoch(&self) -> Epoch {
+        Epoch {
+            begin: self.begin,
+            end: self.end,
+        }
+    }
 }
 
 /// A key found by [`KeyCache::find`]. Several handles can be held at once and turned into
@@ -46,7 +84,7 @@ struct Slot {
 /// it); [`KeyCache::key`] then answers `None` and the caller looks the key up again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyHandle {
-    /// The slot (set * 2 + way).
+    /// The slot (set * ways per set + way).
     pub index: u32,
     /// The insertion that filled the slot.
     pub generation: u64,
@@ -65,24 +103,19 @@ pub struct CacheStats {
     pub prefetched: u64,
 }
 
-/// What a lookup compares first: the key's hash and validity window, 16 bytes per way, so a
-/// set's tags share one cache line and the large slots are touched only on a hit.
-#[derive(Clone, Copy, Default)]
-struct Tag {
-    /// Hash of the key id (never 0; 0 marks an empty way).
-    hash: u64,
-    begin: u32,
-    end: u32,
-}
+/// Ways per set.
+const WAYS: usize = 4;
 
-/// Per-worker level-2 key cache (2-way set associative, LRU within a set).
+/// Per-worker level-2 key cache (4-way set associative, LRU within a set).
 pub struct KeyCache {
     provider: Arc<dyn Level1Provider>,
-    tags: Vec<[Tag; 2]>,
-    sets: Vec<[Option<Slot>; 2]>,
+    /// The ways of set `s` at `WAYS * s ..` (one cache line each).
+    ways: Vec<Way>,
+    /// The key schedule of each way (same index); meaningless while the way is empty.
+    ciphers: Vec<Aes128Enc>,
     mask: usize,
     clock: u64,
-    /// Insertions so far (the next slot's generation).
+    /// Insertions so far (the last slot's generation).
     generations: u64,
     stats: CacheStats,
 }
@@ -115,11 +148,12 @@ fn hash(id: &KeyId) -> u64 {
 impl KeyCache {
     /// A cache with room for about `capacity` keys (rounded up to a power of two, at least 2).
     pub fn new(provider: Arc<dyn Level1Provider>, capacity: usize) -> Self {
-        let sets = (capacity.max(2) / 2).next_power_of_two();
+        let sets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
+        let unused = aes128(&[0; 16]);
         KeyCache {
             provider,
-            tags: vec![[Tag::default(); 2]; sets],
-            sets: (0..sets).map(|_| [None, None]).collect(),
+            ways: vec![EMPTY; WAYS * sets],
+            ciphers: vec![unused; WAYS * sets],
             mask: sets - 1,
             clock: 0,
             generations: 0,
@@ -134,10 +168,7 @@ impl KeyCache {
 
     /// Number of keys held.
     pub fn len(&self) -> usize {
-        self.sets
-            .iter()
-            .map(|s| s.iter().filter(|x| x.is_some()).count())
-            .sum()
+        self.ways.iter().filter(|w| w.generation != 0).count()
     }
 
     /// Whether the cache is empty.
@@ -148,139 +179,120 @@ impl KeyCache {
     /// The AES key schedule of K(src -> dst:host) valid at `time` (Unix seconds), deriving it
     /// on a miss.
     #[inline]
-    pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128, ProviderError> {
-        let (set, way) = self.locate(id, time)?;
-        self.sets[set][way]
-            .as_ref()
-            .map(|s| &s.cipher)
-            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))
+    pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128Enc, ProviderError> {
+        let i = self.locate(id, time)?;
+        Ok(&self.ciphers[i])
     }
 
     /// Like [`KeyCache::get`], but returns a handle to the key instead of borrowing the cache:
     /// the handles of many keys can then be resolved together with [`KeyCache::key`].
     #[inline]
     pub fn find(&mut self, id: &KeyId, time: u64) -> Result<KeyHandle, ProviderError> {
-        let (set, way) = self.locate(id, time)?;
-        let generation = self.sets[set][way]
-            .as_ref()
-            .map(|s| s.generation)
-            .ok_or_else(|| ProviderError::Config("cache slot vanished".into()))?;
+        let i = self.locate(id, time)?;
         Ok(KeyHandle {
-            index: (set * 2 + way) as u32,
-            generation,
+            index: i as u32,
+            generation: self.ways[i].generation,
         })
+    }
+
+    /// Loads the set `id` maps to into the CPU cache without waiting for it, so that a
+    /// lookup a little later does not stall on memory: called for every packet of a burst
+    /// before any is processed, the misses of the whole burst overlap. Changes nothing.
+    #[inline]
+    pub fn warm(&self, id: &KeyId) {
+        let set = (hash(id) as usize >> 1) & self.mask;
+        if let Some(ways) = self.ways.get(WAYS * set..WAYS * set + WAYS) {
+            // Plain loads whose values nobody waits for act as prefetches (no intrinsics).
+            core::hint::black_box(ways.iter().fold(0, |a, w| a ^ w.generation));
+        }
     }
 
     /// The key a handle from [`KeyCache::find`] names, or `None` if its slot has been refilled
     /// since (never another key).
     #[inline]
-    pub fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+    pub fn key(&self, h: KeyHandle) -> Option<&Aes128Enc> {
         let i = h.index as usize;
-        let slot = self.sets.get(i / 2)?[i % 2].as_ref()?;
-        (slot.generation == h.generation).then_some(&slot.cipher)
+        let w = self.ways.get(i)?;
+        (w.generation == h.generation && h.generation != 0).then(|| &self.ciphers[i])
     }
 
-    /// The (set, way) holding the key for `id` at `time`, deriving it on a miss.
+    /// The index of the way holding the key for `id` at `time`, deriving it on a miss.
     #[inline]
-    fn locate(&mut self, id: &KeyId, time: u64) -> Result<(usize, usize), ProviderError> {
+    fn locate(&mut self, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
         self.clock += 1;
-        let h = hash(id);
-        let set = (h as usize >> 1) & self.mask;
-        let tags = &self.tags[set];
-        let ways = &self.sets[set];
-        let hit = (0..2).find(|&w| {
-            let t = tags[w];
-            t.hash == h
-                && u64::from(t.begin) <= time
-                && time < u64::from(t.end)
-                && ways[w].as_ref().is_some_and(|s| s.id == *id)
-        });
-        let way = match hit {
-            Some(w) => {
-                self.stats.hits += 1;
-                w
-            }
-            None => {
-                self.stats.misses += 1;
-                self.insert(set, id, time)?
-            }
+        let set = (hash(id) as usize >> 1) & self.mask;
+        let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
+        let Some(w) = ways.iter().position(|w| w.holds(id, time)) else {
+            self.stats.misses += 1;
+            return self.insert(set, id, time);
         };
-        if let Some(slot) = self.sets[set][way].as_mut() {
-            slot.stamp = self.clock;
-        }
-        Ok((set, way))
+        let i = WAYS * set + w;
+        self.stats.hits += 1;
+        self.ways[i].stamp = self.clock;
+        Ok(i)
     }
 
     /// Derives K(src -> dst:host) for `time` from the provider's level-1 key.
-    fn derive(&self, id: &KeyId, time: u64) -> Result<(Epoch, Aes128), ProviderError> {
+    fn derive(&self, id: &KeyId, time: u64) -> Result<(Epoch, Aes128Enc), ProviderError> {
         let (epoch, l1) = self.provider.level1(id.protocol, id.src, id.dst, time)?;
         let key =
             as_host(&l1.cipher(), &id.host).map_err(|e| ProviderError::Config(e.to_string()))?;
         Ok((epoch, key.cipher()))
     }
 
+    /// Derives the key for `id` at `time` into a way of `set` and returns that way's index.
+    #[cold]
     fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
         let (epoch, cipher) = self.derive(id, time)?;
-        let ways = &mut self.sets[set];
-        // Prefer an empty way, then one holding the same id (other epoch), then the LRU one.
+        let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
+        // Prefer an empty way, then one holding the same id (an expired epoch), then the LRU
+        // one.
         let way = ways
             .iter()
-            .position(Option::is_none)
+            .position(|w| w.generation == 0)
             .or_else(|| {
-                ways.iter().position(|s| {
-                    s.as_ref().is_some_and(|s| {
-                        s.id == *id && !s.epoch.contains(time) && s.epoch.end as u64 <= time
-                    })
+                ways.iter().position(|w| {
+                    w.id == *id && !w.epoch().contains(time) && u64::from(w.end) <= time
                 })
             })
-            .unwrap_or_else(|| {
-                let a = ways[0].as_ref().map_or(0, |s| s.stamp);
-                let b = ways[1].as_ref().map_or(0, |s| s.stamp);
-                usize::from(b < a)
-            });
-        self.store(set, way, *id, epoch, cipher);
-        Ok(way)
+            .unwrap_or_else(|| lru(ways, |_| true));
+        Ok(self.store(WAYS * set + way, *id, epoch, cipher))
     }
 
-    /// Puts a key into `way` of `set`, counting the eviction if the way was taken.
-    fn store(&mut self, set: usize, way: usize, id: KeyId, epoch: Epoch, cipher: Aes128) {
-        self.tags[set][way] = Tag {
-            hash: hash(&id),
-            begin: epoch.begin,
-            end: epoch.end,
-        };
-        let slot = &mut self.sets[set][way];
-        if slot.is_some() {
+    /// Puts a key into way `i`, counting the eviction if the way was taken; returns `i`.
+    fn store(&mut self, i: usize, id: KeyId, epoch: Epoch, cipher: Aes128Enc) -> usize {
+        if self.ways[i].generation != 0 {
             self.stats.evictions += 1;
         }
         self.generations += 1;
-        *slot = Some(Slot {
+        self.ways[i] = Way {
             id,
-            epoch,
-            cipher,
-            stamp: self.clock,
+            begin: epoch.begin,
+            end: epoch.end,
             generation: self.generations,
-        });
+            stamp: self.clock,
+        };
+        self.ciphers[i] = cipher;
+        i
     }
 
     /// For every cached key whose epoch ends within `window` seconds after `now`, derives the
     /// next epoch's key into the other way of its set. Returns how many keys were derived.
     pub fn prefetch_next_epoch(&mut self, now: u64, window: u64) -> usize {
-        let mut todo = Vec::new();
-        for set in &self.sets {
-            for s in set.iter().flatten() {
-                if u64::from(s.epoch.end) > now && u64::from(s.epoch.end) <= now + window {
-                    todo.push((s.id, u64::from(s.epoch.end)));
-                }
-            }
-        }
+        let todo: Vec<(KeyId, u64)> = self
+            .ways
+            .iter()
+            .filter(|w| {
+                w.generation != 0 && u64::from(w.end) > now && u64::from(w.end) <= now + window
+            })
+            .map(|w| (w.id, u64::from(w.end)))
+            .collect();
         let mut n = 0;
         for (id, next_time) in todo {
             let set = (hash(&id) as usize >> 1) & self.mask;
-            let have = self.sets[set]
+            let have = self.ways[WAYS * set..WAYS * set + WAYS]
                 .iter()
-                .flatten()
-                .any(|s| s.id == id && s.epoch.contains(next_time));
+                .any(|w| w.generation != 0 && w.id == id && w.epoch().contains(next_time));
             if !have && self.insert_beside(set, &id, next_time).is_ok() {
                 n += 1;
             }
@@ -291,16 +303,27 @@ impl KeyCache {
 
     fn insert_beside(&mut self, set: usize, id: &KeyId, time: u64) -> Result<(), ProviderError> {
         let (epoch, cipher) = self.derive(id, time)?;
-        let ways = &mut self.sets[set];
-        // Replace a way that does not hold `id`; if both do, the one with the older epoch.
+        let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
+        // An empty way, else the least recently used one that does not hold `id` (the current
+        // epoch's key stays), else (every way holds `id`) the one with the oldest epoch.
         let way = ways
             .iter()
-            .position(|s| s.as_ref().is_none_or(|s| s.id != *id))
-            .unwrap_or_else(|| {
-                let begin = |w: usize| ways[w].as_ref().map_or(0, |s| s.epoch.begin);
-                usize::from(begin(1) < begin(0))
-            });
-        self.store(set, way, *id, epoch, cipher);
+            .position(|w| w.generation == 0)
+            .or_else(|| {
+                ways.iter()
+                    .any(|w| w.id != *id)
+                    .then(|| lru(ways, |w| w.id != *id))
+            })
+            .unwrap_or_else(|| (0..WAYS).min_by_key(|&k| ways[k].begin).unwrap_or(0));
+        self.store(WAYS * set + way, *id, epoch, cipher);
         Ok(())
     }
+}
+
+/// The least recently used of the `ways` that satisfy `eligible` (0 if none does).
+fn lru(ways: &[Way], eligible: impl Fn(&Way) -> bool) -> usize {
+    (0..ways.len())
+        .filter(|&k| eligible(&ways[k]))
+        .min_by_key(|&k| ways[k].stamp)
+        .unwrap_or(0)
 }

@@ -22,7 +22,7 @@ pub mod provider;
 
 use core::fmt;
 
-use idint_wire::crypto::{Aes128, aes128, cbc_mac, ct_eq};
+use idint_wire::crypto::{Aes128Enc, aes128, cbc_mac, ct_eq};
 use idint_wire::{HostAddr, IsdAsn};
 use zeroize::Zeroize;
 
@@ -42,7 +42,7 @@ impl Key {
         &self.0
     }
     /// The AES-128 key schedule for this key (build once, reuse for many MACs).
-    pub fn cipher(&self) -> Aes128 {
+    pub fn cipher(&self) -> Aes128Enc {
         aes128(&self.0)
     }
 }
@@ -195,7 +195,7 @@ pub fn level2_input(
 }
 
 fn derive(
-    parent: &Aes128,
+    parent: &Aes128Enc,
     kind: KeyType,
     protocol: Option<Protocol>,
     host: &HostAddr,
@@ -206,18 +206,18 @@ fn derive(
 
 /// Protocol-specific level 2, AS→host K(A→B:H) from the level-1 key K(A→B) (a router's ID-INT
 /// key for verifier host H).
-pub fn as_host(level1: &Aes128, host: &HostAddr) -> Result<Key, DeriveError> {
+pub fn as_host(level1: &Aes128Enc, host: &HostAddr) -> Result<Key, DeriveError> {
     derive(level1, KeyType::AsHost, None, host)
 }
 
 /// Protocol-specific level 2, host→AS K(A:H→B) from K(A→B).
-pub fn host_as(level1: &Aes128, host: &HostAddr) -> Result<Key, DeriveError> {
+pub fn host_as(level1: &Aes128Enc, host: &HostAddr) -> Result<Key, DeriveError> {
     derive(level1, KeyType::HostAs, None, host)
 }
 
 /// Generic level 2, AS→host, with the protocol inside the PRF input.
 pub fn generic_as_host(
-    level1: &Aes128,
+    level1: &Aes128Enc,
     protocol: Protocol,
     host: &HostAddr,
 ) -> Result<Key, DeriveError> {
@@ -226,7 +226,7 @@ pub fn generic_as_host(
 
 /// Generic level 2, host→AS.
 pub fn generic_host_as(
-    level1: &Aes128,
+    level1: &Aes128Enc,
     protocol: Protocol,
     host: &HostAddr,
 ) -> Result<Key, DeriveError> {
@@ -235,7 +235,7 @@ pub fn generic_host_as(
 
 /// Level 3, host→host K(A:HA→B:HB) from the host→AS key K(A:HA→B) (same layout for the
 /// specific and generic hierarchies).
-pub fn host_host(host_as_key: &Aes128, dst_host: &HostAddr) -> Result<Key, DeriveError> {
+pub fn host_host(host_as_key: &Aes128Enc, dst_host: &HostAddr) -> Result<Key, DeriveError> {
     derive(host_as_key, KeyType::HostHost, None, dst_host)
 }
 

@@ -123,6 +123,38 @@ fn cache_returns_the_derived_key_hits_and_evicts() {
 }
 
 #[test]
+fn a_set_holds_four_keys_and_evicts_the_least_recently_used() {
+    let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    // Capacity 4: a single 4-way set, so every key competes for the same ways.
+    let mut cache = KeyCache::new(provider, 4);
+    let hits_misses = |c: &KeyCache| (c.stats().hits, c.stats().misses);
+    for h in 1..=4 {
+        cache.find(&id(h), T).unwrap();
+    }
+    assert_eq!(hits_misses(&cache), (0, 4));
+    // Four keys used round-robin all stay.
+    for _ in 0..3 {
+        for h in 1..=4 {
+            cache.find(&id(h), T).unwrap();
+        }
+    }
+    assert_eq!(hits_misses(&cache), (12, 4));
+    assert_eq!(cache.stats().evictions, 0);
+    // A fifth key replaces the least recently used one (4), not the others.
+    for h in 1..=3 {
+        cache.find(&id(h), T).unwrap();
+    }
+    cache.find(&id(5), T).unwrap();
+    assert_eq!(cache.stats().evictions, 1);
+    for h in [1, 2, 3, 5] {
+        cache.find(&id(h), T).unwrap();
+    }
+    assert_eq!(hits_misses(&cache), (19, 5));
+    cache.find(&id(4), T).unwrap();
+    assert_eq!(hits_misses(&cache), (19, 6));
+}
+
+#[test]
 fn handles_name_their_key_until_the_slot_is_refilled() {
     let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
     let mut cache = KeyCache::new(provider.clone(), 4);

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use drkey::provider::{Level1Provider, LocalProvider};
 use drkey::{Key, Protocol};
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::{HostAddr, IsdAsn};
 use scion_dp::hop_mac::HopMac;
 use scion_topology::MasterKeys;
@@ -42,7 +42,7 @@ pub struct KeyRing {
     ases: HashMap<IsdAsn, AsKeys>,
     epoch_secs: u32,
     level1: HashMap<(IsdAsn, IsdAsn), Key>,
-    host: HashMap<(IsdAsn, HostAddr, IsdAsn, HostAddr), Aes128>,
+    host: HashMap<(IsdAsn, HostAddr, IsdAsn, HostAddr), Aes128Enc>,
 }
 
 impl KeyRing {
@@ -97,7 +97,7 @@ impl KeyRing {
         dst: IsdAsn,
         dst_host: HostAddr,
         now_s: u64,
-    ) -> Result<&Aes128, GenError> {
+    ) -> Result<&Aes128Enc, GenError> {
         let k = (src, src_host, dst, dst_host);
         if !self.host.contains_key(&k) {
             if !self.level1.contains_key(&(src, dst)) {

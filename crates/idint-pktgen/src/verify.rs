@@ -8,7 +8,7 @@ use std::io::Read;
 
 use drkey::Protocol;
 use drkey::provider::{Level1Provider, LocalProvider};
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::IdInt;
 use idint_wire::idint::verify::{DecodedEntry, ReplayWindow, decode_entries, open};
 use idint_wire::packet::Packet;
@@ -51,7 +51,7 @@ pub fn verify_capture<R: Read>(
     let mut reader = PcapReader::new(input).map_err(io)?;
     let provider = LocalProvider::new(router_ia, router_master0, epoch_secs)
         .map_err(|e| GenError::Key(e.to_string()))?;
-    let mut as_keys: Vec<((IsdAsn, HostAddr), Aes128)> = Vec::new();
+    let mut as_keys: Vec<((IsdAsn, HostAddr), Aes128Enc)> = Vec::new();
     // A long window (the capture may be verified a while after it was sent) with room for
     // every stack of a large capture (1 MiB, on the heap).
     let mut window = Box::new(ReplayWindow::<65536>::new(

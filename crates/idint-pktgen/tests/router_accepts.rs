@@ -374,7 +374,7 @@ fn disposition_sanity_of_expectations() {
 }
 
 /// The router's ID-INT stage for tests: one fixed AS-to-host key for every verifier.
-struct FixedKey(idint_wire::crypto::Aes128);
+struct FixedKey(idint_wire::crypto::Aes128Enc);
 
 impl scion_dp::idint::VerifierKeys for FixedKey {
     fn find(
@@ -388,7 +388,7 @@ impl scion_dp::idint::VerifierKeys for FixedKey {
             generation: 0,
         })
     }
-    fn key(&self, _: scion_dp::idint::KeyHandle) -> Option<&idint_wire::crypto::Aes128> {
+    fn key(&self, _: scion_dp::idint::KeyHandle) -> Option<&idint_wire::crypto::Aes128Enc> {
         Some(&self.0)
     }
 }

@@ -1,10 +1,12 @@
 //! AES-128 primitives shared by ID-INT and DRKey: CBC-MAC with a zero IV and a zero-filled last
 //! block (the PRF of both protocols), and AES-CTR with a 12-byte nonce and a 32-bit counter.
 //!
-//! The key schedule ([`Aes128`]) is built once per key by the caller and reused; nothing here
-//! allocates. AES-NI is detected at run time by the `aes` crate.
+//! The key schedule ([`Aes128Enc`], encryption only: every use in SCION and ID-INT, CMAC and CTR
+//! alike, runs the block cipher forwards, so the decryption round keys are never built, which
+//! halves what a cached key occupies) is built once per key by the caller and reused; nothing
+//! here allocates. AES-NI is detected at run time by the `aes` crate unless the build targets it.
 
-pub use aes::Aes128;
+pub use aes::Aes128Enc;
 use aes::cipher::consts::U16;
 use aes::cipher::{
     Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
@@ -14,12 +16,12 @@ use aes::cipher::{
 pub const BLOCK_LEN: usize = 16;
 
 /// Builds the AES-128 key schedule for `key`.
-pub fn aes128(key: &[u8; 16]) -> Aes128 {
-    Aes128::new(&(*key).into())
+pub fn aes128(key: &[u8; 16]) -> Aes128Enc {
+    Aes128Enc::new(&(*key).into())
 }
 
 #[inline(always)]
-fn encrypt_in_place(cipher: &Aes128, block: &mut [u8; 16]) {
+fn encrypt_in_place(cipher: &Aes128Enc, block: &mut [u8; 16]) {
     cipher.encrypt_block(block.into());
 }
 
@@ -29,7 +31,7 @@ fn encrypt_in_place(cipher: &Aes128, block: &mut [u8; 16]) {
 /// Input may be fed in pieces of any size; the result equals [`cbc_mac`] over their
 /// concatenation. An empty input is treated as a single zero block.
 pub struct CbcMac<'k> {
-    cipher: &'k Aes128,
+    cipher: &'k Aes128Enc,
     state: [u8; 16],
     fill: usize,
     blocks: usize,
@@ -37,7 +39,7 @@ pub struct CbcMac<'k> {
 
 impl<'k> CbcMac<'k> {
     /// Starts a MAC computation under `cipher`.
-    pub fn new(cipher: &'k Aes128) -> Self {
+    pub fn new(cipher: &'k Aes128Enc) -> Self {
         CbcMac {
             cipher,
             state: [0; 16],
@@ -91,7 +93,7 @@ impl<'k> CbcMac<'k> {
 }
 
 /// AES-128 CBC-MAC of `data` (see [`CbcMac`]).
-pub fn cbc_mac(cipher: &Aes128, data: &[u8]) -> [u8; 16] {
+pub fn cbc_mac(cipher: &Aes128Enc, data: &[u8]) -> [u8; 16] {
     let mut mac = CbcMac::new(cipher);
     mac.update(data);
     mac.finalize()
@@ -100,7 +102,7 @@ pub fn cbc_mac(cipher: &Aes128, data: &[u8]) -> [u8; 16] {
 /// XORs the AES-128-CTR keystream into `data` in place: counter block = `nonce` (12 bytes) ||
 /// 32-bit big-endian counter starting at 0, one block per 16 bytes. Encryption and decryption
 /// are the same operation.
-pub fn ctr_apply(cipher: &Aes128, nonce: &[u8; 12], data: &mut [u8]) {
+pub fn ctr_apply(cipher: &Aes128Enc, nonce: &[u8; 12], data: &mut [u8]) {
     // Keystream blocks are independent: encrypt up to four at once so they pipeline.
     const LANES: usize = 4;
     let mut counter: u32 = 0;
@@ -124,7 +126,7 @@ pub fn ctr_apply(cipher: &Aes128, nonce: &[u8; 12], data: &mut [u8]) {
 /// Encrypts independent blocks in place in one pass with the key schedule loaded once, so
 /// several blocks are in flight at a time.
 #[inline]
-pub fn encrypt_blocks(cipher: &Aes128, blocks: &mut [[u8; 16]]) {
+pub fn encrypt_blocks(cipher: &Aes128Enc, blocks: &mut [[u8; 16]]) {
     cipher.encrypt_with_backend(Blocks(blocks));
 }
 
@@ -133,7 +135,7 @@ pub fn encrypt_blocks(cipher: &Aes128, blocks: &mut [[u8; 16]]) {
 /// keystream. Returns the CBC-MAC.
 #[inline]
 pub fn cbc_mac_and_keystream(
-    cipher: &Aes128,
+    cipher: &Aes128Enc,
     mac_blocks: &[[u8; 16]],
     keystream: &mut [[u8; 16]],
 ) -> [u8; 16] {

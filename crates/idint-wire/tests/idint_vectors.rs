@@ -174,7 +174,7 @@ mod crypto {
     }
 
     /// Builds a request, signs it, and lets three "routers" push sealed entries.
-    fn build_stack(keys: &[idint_wire::crypto::Aes128]) -> Vec<u8> {
+    fn build_stack(keys: &[idint_wire::crypto::Aes128Enc]) -> Vec<u8> {
         let req = request();
         let mut hbh = vec![0u8; req.hbh_len()];
         req.emit_hbh(&mut hbh, 17).unwrap();

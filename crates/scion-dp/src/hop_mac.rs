@@ -5,7 +5,7 @@
 //! first subkey `K1` computed once per key. [`HopMac::compute_batch`] encrypts several blocks
 //! in one call so that AES-NI/VAES keeps several blocks in flight.
 
-use aes::Aes128;
+use aes::Aes128Enc;
 use aes::cipher::consts::U16;
 use aes::cipher::{
     Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
@@ -34,7 +34,7 @@ pub fn forwarding_key(master_secret: &[u8]) -> [u8; 16] {
 /// AES-128-CMAC for single-block inputs, with the key schedule and subkey precomputed.
 #[derive(Clone)]
 pub struct HopMac {
-    cipher: Aes128,
+    cipher: Aes128Enc,
     k1: [u8; 16],
 }
 
@@ -47,7 +47,7 @@ impl core::fmt::Debug for HopMac {
 impl HopMac {
     /// Prepares the CMAC for `key` (the forwarding key).
     pub fn new(key: &[u8; 16]) -> Self {
-        let cipher = Aes128::new(&(*key).into());
+        let cipher = Aes128Enc::new(&(*key).into());
         let mut l = [0u8; 16];
         cipher.encrypt_block((&mut l).into());
         HopMac {

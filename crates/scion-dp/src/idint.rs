@@ -55,7 +55,7 @@
 
 use aes::cipher::Array;
 use aes::cipher::consts::U16;
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::crypto::seal_entry;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, SlotValue, entry_len, flags as eflags};
@@ -97,14 +97,38 @@ pub trait VerifierKeys {
 
     /// The key a handle from [`VerifierKeys::find`] names, or `None` once it is not held any
     /// more (a later `find` evicted it); never a different key.
-    fn key(&self, handle: KeyHandle) -> Option<&Aes128>;
+    fn key(&self, handle: KeyHandle) -> Option<&Aes128Enc>;
 
     /// [`VerifierKeys::find`] and [`VerifierKeys::key`] in one step.
     #[inline]
-    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128> {
+    fn as_host_key(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<&Aes128Enc> {
         let h = self.find(ia, host, now_ns)?;
         self.key(h)
     }
+
+    /// A hint that the key for `host` in `ia` will be looked up soon: a store may start
+    /// loading it into the CPU cache. Changes nothing observable.
+    #[inline]
+    fn warm(&self, ia: IsdAsn, host: &HostAddr) {
+        let _ = (ia, host);
+    }
+
+    /// How lookups went so far, for operators sizing a cache (zero for a store that keeps
+    /// no counters).
+    fn lookups(&self) -> KeyLookups {
+        KeyLookups::default()
+    }
+}
+
+/// Counters of a [`VerifierKeys`] store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyLookups {
+    /// Lookups answered from held keys.
+    pub hits: u64,
+    /// Lookups that had to derive (or fetch) the key.
+    pub misses: u64,
+    /// Held keys replaced to make room.
+    pub evictions: u64,
 }
 
 /// [`VerifierKeys`] from a worker's DRKey key cache: the level-2 AS→host keys of protocol
@@ -136,11 +160,30 @@ impl VerifierKeys for DrkeyKeys {
     }
 
     #[inline]
-    fn key(&self, h: KeyHandle) -> Option<&Aes128> {
+    fn key(&self, h: KeyHandle) -> Option<&Aes128Enc> {
         self.cache.key(drkey::cache::KeyHandle {
             index: h.index,
             generation: h.generation,
         })
+    }
+
+    #[inline]
+    fn warm(&self, ia: IsdAsn, host: &HostAddr) {
+        self.cache.warm(&drkey::cache::KeyId {
+            protocol: drkey::Protocol::IDINT,
+            src: self.local,
+            dst: ia,
+            host: *host,
+        });
+    }
+
+    fn lookups(&self) -> KeyLookups {
+        let s = self.cache.stats();
+        KeyLookups {
+            hits: s.hits,
+            misses: s.misses,
+            evictions: s.evictions,
+        }
     }
 }
 
@@ -153,7 +196,7 @@ pub trait NonceSource {
 /// A fast CSPRNG for nonces: AES-128 in counter mode under a secret random key (each nonce is
 /// 12 bytes of one block). Seed it from the operating system's generator, one per worker.
 pub struct CtrDrbg {
-    cipher: Aes128,
+    cipher: Aes128Enc,
     counter: u128,
     /// Nonces generated ahead (one pipelined AES pass per refill).
     ready: [[u8; 16]; DRBG_AHEAD],
@@ -357,6 +400,15 @@ pub trait ForwardingHook {
         self.after_forwarding(router, buf, pkt, d);
     }
 
+    /// A first look at a packet of a burst, before any packet of the burst is forwarded: the
+    /// hook may start loading what it will need for the packet (its key, say) so that
+    /// [`Self::after_forwarding_in_burst`] does not wait for memory. Changes nothing
+    /// observable; `buf[..len]` may be anything.
+    #[inline]
+    fn preview(&mut self, buf: &[u8], len: usize) {
+        let _ = (buf, len);
+    }
+
     /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
     /// `slot`). Called once per burst of at most 32 packets.
     #[inline]
@@ -550,6 +602,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         self.defer_slot = u8::try_from(slot).ok();
         self.after_forwarding(router, buf, pkt, d);
         self.defer_slot = None;
+    }
+
+    #[inline]
+    fn preview(&mut self, buf: &[u8], len: usize) {
+        if let Some(id) = buf.get(..len).and_then(verifier_of_request) {
+            self.keys.warm(id.ia(), &id.host());
+        }
     }
 
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
@@ -1133,6 +1192,43 @@ impl VerifierId {
     }
 }
 
+/// The verifier of a packet whose first hop-by-hop option is an ID-INT main option with an
+/// IPv4 or IPv6 verifier (the common request), read with every bound checked; `None` for
+/// anything else. Used to warm the verifier's key before the packet is processed.
+#[inline]
+fn verifier_of_request(pkt: &[u8]) -> Option<VerifierId> {
+    if *pkt.get(4)? != idint_wire::ext::HBH {
+        return None;
+    }
+    let hl = usize::from(*pkt.get(5)?) * 4;
+    let main = pkt.get(hl + 2..)?;
+    if *main.first()? != opt_type::IDINT_MAIN {
+        return None;
+    }
+    let f1 = *main.get(3)?;
+    let id = match ((f1 >> 4) & 3, f1 & 0xf) {
+        (0, vtl @ (0 | 3)) => {
+            let (t, n) = if vtl == 0 {
+                (AddrType::IPV4, 4)
+            } else {
+                (AddrType::IPV6, 16)
+            };
+            let ia = main.get(22..30)?;
+            VerifierId::new(read_u64(ia, 0), t, main.get(30..30 + n)?)
+        }
+        (vrf @ (1 | 2), _) => {
+            let h = ScionHeader::new_checked(pkt.get(..hl)?).ok()?;
+            if vrf == 2 {
+                VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes())
+            } else {
+                VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes())
+            }
+        }
+        _ => return None,
+    };
+    (id.ty == AddrType::IPV4.nibble() || id.ty == AddrType::IPV6.nibble()).then_some(id)
+}
+
 fn read_u64(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
@@ -1276,7 +1372,7 @@ impl SealBatch {
         {
             // Every key of the burst through one shared borrow, then all chains together.
             let keys: &K = keys;
-            let mut ciphers: [Option<&Aes128>; MAX_BURST] = [None; MAX_BURST];
+            let mut ciphers: [Option<&Aes128Enc>; MAX_BURST] = [None; MAX_BURST];
             for ((c, j), s) in ciphers.iter_mut().zip(jobs.iter()).zip(sealed.iter_mut()) {
                 *c = keys.key(j.handle);
                 *s = c.is_some();
@@ -1335,7 +1431,7 @@ impl SealBatch {
 /// computations of different entries (and keys) overlap in the CPU instead of each waiting
 /// for the latency of its own chain.
 #[inline(always)]
-fn interleave(jobs: &mut [SealJob], ciphers: &[Option<&Aes128>], macs: &mut [[u8; 16]]) {
+fn interleave(jobs: &mut [SealJob], ciphers: &[Option<&Aes128Enc>], macs: &mut [[u8; 16]]) {
     use aes::cipher::BlockCipherEncrypt;
     let mut steps = 0;
     for (j, c) in jobs.iter_mut().zip(ciphers) {

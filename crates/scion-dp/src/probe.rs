@@ -8,7 +8,7 @@
 
 use alloc::vec::Vec;
 
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::{
     AggregationFunction, AggregationMode, Instruction, RequestBuilder, Verifier,
 };
@@ -174,7 +174,7 @@ impl ProbeSource {
     pub fn poll(
         &mut self,
         now_ns: u64,
-        source_key: &Aes128,
+        source_key: &Aes128Enc,
         buf: &mut [u8],
     ) -> Option<Result<Probe, Error>> {
         let (index, _) = self
@@ -226,7 +226,7 @@ fn build(
     ts: u64,
     port: u16,
     seq: u64,
-    key: &Aes128,
+    key: &Aes128Enc,
     buf: &mut [u8],
 ) -> Result<usize, Error> {
     let r = &t.request;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use drkey::cache::KeyCache;
 use drkey::provider::{Level1Provider, LocalProvider};
 use drkey::{Protocol, host_as, host_host};
-use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::crypto::{Aes128Enc, aes128};
 use idint_wire::idint::crypto::VerifyError;
 use idint_wire::idint::entry::SlotValue;
 use idint_wire::idint::verify::{
@@ -161,22 +161,22 @@ fn path(rs: &[Router]) -> ScionPathRepr {
 }
 
 /// The host-to-host key of the source entry (source host in A to the destination host in D).
-fn source_key() -> Aes128 {
+fn source_key() -> Aes128Enc {
     keys().1.clone()
 }
 
 /// The AS-to-host key of AS `i` for the destination host.
-fn as_key(i: usize) -> Aes128 {
+fn as_key(i: usize) -> Aes128Enc {
     keys().0[i].clone()
 }
 
 /// Derived once (secret values are PBKDF2).
-fn keys() -> &'static (Vec<Aes128>, Aes128) {
-    static KEYS: std::sync::OnceLock<(Vec<Aes128>, Aes128)> = std::sync::OnceLock::new();
+fn keys() -> &'static (Vec<Aes128Enc>, Aes128Enc) {
+    static KEYS: std::sync::OnceLock<(Vec<Aes128Enc>, Aes128Enc)> = std::sync::OnceLock::new();
     KEYS.get_or_init(|| ((0..4).map(derive_as_key).collect(), derive_source_key()))
 }
 
-fn derive_source_key() -> Aes128 {
+fn derive_source_key() -> Aes128Enc {
     let [a, _, _, d] = ases();
     let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
     let (_, l1) = p.level1(Protocol::IDINT, a, d, NOW_S).unwrap();
@@ -186,7 +186,7 @@ fn derive_source_key() -> Aes128 {
         .cipher()
 }
 
-fn derive_as_key(i: usize) -> Aes128 {
+fn derive_as_key(i: usize) -> Aes128Enc {
     let asi = ases()[i];
     let p = LocalProvider::new(asi, &secret(i), EPOCH).unwrap();
     let (_, l1) = p.level1(Protocol::IDINT, asi, ases()[3], NOW_S).unwrap();
@@ -281,7 +281,7 @@ impl VerifierKeys for NoKeys {
     fn find(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<KeyHandle> {
         None
     }
-    fn key(&self, _: KeyHandle) -> Option<&Aes128> {
+    fn key(&self, _: KeyHandle) -> Option<&Aes128Enc> {
         None
     }
 }
@@ -386,7 +386,7 @@ fn verify(pkt: &mut [u8]) -> Result<Vec<DecodedEntry>, OpenError> {
         .map_err(|e| OpenError::Verify(VerifyError::Malformed(e)))?
         // A flipped option type hides the whole request.
         .ok_or(OpenError::Verify(VerifyError::NoSourceEntry))?;
-    let keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    let keys: Vec<Aes128Enc> = (0..4).map(as_key).collect();
     // Hop-field index -> AS: hop j belongs to AS j on this single-segment path.
     let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
     open(&mut idint, &mut window, NOW, &source_key(), |_, e| {
@@ -597,7 +597,7 @@ fn a_router_without_a_key_leaves_the_packet_unchanged() {
 fn replays_and_stale_requests_are_refused() {
     let trip = traverse(&request(AggregationMode::Off, false));
     let r = hbh_range(&trip.packet);
-    let keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    let keys: Vec<Aes128Enc> = (0..4).map(as_key).collect();
     let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
     let sk = source_key();
     let mut run = |now: u64| {
@@ -619,7 +619,7 @@ fn replays_and_stale_requests_are_refused() {
 fn a_wrong_key_names_the_entry() {
     let trip = traverse(&request(AggregationMode::Off, true));
     let r = hbh_range(&trip.packet);
-    let mut keys: Vec<Aes128> = (0..4).map(as_key).collect();
+    let mut keys: Vec<Aes128Enc> = (0..4).map(as_key).collect();
     keys[2] = aes128(&[9; 16]); // AS C's key is wrong: entry 4 (RC) must fail.
     let mut p = trip.packet.clone();
     let mut idint = IdInt::locate(&mut p[r]).unwrap().unwrap();
@@ -771,7 +771,7 @@ mod infrastructure {
 
     /// The collector's keys: K(AS i -> A:collector) and the probe source's host-to-host key
     /// K(A:RA -> A:collector).
-    fn collector_keys() -> (Vec<Aes128>, Aes128) {
+    fn collector_keys() -> (Vec<Aes128Enc>, Aes128Enc) {
         let a = ases()[0];
         let col = HostAddr::V4(COLLECTOR);
         let as_keys = (0..4)

@@ -18,7 +18,7 @@ use drkey::cache::KeyCache;
 use drkey::provider::{Level1Provider, LocalProvider};
 use drkey::{Protocol, host_as, host_host};
 use idint_report::{report_from_packet, v1};
-use idint_wire::crypto::Aes128;
+use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::Instruction;
 use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
 use idint_wire::scion::PathType;
@@ -254,7 +254,7 @@ pub struct Chain {
     stages: Vec<Stage>,
     sink: Sink,
     probes: ProbeSource,
-    src_key: Aes128,
+    src_key: Aes128Enc,
     pub now_ns: u64,
     buf: Vec<u8>,
 }

@@ -14,7 +14,7 @@ use core::fmt;
 use super::entry::{Entry, MAC_LEN, NONCE_LEN, NONCE_OFFSET};
 use super::main_option::flags;
 use super::stack::{IdInt, MAX_ENTRIES};
-use crate::crypto::{Aes128, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply};
+use crate::crypto::{Aes128Enc, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply};
 use crate::error::Error;
 
 /// Why a telemetry stack did not verify.
@@ -61,7 +61,7 @@ fn first4(b: [u8; 16]) -> [u8; MAC_LEN] {
 
 /// The source-entry MAC for a main option and a source entry (its MAC field is ignored; a
 /// nonce, if any, is included as sent, metadata must be plaintext).
-pub fn source_mac(key: &Aes128, main: &[u8], source_entry: &[u8]) -> [u8; MAC_LEN] {
+pub fn source_mac(key: &Aes128Enc, main: &[u8], source_entry: &[u8]) -> [u8; MAC_LEN] {
     let mut m = CbcMac::new(key);
     let mut head = [0u8; 8];
     let n = main.len().min(8);
@@ -78,14 +78,14 @@ pub fn source_mac(key: &Aes128, main: &[u8], source_entry: &[u8]) -> [u8; MAC_LE
 
 /// The MAC of a (non-source) entry chained to the previous entry's on-wire MAC. `entry` is the
 /// plaintext entry; its MAC field is ignored.
-pub fn entry_mac(key: &Aes128, entry: &[u8], prev_mac: [u8; MAC_LEN]) -> [u8; MAC_LEN] {
+pub fn entry_mac(key: &Aes128Enc, entry: &[u8], prev_mac: [u8; MAC_LEN]) -> [u8; MAC_LEN] {
     let mut m = CbcMac::new(key);
     m.update(&entry[..entry.len().saturating_sub(MAC_LEN)]);
     m.update(&prev_mac);
     first4(m.finalize())
 }
 
-fn apply_ctr(key: &Aes128, entry: &mut Entry<&mut [u8]>) {
+fn apply_ctr(key: &Aes128Enc, entry: &mut Entry<&mut [u8]>) {
     if let Some(nonce) = entry.nonce() {
         let nonce: [u8; NONCE_LEN] = nonce;
         ctr_apply(key, &nonce, entry.encrypted_part_mut());
@@ -96,7 +96,7 @@ fn apply_ctr(key: &Aes128, entry: &mut Entry<&mut [u8]>) {
 /// is set. Returns the entry's MAC as it is now on the wire. The keystream and the MAC chain
 /// are computed in one AES pass (the keystream does not depend on the MAC).
 pub fn seal_entry(
-    key: &Aes128,
+    key: &Aes128Enc,
     entry: &mut Entry<&mut [u8]>,
     prev_mac: [u8; MAC_LEN],
 ) -> [u8; MAC_LEN] {
@@ -111,7 +111,7 @@ pub fn seal_entry(
 
 #[inline(always)]
 fn seal_with<const MAX_BLOCKS: usize>(
-    key: &Aes128,
+    key: &Aes128Enc,
     entry: &mut Entry<&mut [u8]>,
     prev_mac: [u8; MAC_LEN],
 ) -> [u8; MAC_LEN] {
@@ -156,7 +156,7 @@ fn seal_with<const MAX_BLOCKS: usize>(
 /// Decrypts an entry in place if its C flag is set and checks its MAC against `prev_mac`.
 /// Returns the on-wire (pre-decryption) MAC for chaining, or `None` if the MAC is wrong.
 pub fn open_entry(
-    key: &Aes128,
+    key: &Aes128Enc,
     entry: &mut Entry<&mut [u8]>,
     prev_mac: [u8; MAC_LEN],
 ) -> Option<[u8; MAC_LEN]> {
@@ -169,7 +169,7 @@ pub fn open_entry(
 /// Writes the source MAC of a request (and encrypts the source entry if its C flag is set).
 pub fn sign_source<T: AsRef<[u8]> + AsMut<[u8]>>(
     idint: &mut IdInt<T>,
-    key: &Aes128,
+    key: &Aes128Enc,
 ) -> Result<(), VerifyError> {
     let start = idint.stack_range().start;
     let mac = {
@@ -190,7 +190,7 @@ pub fn sign_source<T: AsRef<[u8]> + AsMut<[u8]>>(
 pub fn seal_entry_at<T: AsRef<[u8]> + AsMut<[u8]>>(
     idint: &mut IdInt<T>,
     offset: usize,
-    key: &Aes128,
+    key: &Aes128Enc,
 ) -> Result<[u8; MAC_LEN], VerifyError> {
     let prev = previous_mac(idint, offset)?;
     let mut e = idint.entry_at_mut(offset)?;
@@ -219,12 +219,12 @@ fn previous_mac<T: AsRef<[u8]>>(
 /// entry). Returns the number of entries verified, source entry included.
 pub fn verify_stack<'k, T, F>(
     idint: &mut IdInt<T>,
-    source_key: &Aes128,
+    source_key: &Aes128Enc,
     key_for: F,
 ) -> Result<usize, VerifyError>
 where
     T: AsRef<[u8]> + AsMut<[u8]>,
-    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128Enc>,
 {
     verify_stack_with(idint, source_key, key_for, |_, _| {})
 }
@@ -235,13 +235,13 @@ where
 /// the entries handed over so far were verified but the stack as a whole was not.
 pub fn verify_stack_with<'k, T, F, G>(
     idint: &mut IdInt<T>,
-    source_key: &Aes128,
+    source_key: &Aes128Enc,
     mut key_for: F,
     mut on_entry: G,
 ) -> Result<usize, VerifyError>
 where
     T: AsRef<[u8]> + AsMut<[u8]>,
-    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128Enc>,
     G: FnMut(usize, &Entry<&[u8]>),
 {
     // One walk checks every entry and records where it starts; afterwards the entries are

@@ -131,7 +131,7 @@ impl RequestBuilder {
         &self,
         buf: &mut [u8],
         next_header: u8,
-        key: &crate::crypto::Aes128,
+        key: &crate::crypto::Aes128Enc,
     ) -> Result<usize> {
         let n = self.emit_hbh(buf, next_header)?;
         let mut idint = super::IdInt::locate(&mut buf[..n])?

@@ -17,7 +17,7 @@ use super::entry::Entry;
 use super::main_option::MainOption;
 use super::stack::IdInt;
 use super::{Instruction, Metadata};
-use crate::crypto::Aes128;
+use crate::crypto::Aes128Enc;
 
 /// One verified, decrypted entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,12 +163,12 @@ pub fn open<'k, T, F, const N: usize>(
     idint: &mut IdInt<T>,
     window: &mut ReplayWindow<N>,
     now_ns: u64,
-    source_key: &Aes128,
+    source_key: &Aes128Enc,
     key_for: F,
 ) -> Result<usize, OpenError>
 where
     T: AsRef<[u8]> + AsMut<[u8]>,
-    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128>,
+    F: FnMut(usize, &Entry<&[u8]>) -> Option<&'k Aes128Enc>,
 {
     let (ts, port) = {
         let m = idint.main();

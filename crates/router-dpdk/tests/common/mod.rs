@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use drkey::Protocol;
 use drkey::provider::{Level1Provider, LocalProvider};
-use idint_wire::crypto::{Aes128, aes128};
+use idint_wire::crypto::{Aes128Enc, aes128};
 use idint_wire::idint::crypto::sign_source;
 use idint_wire::idint::{AggregationMode, IdInt, Instruction, RequestBuilder, Verifier};
 use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
@@ -52,12 +52,12 @@ pub fn router_config() -> RouterConfig {
 }
 
 /// The AS-to-host ID-INT key of AS 1-ff00:0:1 for the destination host at `now_s`.
-pub fn as_key(now_s: u64) -> Aes128 {
+pub fn as_key(now_s: u64) -> Aes128Enc {
     as_key_for(now_s, dst_ia(), DST_HOST)
 }
 
 /// The AS-to-host ID-INT key of AS 1-ff00:0:1 for `host` in `ia` at `now_s`.
-pub fn as_key_for(now_s: u64, ia: IsdAsn, host: Ipv4Addr) -> Aes128 {
+pub fn as_key_for(now_s: u64, ia: IsdAsn, host: Ipv4Addr) -> Aes128Enc {
     let cfg = router_config();
     let keys = scion_topology::MasterKeys::load(example_dir().join("keys")).unwrap();
     let p = LocalProvider::new(cfg.local_ia, &keys.master0, 86_400).unwrap();
