@@ -18,6 +18,7 @@
 //!
 //! [drkey]
 //! epoch_secs = 86400
+//! cache_keys = 4096                 # ID-INT verifier keys cached per worker (4-way sets)
 //!
 //! [idint]
 //! node_id = 1
@@ -111,6 +112,7 @@ struct RawDataplane {
 #[serde(deny_unknown_fields)]
 struct RawDrkey {
     epoch_secs: Option<u32>,
+    cache_keys: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -222,6 +224,8 @@ pub struct Config {
     pub io_only: bool,
     /// DRKey epoch length, seconds.
     pub epoch_secs: u32,
+    /// Level-2 (AS-to-host) keys each worker caches for sealing ID-INT entries.
+    pub cache_keys: usize,
     /// Node id written into ID-INT entries.
     pub node_id: Option<u32>,
     /// Configured energy figures for telemetry.
@@ -413,6 +417,13 @@ impl Config {
                 format!("{epoch_secs} is outside 360 ..= 259200 (6 minutes to 3 days)"),
             ));
         }
+        let cache_keys = raw.drkey.cache_keys.unwrap_or(4096);
+        if !(4..=1 << 20).contains(&cache_keys) {
+            return Err(item(
+                "drkey.cache_keys",
+                format!("{cache_keys} is outside 4 ..= 1048576"),
+            ));
+        }
         let mbufs = raw.dataplane.mbufs.unwrap_or(8191);
         if mbufs < 512 {
             return Err(item("dataplane.mbufs", format!("{mbufs} is below 512")));
@@ -508,6 +519,7 @@ impl Config {
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
             io_only: raw.dataplane.io_only.unwrap_or(false),
             epoch_secs,
+            cache_keys: cache_keys as usize,
             node_id: raw.idint.node_id,
         })
     }

@@ -173,6 +173,15 @@ pub fn prometheus(
     for (k, v) in snap.idint.named() {
         counter(&format!("{k}_total"), "ID-INT stage counter", &one(v));
     }
+    let lookups: Vec<_> = crate::stats::key_lookups_named(&snap.keys)
+        .iter()
+        .map(|(k, v)| (format!("result=\"{k}\""), *v))
+        .collect();
+    counter(
+        "idint_key_lookups_total",
+        "ID-INT verifier key lookups in the workers' DRKey caches (hits, misses = derivations, evictions)",
+        &lookups,
+    );
     for (k, v) in extra {
         counter(&format!("{k}_total"), "Report export counter", &one(*v));
     }

@@ -297,7 +297,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             stats: s,
             pool: pool.clone(),
             keys: DrkeyKeys {
-                cache: KeyCache::new(provider.clone(), 1024),
+                cache: KeyCache::new(provider.clone(), config.cache_keys),
                 local: config.router.local_ia,
             },
             seed,

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use scion_dp::idint::IdIntCounters;
+use scion_dp::idint::{IdIntCounters, KeyLookups};
 use scion_dp::{Counters, DropReason, ScmpReason};
 
 /// I/O-level counters of one worker (what happens around scion-dp).
@@ -46,6 +46,7 @@ pub struct IoCounters {
 const IO_FIELDS: usize = 15;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
 const II_FIELDS: usize = 13;
+const KEY_FIELDS: usize = 3;
 
 impl IoCounters {
     fn to_array(self) -> [u64; IO_FIELDS] {
@@ -166,12 +167,22 @@ fn ii_from_array(a: &[u64; II_FIELDS]) -> IdIntCounters {
     }
 }
 
+/// `(name, value)` pairs of key lookup counters.
+pub fn key_lookups_named(k: &KeyLookups) -> [(&'static str, u64); KEY_FIELDS] {
+    [
+        ("hits", k.hits),
+        ("misses", k.misses),
+        ("evictions", k.evictions),
+    ]
+}
+
 /// The published counters of one worker.
 #[derive(Debug)]
 pub struct WorkerStats {
     io: [AtomicU64; IO_FIELDS],
     dp: [AtomicU64; DP_FIELDS],
     ii: [AtomicU64; II_FIELDS],
+    keys: [AtomicU64; KEY_FIELDS],
 }
 
 impl Default for WorkerStats {
@@ -180,6 +191,7 @@ impl Default for WorkerStats {
             io: std::array::from_fn(|_| AtomicU64::new(0)),
             dp: std::array::from_fn(|_| AtomicU64::new(0)),
             ii: std::array::from_fn(|_| AtomicU64::new(0)),
+            keys: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 }
@@ -193,11 +205,13 @@ pub struct Snapshot {
     pub dp: Counters,
     /// ID-INT stage counters.
     pub idint: IdIntCounters,
+    /// ID-INT key lookups (the worker's DRKey cache).
+    pub keys: KeyLookups,
 }
 
 impl WorkerStats {
     /// Publishes the worker's current values (called by its worker only).
-    pub fn publish(&self, io: &IoCounters, dp: &Counters, ii: &IdIntCounters) {
+    pub fn publish(&self, io: &IoCounters, dp: &Counters, ii: &IdIntCounters, keys: &KeyLookups) {
         for (a, v) in self.io.iter().zip(io.to_array()) {
             a.store(v, Ordering::Relaxed);
         }
@@ -207,6 +221,9 @@ impl WorkerStats {
         for (a, v) in self.ii.iter().zip(ii_to_array(ii)) {
             a.store(v, Ordering::Relaxed);
         }
+        for (a, v) in self.keys.iter().zip(key_lookups_named(keys)) {
+            a.store(v.1, Ordering::Relaxed);
+        }
     }
 
     /// The last published values.
@@ -214,10 +231,16 @@ impl WorkerStats {
         let io = std::array::from_fn(|i| self.io[i].load(Ordering::Relaxed));
         let dp = std::array::from_fn(|i| self.dp[i].load(Ordering::Relaxed));
         let ii = std::array::from_fn(|i| self.ii[i].load(Ordering::Relaxed));
+        let k: [u64; KEY_FIELDS] = std::array::from_fn(|i| self.keys[i].load(Ordering::Relaxed));
         Snapshot {
             io: IoCounters::from_array(io),
             dp: dp_from_array(&dp),
             idint: ii_from_array(&ii),
+            keys: KeyLookups {
+                hits: k[0],
+                misses: k[1],
+                evictions: k[2],
+            },
         }
     }
 }
@@ -231,6 +254,9 @@ impl Snapshot {
             s.io.merge(&x.io);
             s.dp.merge(&x.dp);
             s.idint.merge(&x.idint);
+            s.keys.hits += x.keys.hits;
+            s.keys.misses += x.keys.misses;
+            s.keys.evictions += x.keys.evictions;
         }
         s
     }
@@ -258,6 +284,10 @@ impl Snapshot {
             "scmp_replies": replies,
             "drops": drops,
             "idint": ii,
+            "idint_keys": key_lookups_named(&self.keys)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(v)))
+                .collect::<serde_json::Map<_, _>>(),
         })
     }
 }
@@ -284,8 +314,26 @@ mod tests {
         };
         let a = WorkerStats::default();
         let b = WorkerStats::default();
-        a.publish(&io, &dp, &ii);
-        b.publish(&io, &dp, &ii);
+        a.publish(
+            &io,
+            &dp,
+            &ii,
+            &KeyLookups {
+                hits: 4,
+                misses: 1,
+                evictions: 0,
+            },
+        );
+        b.publish(
+            &io,
+            &dp,
+            &ii,
+            &KeyLookups {
+                hits: 2,
+                misses: 3,
+                evictions: 1,
+            },
+        );
         assert_eq!(a.snapshot().dp, dp);
         assert_eq!(a.snapshot().idint, ii);
         let s = Snapshot::sum([&a, &b]);
@@ -299,5 +347,15 @@ mod tests {
         assert_eq!(j["io"]["rx_frames"], 10);
         assert_eq!(j["io"]["ndp_learned"], 6);
         assert_eq!(s.io.named()[14], ("ndp_learned", 6));
+        assert_eq!(
+            s.keys,
+            KeyLookups {
+                hits: 6,
+                misses: 4,
+                evictions: 1
+            }
+        );
+        assert_eq!(j["idint_keys"]["misses"], 4);
+        assert_eq!(j["idint_keys"]["evictions"], 1);
     }
 }

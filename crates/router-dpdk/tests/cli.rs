@@ -105,6 +105,12 @@ fn bad_configs_fail_with_clear_messages() {
             "dataplane.distribution",
         ),
         (
+            "key cache too small",
+            Box::new(|t| t.replace("[idint]", "[drkey]\ncache_keys = 2\n\n[idint]")),
+            2,
+            "drkey.cache_keys: 2 is outside 4 ..= 1048576",
+        ),
+        (
             "single lcore",
             Box::new(|t| t.replace("\"0-1\"", "\"0\"")),
             1,
