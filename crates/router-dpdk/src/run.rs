@@ -24,21 +24,19 @@ use crate::worker::{
     IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
 };
 
-/// Sibling routers owning exactly one interface, by internal address (for several, the
-/// I/O layer cannot tell which link a packet came over; see the README).
+/// Sibling routers by internal address, each with the lowest interface it owns: packets from
+/// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
 fn sibling_links(r: &scion_dp::config::RouterConfig) -> Vec<(std::net::SocketAddr, u16)> {
-    let mut by_addr: std::collections::HashMap<std::net::SocketAddr, Vec<u16>> =
-        std::collections::HashMap::new();
+    let mut links: Vec<(std::net::SocketAddr, u16)> = Vec::new();
     for i in &r.interfaces {
         if let scion_dp::config::Owner::Sibling(a) = i.owner {
-            by_addr.entry(a).or_default().push(i.id);
+            match links.iter_mut().find(|(x, _)| *x == a) {
+                Some((_, id)) => *id = (*id).min(i.id),
+                None => links.push((a, i.id)),
+            }
         }
     }
-    by_addr
-        .into_iter()
-        .filter(|(_, ids)| ids.len() == 1)
-        .map(|(a, ids)| (a, ids[0]))
-        .collect()
+    links
 }
 
 /// Reads every port's counters into the shared samples (rates over `interval_ns`).
@@ -487,4 +485,36 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         return Err(e.into());
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use scion_dp::config::{InterfaceConfig, LinkType, Owner, RouterConfig};
+
+    #[test]
+    fn every_sibling_router_gets_one_link() {
+        let a = "10.0.0.2:30042".parse().unwrap();
+        let b = "10.0.0.3:30042".parse().unwrap();
+        let iface = |id, owner| InterfaceConfig {
+            id,
+            link_type: LinkType::Child,
+            neighbor_ia: format!("1-ff00:0:{}", 200 + id).parse().unwrap(),
+            owner,
+        };
+        let r = RouterConfig {
+            local_ia: "1-ff00:0:110".parse().unwrap(),
+            core: false,
+            internal_addr: "10.0.0.1:30042".parse().unwrap(),
+            interfaces: vec![
+                iface(1, Owner::Local),
+                iface(7, Owner::Sibling(a)),
+                iface(3, Owner::Sibling(a)),
+                iface(5, Owner::Sibling(b)),
+            ],
+            services: vec![],
+            dispatched_ports: scion_dp::config::DispatchedPorts::All,
+            forwarding_key: [0; 16],
+        };
+        assert_eq!(super::sibling_links(&r), vec![(a, 3), (b, 5)]);
+    }
 }

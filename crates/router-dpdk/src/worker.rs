@@ -56,7 +56,7 @@ pub struct Tables {
     pub learned6: Neighbor6Table,
     /// Default next-hop MAC per port index.
     pub default_macs: Vec<Option<[u8; 6]>>,
-    /// Sibling routers that own exactly one interface: (internal address, that interface).
+    /// Sibling routers: (internal address, one interface it owns, which names its link).
     /// Packets from them on the internal port arrive as [`Ingress::Sibling`].
     pub siblings: Vec<(SocketAddr, u16)>,
 }

@@ -10,7 +10,8 @@ use idint_wire::scmp::msg_type;
 pub enum Ingress {
     /// The AS-internal network (an end host or service), not a sibling router's link.
     Internal,
-    /// The link this router keeps to the sibling router that owns interface `ifid`.
+    /// The link this router keeps to the sibling router that owns interface `ifid`. A sibling
+    /// router that owns several interfaces has one link, which any of them names.
     Sibling(u16),
     /// This router's own inter-AS link of interface `ifid`.
     External(u16),

@@ -779,14 +779,17 @@ impl Engine<'_> {
             return done(self.error(buf, len, ingress, ScmpReason::InvalidPacketSize, 0));
         }
         // Step 7: a packet in AS transit must come over the sibling link of the interface it
-        // entered the AS on.
+        // entered the AS on: the link to the sibling router that owns that interface (a
+        // sibling owning several interfaces has one link, named by any of them).
         if in_if == 0 && meta.curr_hf() != 0 {
             let entry = self.entry_interface(buf, p);
-            let via_sibling = matches!(ingress, Ingress::Sibling(k) if k == entry)
-                && matches!(
-                    self.router.interface(entry).map(|i| i.owner),
-                    Some(Owner::Sibling(_))
-                );
+            let owner = |k: u16| self.router.interface(k).map(|i| i.owner);
+            let via_sibling = match (ingress, owner(entry)) {
+                (Ingress::Sibling(k), Some(o @ Owner::Sibling(_))) => {
+                    k == entry || owner(k) == Some(o)
+                }
+                _ => false,
+            };
             if !via_sibling {
                 return done(Disposition::Drop(DropReason::TransitNotFromSibling));
             }

@@ -327,3 +327,54 @@ proptest! {
         prop_assert!(same.is_ok(), "{:?}", same);
     }
 }
+
+/// A sibling router that owns several interfaces has one link: a packet that entered the AS
+/// on any of them is accepted over that link whichever of its interfaces names it, and
+/// refused over the link of another sibling router.
+#[test]
+fn transit_over_the_link_of_a_sibling_owning_several_interfaces() {
+    use scion_dp::config::{InterfaceConfig, LinkType, Owner, RouterConfig};
+    let file = file();
+    let case = file
+        .cases
+        .iter()
+        .find(|c| c.name == "as_transit_out_from_sibling")
+        .expect("case in the vectors");
+    assert_eq!(case.ingress, Ingress::Sibling(5));
+    let base = file.routers[&case.router].config().clone();
+    let sibling = base.interfaces.iter().find(|i| i.id == 5).unwrap().owner;
+    assert!(matches!(sibling, Owner::Sibling(_)));
+    let mut cfg: RouterConfig = base.clone();
+    let other: std::net::SocketAddr = "198.51.100.7:30042".parse().unwrap();
+    for (id, owner, n) in [(6, sibling, 114), (7, Owner::Sibling(other), 115)] {
+        cfg.interfaces.push(InterfaceConfig {
+            id,
+            link_type: LinkType::Child,
+            neighbor_ia: format!("1-ff00:0:{n}").parse().unwrap(),
+            owner,
+        });
+    }
+    let router = scion_dp::config::Router::new(cfg).unwrap();
+    let decide = |ingress: Ingress| {
+        let mut p = Processor::new(&router);
+        let mut buf = vec![0u8; ROOM];
+        buf[..case.input.len()].copy_from_slice(&case.input);
+        let d = p.process(&mut buf, case.input.len(), ingress, file.now_ns);
+        buf.truncate(case.input.len());
+        (d, buf)
+    };
+    let (want, want_bytes) = run(file, case, &case.input);
+    assert!(matches!(want, Disposition::Forward { .. }), "{want:?}");
+    // The sibling's link named by its other interface: the same decision, the same bytes.
+    assert_eq!(decide(Ingress::Sibling(6)), (want, want_bytes.clone()));
+    assert_eq!(decide(Ingress::Sibling(5)).0, want);
+    // Another sibling router's link, the internal network, or a link to an interface this
+    // router owns itself: refused.
+    for wrong in [Ingress::Sibling(7), Ingress::Internal, Ingress::Sibling(1)] {
+        assert_eq!(
+            decide(wrong).0,
+            Disposition::Drop(DropReason::TransitNotFromSibling),
+            "{wrong:?}"
+        );
+    }
+}
