@@ -15,6 +15,8 @@
 //! rx_desc = 512
 //! tx_desc = 512
 //! io_only = false                   # benchmark ceiling: frames leave by the next port untouched
+//! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on
+//! neighbor_expire_secs = 300        # ... and forgotten from this age on
 //!
 //! [drkey]
 //! epoch_secs = 86400
@@ -106,6 +108,8 @@ struct RawDataplane {
     rx_desc: Option<u16>,
     tx_desc: Option<u16>,
     io_only: Option<bool>,
+    neighbor_refresh_secs: Option<u32>,
+    neighbor_expire_secs: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -222,6 +226,8 @@ pub struct Config {
     /// Benchmark mode: every frame received on port `i` leaves by port `i + 1` (mod ports)
     /// untouched, no SCION processing (the I/O-only ceiling of the same devices).
     pub io_only: bool,
+    /// Ageing of ARP/NDP-learned next-hop MACs.
+    pub neighbor_aging: crate::neighbor::Aging,
     /// DRKey epoch length, seconds.
     pub epoch_secs: u32,
     /// Level-2 (AS-to-host) keys each worker caches for sealing ID-INT entries.
@@ -424,6 +430,27 @@ impl Config {
                 format!("{cache_keys} is outside 4 ..= 1048576"),
             ));
         }
+        let default_aging = crate::neighbor::Aging::default();
+        let neighbor_aging = crate::neighbor::Aging {
+            refresh_s: raw
+                .dataplane
+                .neighbor_refresh_secs
+                .unwrap_or(default_aging.refresh_s),
+            expire_s: raw
+                .dataplane
+                .neighbor_expire_secs
+                .unwrap_or(default_aging.expire_s),
+        };
+        if neighbor_aging.refresh_s == 0 || neighbor_aging.expire_s <= neighbor_aging.refresh_s {
+            return Err(item(
+                "dataplane.neighbor_expire_secs",
+                format!(
+                    "neighbour entries must be refreshed (after {} s) before they expire (after {} s), \
+                     and the refresh time must be at least 1 s",
+                    neighbor_aging.refresh_s, neighbor_aging.expire_s
+                ),
+            ));
+        }
         let mbufs = raw.dataplane.mbufs.unwrap_or(8191);
         if mbufs < 512 {
             return Err(item("dataplane.mbufs", format!("{mbufs} is below 512")));
@@ -518,6 +545,7 @@ impl Config {
             rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
             io_only: raw.dataplane.io_only.unwrap_or(false),
+            neighbor_aging,
             epoch_secs,
             cache_keys: cache_keys as usize,
             node_id: raw.idint.node_id,

@@ -3,6 +3,11 @@
 //! retries or misses while a writer updates the slot; writers that collide skip, the next
 //! ARP/NDP packet retries). [`NeighborTable`] keys on IPv4 addresses, [`Neighbor6Table`] on
 //! IPv6 addresses; both share one implementation, specialised by key width.
+//!
+//! Entries age: each records when it was last learned (Unix seconds, from the caller). An entry
+//! older than the table's refresh time is still used but reported stale, so the router asks
+//! the neighbour again (a reply refreshes it); one older than the expiry time is gone (a next
+//! hop that stopped answering is not used forever, and its slot can be taken by another).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -19,6 +24,8 @@ struct Slot<const W: usize> {
     key: [AtomicU64; W],
     /// MAC in the low 48 bits.
     mac: AtomicU64,
+    /// When the entry was last learned (Unix seconds).
+    learned_s: AtomicU32,
 }
 
 impl<const W: usize> Default for Slot<W> {
@@ -27,6 +34,7 @@ impl<const W: usize> Default for Slot<W> {
             seq: AtomicU32::new(0),
             key: std::array::from_fn(|_| AtomicU64::new(0)),
             mac: AtomicU64::new(0),
+            learned_s: AtomicU32::new(0),
         }
     }
 }
@@ -44,20 +52,57 @@ fn u64_to_mac(v: u64) -> [u8; 6] {
     m
 }
 
+/// A learned next-hop MAC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Learned {
+    /// The MAC address.
+    pub mac: [u8; 6],
+    /// Older than the refresh time: still valid, but the neighbour should be asked again.
+    pub stale: bool,
+}
+
+/// How entries age, in seconds since they were last learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aging {
+    /// From this age on an entry is stale (used, and re-resolved).
+    pub refresh_s: u32,
+    /// From this age on an entry is gone.
+    pub expire_s: u32,
+}
+
+impl Default for Aging {
+    /// Refresh after a minute, expire after five (a neighbour that answers keeps its entry
+    /// fresh; one that stopped answering is dropped four minutes after the first re-ask).
+    fn default() -> Self {
+        Aging {
+            refresh_s: 60,
+            expire_s: 300,
+        }
+    }
+}
+
 /// The sequence-locked table behind both public tables.
 #[derive(Debug)]
 struct Table<const W: usize> {
     slots: Box<[Slot<W>]>,
     mask: usize,
+    aging: Aging,
 }
 
 impl<const W: usize> Table<W> {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, aging: Aging) -> Self {
         let n = capacity.max(16).next_power_of_two();
         Table {
             slots: (0..n).map(|_| Slot::default()).collect(),
             mask: n - 1,
+            aging,
         }
+    }
+
+    /// Whether slot contents learned at `learned_s` have expired at `now_s`.
+    #[inline]
+    fn expired(&self, learned_s: u32, now_s: u32) -> bool {
+        now_s.saturating_sub(learned_s) >= self.aging.expire_s
     }
 
     #[inline]
@@ -86,7 +131,7 @@ impl<const W: usize> Table<W> {
     }
 
     #[inline]
-    fn lookup(&self, key: [u64; W]) -> Option<[u8; 6]> {
+    fn lookup(&self, key: [u64; W], now_s: u32) -> Option<Learned> {
         if key.iter().all(|k| *k == 0) {
             return None;
         }
@@ -100,11 +145,18 @@ impl<const W: usize> Table<W> {
             let hit = Self::key_is(s, &key);
             let empty = !hit && Self::key_is_empty(s);
             let m = s.mac.load(Ordering::Acquire);
+            let learned_s = s.learned_s.load(Ordering::Acquire);
             if s.seq.load(Ordering::Acquire) != seq {
                 continue;
             }
             if hit {
-                return Some(u64_to_mac(m));
+                if self.expired(learned_s, now_s) {
+                    return None;
+                }
+                return Some(Learned {
+                    mac: u64_to_mac(m),
+                    stale: now_s.saturating_sub(learned_s) >= self.aging.refresh_s,
+                });
             }
             if empty {
                 return None;
@@ -113,14 +165,19 @@ impl<const W: usize> Table<W> {
         None
     }
 
-    fn learn(&self, key: [u64; W], mac: [u8; 6]) -> bool {
+    fn learn(&self, key: [u64; W], mac: [u8; 6], now_s: u32) -> bool {
         if key.iter().all(|k| *k == 0) {
             return false;
         }
         let h = Self::hash(&key);
-        for i in 0..PROBE {
+        let reusable = |s: &Slot<W>| {
+            Self::key_is_empty(s) || self.expired(s.learned_s.load(Ordering::Acquire), now_s)
+        };
+        // The address's own slot if it has one, else the first free or expired one.
+        let mine = (0..PROBE).find(|&i| Self::key_is(&self.slots[(h + i) & self.mask], &key));
+        for i in mine.map_or(0..PROBE, |i| i..i + 1) {
             let s = &self.slots[(h + i) & self.mask];
-            if !Self::key_is(s, &key) && !Self::key_is_empty(s) {
+            if !Self::key_is(s, &key) && !reusable(s) {
                 continue;
             }
             let seq = s.seq.load(Ordering::Acquire);
@@ -132,9 +189,10 @@ impl<const W: usize> Table<W> {
                 return false;
             }
             // We own the slot; it may have been taken by another address meanwhile.
-            let ok = Self::key_is(s, &key) || Self::key_is_empty(s);
+            let ok = Self::key_is(s, &key) || reusable(s);
             if ok {
                 s.mac.store(mac_to_u64(mac), Ordering::Release);
+                s.learned_s.store(now_s, Ordering::Release);
                 for (a, k) in s.key.iter().zip(key) {
                     a.store(k, Ordering::Release);
                 }
@@ -154,19 +212,20 @@ pub struct NeighborTable(Table<1>);
 
 impl NeighborTable {
     /// A table of `capacity` slots (rounded up to a power of two, at least 16).
-    pub fn new(capacity: usize) -> Self {
-        NeighborTable(Table::new(capacity))
+    pub fn new(capacity: usize, aging: Aging) -> Self {
+        NeighborTable(Table::new(capacity, aging))
     }
 
-    /// The MAC learned for `ip`.
+    /// The MAC learned for `ip`, unless it expired by `now_s` (Unix seconds).
     #[inline]
-    pub fn lookup(&self, ip: Ipv4Addr) -> Option<[u8; 6]> {
-        self.0.lookup([u64::from(u32::from(ip))])
+    pub fn lookup(&self, ip: Ipv4Addr, now_s: u32) -> Option<Learned> {
+        self.0.lookup([u64::from(u32::from(ip))], now_s)
     }
 
-    /// Records `ip` -> `mac`; `false` if the slots for `ip` are full or busy.
-    pub fn learn(&self, ip: Ipv4Addr, mac: [u8; 6]) -> bool {
-        self.0.learn([u64::from(u32::from(ip))], mac)
+    /// Records `ip` -> `mac` learned at `now_s`; `false` if the slots for `ip` are full (with
+    /// live entries) or busy.
+    pub fn learn(&self, ip: Ipv4Addr, mac: [u8; 6], now_s: u32) -> bool {
+        self.0.learn([u64::from(u32::from(ip))], mac, now_s)
     }
 }
 
@@ -182,19 +241,20 @@ fn words6(ip: Ipv6Addr) -> [u64; 2] {
 
 impl Neighbor6Table {
     /// A table of `capacity` slots (rounded up to a power of two, at least 16).
-    pub fn new(capacity: usize) -> Self {
-        Neighbor6Table(Table::new(capacity))
+    pub fn new(capacity: usize, aging: Aging) -> Self {
+        Neighbor6Table(Table::new(capacity, aging))
     }
 
-    /// The MAC learned for `ip`.
+    /// The MAC learned for `ip`, unless it expired by `now_s` (Unix seconds).
     #[inline]
-    pub fn lookup(&self, ip: Ipv6Addr) -> Option<[u8; 6]> {
-        self.0.lookup(words6(ip))
+    pub fn lookup(&self, ip: Ipv6Addr, now_s: u32) -> Option<Learned> {
+        self.0.lookup(words6(ip), now_s)
     }
 
-    /// Records `ip` -> `mac`; `false` if the slots for `ip` are full or busy (or `ip` is `::`).
-    pub fn learn(&self, ip: Ipv6Addr, mac: [u8; 6]) -> bool {
-        self.0.learn(words6(ip), mac)
+    /// Records `ip` -> `mac` learned at `now_s`; `false` if the slots for `ip` are full (with
+    /// live entries) or busy (or `ip` is `::`).
+    pub fn learn(&self, ip: Ipv6Addr, mac: [u8; 6], now_s: u32) -> bool {
+        self.0.learn(words6(ip), mac, now_s)
     }
 }
 
@@ -203,33 +263,81 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// A time for tests that do not age entries.
+    const T: u32 = 1_000;
+
     #[test]
     fn learn_lookup_update() {
-        let t = NeighborTable::new(16);
+        let t = NeighborTable::new(16, Aging::default());
         let a = Ipv4Addr::new(10, 0, 0, 1);
-        assert_eq!(t.lookup(a), None);
-        assert!(t.learn(a, [2, 0, 0, 0, 0, 1]));
-        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 1]));
-        assert!(t.learn(a, [2, 0, 0, 0, 0, 2]), "update in place");
-        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 2]));
-        assert!(!t.learn(Ipv4Addr::UNSPECIFIED, [1; 6]));
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), None);
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 1], T));
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), Some([2, 0, 0, 0, 0, 1]));
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 2], T), "update in place");
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), Some([2, 0, 0, 0, 0, 2]));
+        assert!(!t.learn(Ipv4Addr::UNSPECIFIED, [1; 6], T));
         // Fill: at most PROBE entries per home slot, nothing panics, lookups stay right.
         let mut learned = Vec::new();
         for i in 0..200u32 {
             let ip = Ipv4Addr::from(0x0a01_0000 + i);
-            if t.learn(ip, [(i % 251) as u8; 6]) {
+            if t.learn(ip, [(i % 251) as u8; 6], T) {
                 learned.push((ip, (i % 251) as u8));
             }
         }
         assert!(learned.len() >= 8);
         for (ip, b) in learned {
-            assert_eq!(t.lookup(ip), Some([b; 6]));
+            assert_eq!(t.lookup(ip, T).map(|l| l.mac), Some([b; 6]));
         }
     }
 
     #[test]
+    fn entries_go_stale_then_expire_and_free_their_slot() {
+        let aging = Aging {
+            refresh_s: 60,
+            expire_s: 300,
+        };
+        let t = NeighborTable::new(16, aging);
+        let a = Ipv4Addr::new(10, 0, 0, 1);
+        let m = [2, 0, 0, 0, 0, 1];
+        assert!(t.learn(a, m, T));
+        let fresh = Some(Learned {
+            mac: m,
+            stale: false,
+        });
+        let stale = Some(Learned {
+            mac: m,
+            stale: true,
+        });
+        assert_eq!(t.lookup(a, T), fresh);
+        assert_eq!(t.lookup(a, T + 59), fresh);
+        assert_eq!(t.lookup(a, T + 60), stale);
+        assert_eq!(t.lookup(a, T + 299), stale);
+        assert_eq!(t.lookup(a, T + 300), None);
+        // A clock that went backwards does not age an entry.
+        assert_eq!(t.lookup(a, T - 5), fresh);
+        // Learning again (a reply to the router's re-ask) makes it fresh.
+        assert!(t.learn(a, m, T + 120));
+        assert_eq!(t.lookup(a, T + 150), fresh);
+        // Expired entries give their slots to new addresses: a table filled at time T
+        // learns as many other addresses once all of them expired.
+        let v6 = Neighbor6Table::new(16, aging);
+        let ip = |i: u128| Ipv6Addr::from((0xfd00u128 << 112) + i + 1);
+        let first = (0..64).filter(|&i| v6.learn(ip(i), [1; 6], T)).count();
+        assert!(first >= 8);
+        assert!(
+            !(64..512).all(|i| v6.learn(ip(i), [2; 6], T + 10)),
+            "full while live"
+        );
+        let later = (1000..1064)
+            .filter(|&i| v6.learn(ip(i), [3; 6], T + 400))
+            .count();
+        assert!(later >= first, "{later} < {first}");
+        assert_eq!(v6.lookup(ip(0), T + 400), None);
+    }
+
+    #[test]
     fn concurrent_writers_and_readers_never_see_torn_entries() {
-        let t = Arc::new(NeighborTable::new(64));
+        let t = Arc::new(NeighborTable::new(64, Aging::default()));
         let ips: Vec<Ipv4Addr> = (1..=8u32)
             .map(|i| Ipv4Addr::from(0x0a00_0000 + i))
             .collect();
@@ -241,14 +349,18 @@ mod tests {
                     for round in 0..20_000u32 {
                         let ip = ips[(round as usize + w) % ips.len()];
                         let last = ip.octets()[3];
-                        t.learn(ip, [w as u8, (round >> 8) as u8, round as u8, 0, 0, last]);
+                        t.learn(
+                            ip,
+                            [w as u8, (round >> 8) as u8, round as u8, 0, 0, last],
+                            T,
+                        );
                     }
                 })
             })
             .collect();
         for _ in 0..50_000 {
             for ip in &ips {
-                if let Some(m) = t.lookup(*ip) {
+                if let Some(m) = t.lookup(*ip, T).map(|l| l.mac) {
                     assert_eq!(m[5], ip.octets()[3]);
                 }
             }
@@ -260,33 +372,37 @@ mod tests {
 
     #[test]
     fn ipv6_learn_lookup_update() {
-        let t = Neighbor6Table::new(16);
+        let t = Neighbor6Table::new(16, Aging::default());
         let a: Ipv6Addr = "fd00:3::3".parse().unwrap();
         let b: Ipv6Addr = "fd00:4::3".parse().unwrap();
-        assert_eq!(t.lookup(a), None);
-        assert!(t.learn(a, [2, 0, 0, 0, 0, 1]));
-        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 1]));
-        assert_eq!(t.lookup(b), None, "same low 64 bits, other prefix");
-        assert!(t.learn(a, [2, 0, 0, 0, 0, 2]), "update in place");
-        assert_eq!(t.lookup(a), Some([2, 0, 0, 0, 0, 2]));
-        assert!(!t.learn(Ipv6Addr::UNSPECIFIED, [1; 6]));
-        assert_eq!(t.lookup(Ipv6Addr::UNSPECIFIED), None);
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), None);
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 1], T));
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), Some([2, 0, 0, 0, 0, 1]));
+        assert_eq!(
+            t.lookup(b, T).map(|l| l.mac),
+            None,
+            "same low 64 bits, other prefix"
+        );
+        assert!(t.learn(a, [2, 0, 0, 0, 0, 2], T), "update in place");
+        assert_eq!(t.lookup(a, T).map(|l| l.mac), Some([2, 0, 0, 0, 0, 2]));
+        assert!(!t.learn(Ipv6Addr::UNSPECIFIED, [1; 6], T));
+        assert_eq!(t.lookup(Ipv6Addr::UNSPECIFIED, T).map(|l| l.mac), None);
         let mut learned = Vec::new();
         for i in 0..200u128 {
             let ip = Ipv6Addr::from((0xfd00u128 << 112) + (i << 70) + i + 1);
-            if t.learn(ip, [(i % 251) as u8; 6]) {
+            if t.learn(ip, [(i % 251) as u8; 6], T) {
                 learned.push((ip, (i % 251) as u8));
             }
         }
         assert!(learned.len() >= 8);
         for (ip, b) in learned {
-            assert_eq!(t.lookup(ip), Some([b; 6]));
+            assert_eq!(t.lookup(ip, T).map(|l| l.mac), Some([b; 6]));
         }
     }
 
     #[test]
     fn ipv6_concurrent_writers_and_readers_never_see_torn_entries() {
-        let t = Arc::new(Neighbor6Table::new(64));
+        let t = Arc::new(Neighbor6Table::new(64, Aging::default()));
         // Addresses differing in both halves: a torn key or MAC would break the MAC's tag.
         let ips: Vec<Ipv6Addr> = (1..=8u128)
             .map(|i| Ipv6Addr::from((0xfd00u128 << 112) | (i << 64) | i))
@@ -301,6 +417,7 @@ mod tests {
                         t.learn(
                             ip,
                             [w as u8, (round >> 8) as u8, round as u8, 0, last, last],
+                            T,
                         );
                     }
                 })
@@ -308,7 +425,7 @@ mod tests {
             .collect();
         for _ in 0..50_000 {
             for ip in &ips {
-                if let Some(m) = t.lookup(*ip) {
+                if let Some(m) = t.lookup(*ip, T).map(|l| l.mac) {
                     assert_eq!((m[4], m[5]), (ip.octets()[15], ip.octets()[15]));
                 }
             }

@@ -168,8 +168,8 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         internal_port,
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
-        learned: NeighborTable::new(4096),
-        learned6: Neighbor6Table::new(4096),
+        learned: NeighborTable::new(4096, config.neighbor_aging),
+        learned6: Neighbor6Table::new(4096, config.neighbor_aging),
         siblings: sibling_links(&config.router),
         default_macs: config
             .ports

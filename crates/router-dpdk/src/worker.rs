@@ -16,6 +16,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
 use crate::ndp;
+use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
@@ -68,15 +69,19 @@ impl Tables {
         list.iter().find(|(a, _)| a == dst).map(|(_, i)| *i)
     }
 
-    /// The MAC of next hop `ip`: static configuration first, then ARP- or NDP-learned.
+    /// The MAC of next hop `ip` at `now_s` (Unix seconds): static configuration first (never
+    /// stale), then ARP- or NDP-learned.
     #[inline]
-    fn neighbor(&self, ip: &IpAddr) -> Option<[u8; 6]> {
+    fn neighbor(&self, ip: &IpAddr, now_s: u32) -> Option<Learned> {
         if let Some((_, m)) = self.neighbors.iter().find(|(a, _)| a == ip) {
-            return Some(*m);
+            return Some(Learned {
+                mac: *m,
+                stale: false,
+            });
         }
         match ip {
-            IpAddr::V4(v4) => self.learned.lookup(*v4),
-            IpAddr::V6(v6) => self.learned6.lookup(*v6),
+            IpAddr::V4(v4) => self.learned.lookup(*v4, now_s),
+            IpAddr::V6(v6) => self.learned6.lookup(*v6, now_s),
         }
     }
 
@@ -646,10 +651,13 @@ impl Io {
                 let start = dpdk::rdtsc();
                 let now = clock.unix_ns(start);
                 stage.source.begin_burst(i, now);
-                let filled = classify(tables, *port, &mut burst, &mut slots, &mut out, &mut io);
+                let now_s = (now / 1_000_000_000) as u32;
+                let filled = classify(
+                    tables, *port, now_s, &mut burst, &mut slots, &mut out, &mut io,
+                );
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 for s in slots[..filled].iter_mut() {
-                    route(tables, *port, s, &mut out, &mut io, &mut resolver);
+                    route(tables, *port, now_s, s, &mut out, &mut io, &mut resolver);
                 }
                 for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
                     flush(t, b, &mut io);
@@ -683,6 +691,7 @@ impl Io {
 fn classify(
     tables: &Tables,
     port: usize,
+    now_s: u32,
     burst: &mut MbufBurst,
     slots: &mut [Slot],
     out: &mut [MbufBurst],
@@ -702,7 +711,7 @@ fn classify(
                 let mut m = m;
                 let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
                 if let Some((ip, mac)) = underlay::arp_sender_to_me(m.data(), mine)
-                    && tables.learned.learn(ip, mac)
+                    && tables.learned.learn(ip, mac, now_s)
                 {
                     io.arp_learned += 1;
                 }
@@ -720,7 +729,7 @@ fn classify(
                 continue;
             }
             Err(underlay::NotScion::NotUdp) => {
-                ndp_frame(tables, port, m, out, io);
+                ndp_frame(tables, port, now_s, m, out, io);
                 continue;
             }
             Err(_) => {
@@ -759,6 +768,7 @@ fn classify(
 fn ndp_frame(
     tables: &Tables,
     port: usize,
+    now_s: u32,
     mut m: Mbuf,
     out: &mut [MbufBurst],
     io: &mut IoCounters,
@@ -766,7 +776,7 @@ fn ndp_frame(
     let mine = |ip: Ipv6Addr| tables.is_mine6(port, ip);
     if let Ok(msg) = ndp::parse(m.data()) {
         if let Some((ip, mac)) = msg.neighbor_for(mine)
-            && tables.learned6.learn(ip, mac)
+            && tables.learned6.learn(ip, mac, now_s)
         {
             io.ndp_learned += 1;
         }
@@ -790,6 +800,7 @@ fn ndp_frame(
 fn route(
     tables: &Tables,
     in_port: usize,
+    now_s: u32,
     s: &mut Slot,
     out: &mut [MbufBurst],
     io: &mut IoCounters,
@@ -806,11 +817,14 @@ fn route(
                 io.unroutable += 1;
                 return;
             };
-            let mac = e.mac.or_else(|| tables.neighbor(&e.remote.ip()));
+            let mac = match e.mac {
+                Some(mac) => Some(Learned { mac, stale: false }),
+                None => tables.neighbor(&e.remote.ip(), now_s),
+            };
             (e.port, e.local, e.remote, mac, s.len)
         }
         Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
-            let mac = tables.neighbor(&addr.ip());
+            let mac = tables.neighbor(&addr.ip(), now_s);
             (tables.internal_port, tables.internal_addr, addr, mac, s.len)
         }
         Disposition::Reply { len, .. } => {
@@ -818,20 +832,38 @@ fn route(
                 io.unroutable += 1;
                 return;
             };
-            (in_port, src, dst, Some(s.eth_src), len)
+            let mac = Learned {
+                mac: s.eth_src,
+                stale: false,
+            };
+            (in_port, src, dst, Some(mac), len)
         }
         Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
     };
-    let Some(mac) = mac.or_else(|| tables.default_macs.get(port).copied().flatten()) else {
-        io.no_next_hop_mac += 1;
-        match (src.ip(), dst.ip()) {
-            (IpAddr::V4(me), IpAddr::V4(target)) => resolver.ask(tables, port, me, target, out, io),
-            (IpAddr::V6(me), IpAddr::V6(target)) => {
-                resolver.ask6(tables, port, me, target, out, io)
+    let ask = |resolver: &mut Resolver, out: &mut [MbufBurst], io: &mut IoCounters| match (
+        src.ip(),
+        dst.ip(),
+    ) {
+        (IpAddr::V4(me), IpAddr::V4(target)) => resolver.ask(tables, port, me, target, out, io),
+        (IpAddr::V6(me), IpAddr::V6(target)) => resolver.ask6(tables, port, me, target, out, io),
+        _ => {}
+    };
+    let mac = match mac {
+        Some(l) => {
+            // A stale entry is still used while the neighbour is asked again.
+            if l.stale {
+                ask(resolver, out, io);
             }
-            _ => {}
+            l.mac
         }
-        return;
+        None => match tables.default_macs.get(port).copied().flatten() {
+            Some(mac) => mac,
+            None => {
+                io.no_next_hop_mac += 1;
+                ask(resolver, out, io);
+                return;
+            }
+        },
     };
     let (Some(src_mac), Some(b)) = (tables.ports.get(port).copied(), out.get_mut(port)) else {
         io.unroutable += 1;

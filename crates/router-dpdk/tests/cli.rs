@@ -105,6 +105,17 @@ fn bad_configs_fail_with_clear_messages() {
             "dataplane.distribution",
         ),
         (
+            "neighbours expire before their refresh",
+            Box::new(|t| {
+                t.replace(
+                    "[idint]",
+                    "[dataplane]\nneighbor_refresh_secs = 60\nneighbor_expire_secs = 30\n\n[idint]",
+                )
+            }),
+            2,
+            "dataplane.neighbor_expire_secs: neighbour entries must be refreshed (after 60 s) before they expire (after 30 s)",
+        ),
+        (
             "key cache too small",
             Box::new(|t| t.replace("[idint]", "[drkey]\ncache_keys = 2\n\n[idint]")),
             2,
