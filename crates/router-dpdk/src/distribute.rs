@@ -164,8 +164,8 @@ mod tests {
             &mut f,
             [1; 6],
             [2; 6],
-            src,
-            dst,
+            &src,
+            &dst,
             scion.len()
         ));
         f

@@ -130,7 +130,7 @@ impl<const W: usize> Table<W> {
         s.key.iter().all(|a| a.load(Ordering::Acquire) == 0)
     }
 
-    #[inline]
+    #[inline(always)]
     fn lookup(&self, key: [u64; W], now_s: u32) -> Option<Learned> {
         if key.iter().all(|k| *k == 0) {
             return None;

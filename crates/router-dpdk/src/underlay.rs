@@ -45,8 +45,9 @@ fn be16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
 }
 
-/// Parses the headers of `frame`.
-#[inline]
+/// Parses the headers of `frame`. Inlined into its caller so that the result (addresses and
+/// all) stays in registers instead of going through memory.
+#[inline(always)]
 pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
     if frame.len() < ETH_LEN {
         return Err(NotScion::Truncated);
@@ -245,11 +246,11 @@ pub fn write(
     frame: &mut [u8],
     src_mac: [u8; 6],
     dst_mac: [u8; 6],
-    src: SocketAddr,
-    dst: SocketAddr,
+    src: &SocketAddr,
+    dst: &SocketAddr,
     payload_len: usize,
 ) -> bool {
-    let hl = header_len(&dst);
+    let hl = header_len(dst);
     if frame.len() < hl + payload_len || payload_len + 8 > usize::from(u16::MAX) - 40 {
         return false;
     }
@@ -321,7 +322,7 @@ mod tests {
         let hl = header_len(&dst);
         let mut frame = vec![0u8; hl + payload.len()];
         frame[hl..].copy_from_slice(&payload);
-        assert!(write(&mut frame, [1; 6], [2; 6], src, dst, payload.len()));
+        assert!(write(&mut frame, [1; 6], [2; 6], &src, &dst, payload.len()));
         let r = parse(&frame).expect("parses");
         assert_eq!(r.offset, hl);
         assert_eq!(r.len, payload.len());
@@ -413,7 +414,7 @@ mod tests {
         let src: SocketAddr = "192.0.2.1:1".parse().unwrap();
         let dst: SocketAddr = "192.0.2.2:2".parse().unwrap();
         let mut f = vec![0u8; V4_HDR_LEN + 10];
-        assert!(write(&mut f, [0; 6], [0; 6], src, dst, 10));
+        assert!(write(&mut f, [0; 6], [0; 6], &src, &dst, 10));
         f[ETH_LEN + 9] = 6; // TCP
         assert_eq!(parse(&f), Err(NotScion::NotUdp));
         f[ETH_LEN + 9] = 17;
@@ -421,7 +422,7 @@ mod tests {
         assert_eq!(parse(&f[..f.len() - 1]), Err(NotScion::Truncated));
         let v6: SocketAddr = "[2001:db8::1]:1".parse().unwrap();
         assert!(
-            !write(&mut f, [0; 6], [0; 6], src, v6, 10),
+            !write(&mut f, [0; 6], [0; 6], &src, &v6, 10),
             "mixed families"
         );
     }

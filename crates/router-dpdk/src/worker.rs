@@ -70,8 +70,9 @@ impl Tables {
     }
 
     /// The MAC of next hop `ip` at `now_s` (Unix seconds): static configuration first (never
-    /// stale), then ARP- or NDP-learned.
-    #[inline]
+    /// stale), then ARP- or NDP-learned. Inlined: the address is built by the caller just
+    /// before, and a call would read it back through memory.
+    #[inline(always)]
     fn neighbor(&self, ip: &IpAddr, now_s: u32) -> Option<Learned> {
         if let Some((_, m)) = self.neighbors.iter().find(|(a, _)| a == ip) {
             return Some(Learned {
@@ -810,10 +811,16 @@ fn route(
     let Some(d) = s.disposition.take() else {
         return;
     };
-    // (egress port, src, dst, dst mac, SCION length)
-    let (port, src, dst, mac, len) = match d {
+    // (egress port, src, dst, dst mac, SCION length). The addresses stay references into the
+    // tables, the disposition and the slot: copying the large `SocketAddr` values and reading
+    // them back piecewise stalled on store forwarding.
+    let (port, src, dst, mac, len): (usize, &SocketAddr, &SocketAddr, _, usize) = match &d {
         Disposition::Forward { ifid } => {
-            let Some(e) = tables.egress.get(usize::from(ifid)).copied().flatten() else {
+            let Some(e) = tables
+                .egress
+                .get(usize::from(*ifid))
+                .and_then(Option::as_ref)
+            else {
                 io.unroutable += 1;
                 return;
             };
@@ -821,14 +828,20 @@ fn route(
                 Some(mac) => Some(Learned { mac, stale: false }),
                 None => tables.neighbor(&e.remote.ip(), now_s),
             };
-            (e.port, e.local, e.remote, mac, s.len)
+            (e.port, &e.local, &e.remote, mac, s.len)
         }
         Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
             let mac = tables.neighbor(&addr.ip(), now_s);
-            (tables.internal_port, tables.internal_addr, addr, mac, s.len)
+            (
+                tables.internal_port,
+                &tables.internal_addr,
+                addr,
+                mac,
+                s.len,
+            )
         }
         Disposition::Reply { len, .. } => {
-            let (Some(src), Some(dst)) = (s.dst, s.src) else {
+            let (Some(src), Some(dst)) = (&s.dst, &s.src) else {
                 io.unroutable += 1;
                 return;
             };
@@ -836,7 +849,7 @@ fn route(
                 mac: s.eth_src,
                 stale: false,
             };
-            (in_port, src, dst, Some(mac), len)
+            (in_port, src, dst, Some(mac), *len)
         }
         Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
     };
@@ -875,7 +888,7 @@ fn route(
         io.unroutable += 1;
         return;
     }
-    let hl = underlay::header_len(&dst);
+    let hl = underlay::header_len(dst);
     if !m.set_len(s.offset + len) {
         io.unroutable += 1;
         return;

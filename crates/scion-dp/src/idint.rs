@@ -604,8 +604,12 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         self.defer_slot = None;
     }
 
-    #[inline]
+    #[inline(always)]
     fn preview(&mut self, buf: &[u8], len: usize) {
+        // Most packets carry no hop-by-hop header: decided here, without a call.
+        if buf.get(4) != Some(&idint_wire::ext::HBH) {
+            return;
+        }
         if let Some(id) = buf.get(..len).and_then(verifier_of_request) {
             self.keys.warm(id.ia(), &id.host());
         }
