@@ -186,7 +186,7 @@ impl KeyCache {
 
     /// Like [`KeyCache::get`], but returns a handle to the key instead of borrowing the cache:
     /// the handles of many keys can then be resolved together with [`KeyCache::key`].
-    #[inline]
+    #[inline(always)]
     pub fn find(&mut self, id: &KeyId, time: u64) -> Result<KeyHandle, ProviderError> {
         let i = self.locate(id, time)?;
         Ok(KeyHandle {
@@ -217,7 +217,7 @@ impl KeyCache {
     }
 
     /// The index of the way holding the key for `id` at `time`, deriving it on a miss.
-    #[inline]
+    #[inline(always)]
     fn locate(&mut self, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
         self.clock += 1;
         let set = (hash(id) as usize >> 1) & self.mask;
@@ -242,6 +242,7 @@ impl KeyCache {
 
     /// Derives the key for `id` at `time` into a way of `set` and returns that way's index.
     #[cold]
+    #[inline(never)]
     fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
         let (epoch, cipher) = self.derive(id, time)?;
         let ways = &self.ways[WAYS * set..WAYS * set + WAYS];

@@ -144,7 +144,9 @@ pub struct DrkeyKeys {
 
 #[cfg(feature = "drkey")]
 impl VerifierKeys for DrkeyKeys {
-    #[inline]
+    /// Inlined into the caller, which has just built `host`: a call would read it back
+    /// through memory (a store-forwarding stall per packet).
+    #[inline(always)]
     fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle> {
         let id = drkey::cache::KeyId {
             protocol: drkey::Protocol::IDINT,
