@@ -195,18 +195,6 @@ impl KeyCache {
         })
     }
 
-    /// Loads the set `id` maps to into the CPU cache without waiting for it, so that a
-    /// lookup a little later does not stall on memory: called for every packet of a burst
-    /// before any is processed, the misses of the whole burst overlap. Changes nothing.
-    #[inline]
-    pub fn warm(&self, id: &KeyId) {
-        let set = (hash(id) as usize >> 1) & self.mask;
-        if let Some(ways) = self.ways.get(WAYS * set..WAYS * set + WAYS) {
-            // Plain loads whose values nobody waits for act as prefetches (no intrinsics).
-            core::hint::black_box(ways.iter().fold(0, |a, w| a ^ w.generation));
-        }
-    }
-
     /// The key a handle from [`KeyCache::find`] names, or `None` if its slot has been refilled
     /// since (never another key).
     #[inline]

@@ -106,13 +106,6 @@ pub trait VerifierKeys {
         self.key(h)
     }
 
-    /// A hint that the key for `host` in `ia` will be looked up soon: a store may start
-    /// loading it into the CPU cache. Changes nothing observable.
-    #[inline]
-    fn warm(&self, ia: IsdAsn, host: &HostAddr) {
-        let _ = (ia, host);
-    }
-
     /// How lookups went so far, for operators sizing a cache (zero for a store that keeps
     /// no counters).
     fn lookups(&self) -> KeyLookups {
@@ -167,16 +160,6 @@ impl VerifierKeys for DrkeyKeys {
             index: h.index,
             generation: h.generation,
         })
-    }
-
-    #[inline]
-    fn warm(&self, ia: IsdAsn, host: &HostAddr) {
-        self.cache.warm(&drkey::cache::KeyId {
-            protocol: drkey::Protocol::IDINT,
-            src: self.local,
-            dst: ia,
-            host: *host,
-        });
     }
 
     fn lookups(&self) -> KeyLookups {
@@ -402,15 +385,6 @@ pub trait ForwardingHook {
         self.after_forwarding(router, buf, pkt, d);
     }
 
-    /// A first look at a packet of a burst, before any packet of the burst is forwarded: the
-    /// hook may start loading what it will need for the packet (its key, say) so that
-    /// [`Self::after_forwarding_in_burst`] does not wait for memory. Changes nothing
-    /// observable; `buf[..len]` may be anything.
-    #[inline]
-    fn preview(&mut self, buf: &[u8], len: usize) {
-        let _ = (buf, len);
-    }
-
     /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
     /// `slot`). Called once per burst of at most 32 packets.
     #[inline]
@@ -604,17 +578,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         self.defer_slot = u8::try_from(slot).ok();
         self.after_forwarding(router, buf, pkt, d);
         self.defer_slot = None;
-    }
-
-    #[inline(always)]
-    fn preview(&mut self, buf: &[u8], len: usize) {
-        // Most packets carry no hop-by-hop header: decided here, without a call.
-        if buf.get(4) != Some(&idint_wire::ext::HBH) {
-            return;
-        }
-        if let Some(id) = buf.get(..len).and_then(verifier_of_request) {
-            self.keys.warm(id.ia(), &id.host());
-        }
     }
 
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
@@ -1196,43 +1159,6 @@ impl VerifierId {
             HostAddr::V6(core::net::Ipv6Addr::from(b))
         }
     }
-}
-
-/// The verifier of a packet whose first hop-by-hop option is an ID-INT main option with an
-/// IPv4 or IPv6 verifier (the common request), read with every bound checked; `None` for
-/// anything else. Used to warm the verifier's key before the packet is processed.
-#[inline]
-fn verifier_of_request(pkt: &[u8]) -> Option<VerifierId> {
-    if *pkt.get(4)? != idint_wire::ext::HBH {
-        return None;
-    }
-    let hl = usize::from(*pkt.get(5)?) * 4;
-    let main = pkt.get(hl + 2..)?;
-    if *main.first()? != opt_type::IDINT_MAIN {
-        return None;
-    }
-    let f1 = *main.get(3)?;
-    let id = match ((f1 >> 4) & 3, f1 & 0xf) {
-        (0, vtl @ (0 | 3)) => {
-            let (t, n) = if vtl == 0 {
-                (AddrType::IPV4, 4)
-            } else {
-                (AddrType::IPV6, 16)
-            };
-            let ia = main.get(22..30)?;
-            VerifierId::new(read_u64(ia, 0), t, main.get(30..30 + n)?)
-        }
-        (vrf @ (1 | 2), _) => {
-            let h = ScionHeader::new_checked(pkt.get(..hl)?).ok()?;
-            if vrf == 2 {
-                VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes())
-            } else {
-                VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes())
-            }
-        }
-        _ => return None,
-    };
-    (id.ty == AddrType::IPV4.nibble() || id.ty == AddrType::IPV6.nibble()).then_some(id)
 }
 
 fn read_u64(b: &[u8], at: usize) -> u64 {

@@ -565,7 +565,6 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                hook.preview(pkt.buffer(), len);
                 if let Some((p, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
                     s.pending[n] = p;
                     s.blocks[n] = block;
