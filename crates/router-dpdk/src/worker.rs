@@ -633,7 +633,6 @@ impl Io {
             pool: self.pool.clone(),
             interval: clock.hz / 10,
             asked: [(0, 0); 64],
-            asked6: [(0, 0); 64],
         };
         let tables = &*self.tables;
         let publish_every = clock.hz / 200;
@@ -853,13 +852,8 @@ fn route(
         }
         Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
     };
-    let ask = |resolver: &mut Resolver, out: &mut [MbufBurst], io: &mut IoCounters| match (
-        src.ip(),
-        dst.ip(),
-    ) {
-        (IpAddr::V4(me), IpAddr::V4(target)) => resolver.ask(tables, port, me, target, out, io),
-        (IpAddr::V6(me), IpAddr::V6(target)) => resolver.ask6(tables, port, me, target, out, io),
-        _ => {}
+    let ask = |resolver: &mut Resolver, out: &mut [MbufBurst], io: &mut IoCounters| {
+        resolver.ask(tables, port, (src.ip(), dst.ip()), out, io)
     };
     let mac = match mac {
         Some(l) => {
@@ -910,65 +904,35 @@ fn route(
     }
 }
 
-/// Sends ARP requests (IPv4) and neighbor solicitations (IPv6) for next hops without a MAC,
-/// at most one per address every 100 ms per worker (the packet that needed it is dropped;
-/// later ones find the learned MAC).
+/// Sends ARP requests (IPv4) and neighbor solicitations (IPv6) for next hops without a MAC
+/// (the packet that needed it is dropped; later ones find the learned MAC) or with a stale
+/// one, at most one per address every 100 ms per worker.
 pub struct Resolver {
     /// Pool for the request frames.
     pub pool: Arc<dpdk::Mempool>,
     /// TSC ticks between two requests for the same address.
     pub interval: u64,
-    /// (address, TSC of the last request), by address hash.
-    pub asked: [(u32, u64); 64],
-    /// (IPv6 address, TSC of the last solicitation), by address hash.
-    pub asked6: [(u128, u64); 64],
+    /// (address as IPv6, IPv4 mapped; TSC of the last request), by address hash.
+    pub asked: [(u128, u64); 64],
 }
 
 impl Resolver {
+    /// Asks for the MAC of `target` from the router's address `me` (same family) on `port`.
     #[cold]
     fn ask(
         &mut self,
         tables: &Tables,
         port: usize,
-        me: Ipv4Addr,
-        target: Ipv4Addr,
+        (me, target): (IpAddr, IpAddr),
         out: &mut [MbufBurst],
         io: &mut IoCounters,
     ) {
-        let key = u32::from(target);
-        let slot = &mut self.asked[(key.wrapping_mul(0x9e37_79b1) >> 26) as usize];
-        let now = dpdk::rdtsc();
-        if slot.0 == key && now.wrapping_sub(slot.1) < self.interval {
-            return;
-        }
-        let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) else {
-            return;
+        let key = match target {
+            IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
+            IpAddr::V6(v6) => u128::from(v6),
         };
-        let Some(mut m) = self.pool.alloc() else {
-            return;
-        };
-        let ok = m
-            .append(underlay::ARP_FRAME_LEN)
-            .is_some_and(|f| underlay::write_arp_request(f, mac, me, target));
-        if ok && b.push(m).is_ok() {
-            *slot = (key, now);
-            io.arp_requests += 1;
-        }
-    }
-
-    #[cold]
-    fn ask6(
-        &mut self,
-        tables: &Tables,
-        port: usize,
-        me: Ipv6Addr,
-        target: Ipv6Addr,
-        out: &mut [MbufBurst],
-        io: &mut IoCounters,
-    ) {
-        let key = u128::from(target);
         let h = ((key >> 64) as u64 ^ key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let slot = &mut self.asked6[(h >> 58) as usize];
+        let slot = &mut self.asked[(h >> 58) as usize];
         let now = dpdk::rdtsc();
         if slot.0 == key && now.wrapping_sub(slot.1) < self.interval {
             return;
@@ -979,12 +943,23 @@ impl Resolver {
         let Some(mut m) = self.pool.alloc() else {
             return;
         };
-        let ok = m
-            .append(ndp::NS_FRAME_LEN)
-            .is_some_and(|f| ndp::write_solicitation(f, mac, me, target));
+        let (ok, counter) = match (me, target) {
+            (IpAddr::V4(me), IpAddr::V4(target)) => (
+                m.append(underlay::ARP_FRAME_LEN)
+                    .is_some_and(|f| underlay::write_arp_request(f, mac, me, target)),
+                &mut io.arp_requests,
+            ),
+            (IpAddr::V6(me), IpAddr::V6(target)) => (
+                m.append(ndp::NS_FRAME_LEN)
+                    .is_some_and(|f| ndp::write_solicitation(f, mac, me, target)),
+                &mut io.ndp_requests,
+            ),
+            // No request across families (the frame is freed).
+            _ => return,
+        };
         if ok && b.push(m).is_ok() {
             *slot = (key, now);
-            io.ndp_requests += 1;
+            *counter += 1;
         }
     }
 }
