@@ -175,7 +175,11 @@ mod crypto {
 
     /// Builds a request, signs it, and lets three "routers" push sealed entries.
     fn build_stack(keys: &[idint_wire::crypto::Aes128Enc]) -> Vec<u8> {
-        let req = request();
+        build_stack_of(keys, request())
+    }
+
+    /// Like [`build_stack`], with one router per key after the first and the request `req`.
+    fn build_stack_of(keys: &[idint_wire::crypto::Aes128Enc], req: RequestBuilder) -> Vec<u8> {
         let mut hbh = vec![0u8; req.hbh_len()];
         req.emit_hbh(&mut hbh, 17).unwrap();
         let mut idint = IdInt::locate(&mut hbh[..]).unwrap().unwrap();
@@ -260,6 +264,53 @@ mod crypto {
         let walked: Vec<u16> = idint.entries().map(|(at, _)| at as u16).collect();
         assert_eq!(&offs[..4], &walked[..]);
         assert!(idint.check_entries(&mut [0u16; 3]).is_err(), "too small");
+    }
+
+    /// Stacks longer than the group of entries verified together: failures are reported at
+    /// the right entry, with exactly the entries before it handed over.
+    #[test]
+    fn long_stacks_verify_in_order_and_stop_at_the_first_failure() {
+        let keys: Vec<_> = (0..13u8).map(|i| aes128(&[i + 1; 16])).collect();
+        let req = RequestBuilder {
+            stack_len_words: 200,
+            ..request()
+        };
+        let hbh = build_stack_of(&keys, req);
+        let run = |key_for: &dyn Fn(usize) -> Option<usize>, bytes: &mut Vec<u8>| {
+            let mut idint = IdInt::locate(&mut bytes[..]).unwrap().unwrap();
+            let mut handed = Vec::new();
+            let r = verify_stack_with(
+                &mut idint,
+                &keys[0],
+                |i, _| key_for(i).and_then(|k| keys.get(k)),
+                |i, _| handed.push(i),
+            );
+            (r, handed)
+        };
+        let (r, handed) = run(&|i| Some(i), &mut hbh.clone());
+        assert_eq!(r, Ok(13));
+        assert_eq!(handed, (0..13).collect::<Vec<_>>());
+        for bad in 1..13 {
+            let (r, handed) = run(&|i| Some(if i == bad { 0 } else { i }), &mut hbh.clone());
+            assert_eq!(r, Err(VerifyError::BadMac { index: bad }));
+            assert_eq!(handed, (0..bad).collect::<Vec<_>>(), "wrong key at {bad}");
+            let (r, handed) = run(&|i| (i != bad).then_some(i), &mut hbh.clone());
+            assert_eq!(r, Err(VerifyError::MissingKey { index: bad }));
+            assert_eq!(handed.len(), bad, "missing key at {bad}");
+        }
+        // A flipped bit in the on-wire MAC of entry k breaks entry k itself.
+        let idint = IdInt::locate(&hbh[..]).unwrap().unwrap();
+        let ends: Vec<usize> = idint
+            .entries()
+            .map(|(at, e)| at + e.as_bytes().len())
+            .collect();
+        for (k, end) in ends.iter().enumerate() {
+            let mut copy = hbh.clone();
+            copy[end - 1] ^= 0x10;
+            let (r, handed) = run(&|i| Some(i), &mut copy);
+            assert_eq!(r, Err(VerifyError::BadMac { index: k }), "entry {k}");
+            assert_eq!(handed.len(), k);
+        }
     }
 
     #[test]
