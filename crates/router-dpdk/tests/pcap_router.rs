@@ -42,8 +42,6 @@ fn predict(input: &[u8], now_ns: u64) -> (Disposition, Vec<u8>) {
 
 #[test]
 fn pcap_in_router_pcap_out_matches_scion_dp() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     let plain = packet(now, 2, false, false, b"plain payload");
     let with_idint = packet(now, 2, false, true, b"telemetry please");
@@ -61,19 +59,12 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
         arp_request([2, 0, 0, 0, 0x10, 0x50], "10.123.10.50", "10.123.10.1"),
         arp_request([2, 0, 0, 0, 0x10, 0x50], "10.123.10.50", "10.123.10.77"),
     ];
-    write_pcap(&inp, &frames);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    let t0 = now_s() * 1_000_000_000;
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "1"]);
-    let t1 = now_s() * 1_000_000_000 + 1_000_000_000;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "router failed: {stderr}");
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun {
+        summary,
+        sent,
+        t0,
+        t1,
+    } = run_on_pcap(&frames, false, "1", |t| t);
 
     // Counters: everything accounted for.
     assert_eq!(summary["io"]["rx_frames"], 8, "{summary:#}");
@@ -91,7 +82,7 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
     assert_eq!(summary["idint"]["idint_encrypted"], 1);
     assert_eq!(summary["ports"][0]["stats"]["tx_packets"], 4);
 
-    let all = read_pcap(&outp);
+    let all = sent;
     let (arp, sent): (Vec<_>, Vec<_>) = all.into_iter().partition(|f| f[12..14] == [0x08, 0x06]);
     assert_eq!(sent.len(), 3, "forwarded, ID-INT forwarded, SCMP reply");
     assert_eq!(arp.len(), 1, "one ARP reply");
@@ -171,8 +162,6 @@ fn pcap_in_router_pcap_out_matches_scion_dp() {
 
 #[test]
 fn unknown_next_hop_is_resolved_with_arp() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     // Interface 3's neighbour (10.123.3.3) has no configured MAC: the first burst of packets
     // is dropped and one ARP request (rate-limited) goes out; then the neighbour's ARP reply
@@ -186,24 +175,10 @@ fn unknown_next_hop_is_resolved_with_arp() {
     all.push(reply);
     all.push(frame(HOST, INTERNAL, &pkt));
     let total = router_dpdk::dpdk::MAX_BURST as u64 + 1;
-    write_pcap(&inp, &all);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun { summary, sent, .. } = run_on_pcap(&all, false, "0.7", |t| t);
     assert_eq!(summary["io"]["rx_frames"], total + 1);
     assert_eq!(summary["forwarded"], total, "{summary:#}");
     assert_eq!(summary["io"]["arp_learned"], 1);
-    let sent = read_pcap(&outp);
     let (arp, ip): (Vec<_>, Vec<_>) = sent.into_iter().partition(|f| f[12..14] == [0x08, 0x06]);
     assert_eq!(arp.len(), 1, "one ARP request, rate-limited");
     assert_eq!(&arp[0][0..6], &[0xff; 6], "broadcast");
@@ -241,8 +216,6 @@ fn ll_option(ty: u8, mac: [u8; 6]) -> Vec<u8> {
 
 #[test]
 fn unknown_ipv6_next_hop_is_resolved_with_ndp() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     // As with ARP, over an IPv6 underlay: interface 3's neighbour (fd00:3::3) has no MAC; the
     // first burst is dropped and one neighbor solicitation goes out; the neighbour's
@@ -263,26 +236,12 @@ fn unknown_ipv6_next_hop_is_resolved_with_ndp() {
     all.push(na);
     all.push(frame(HOST, INTERNAL, &pkt));
     let total = router_dpdk::dpdk::MAX_BURST as u64 + 1;
-    write_pcap(&inp, &all);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config_ipv6(dir.path(), &[vdev], "net_pcap0", "");
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun { summary, sent, .. } = run_on_pcap(&all, true, "0.7", |t| t);
     assert_eq!(summary["io"]["rx_frames"], total + 1);
     assert_eq!(summary["forwarded"], total, "{summary:#}");
     assert_eq!(summary["io"]["ndp_learned"], 1, "{summary:#}");
     assert_eq!(summary["io"]["ndp_requests"], 1, "{summary:#}");
     assert_eq!(summary["io"]["arp_requests"], 0);
-    let sent = read_pcap(&outp);
     let (ns, ip): (Vec<_>, Vec<_>) = sent.into_iter().partition(|f| is_icmpv6(f));
     assert_eq!(ns.len(), 1, "one solicitation, rate-limited");
     let (src, dst, hop, msg) = icmpv6(&ns[0]);
@@ -321,8 +280,6 @@ fn unknown_ipv6_next_hop_is_resolved_with_ndp() {
 
 #[test]
 fn neighbor_solicitation_for_own_ipv6_address_is_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     let (me, peer_ip) = (v6("fd00:3::1"), v6("fd00:3::3"));
     let peer = [0x02, 0, 0, 0, 0x03, 0x33];
@@ -349,20 +306,7 @@ fn neighbor_solicitation_for_own_ipv6_address_is_answered() {
         // The solicitation's source option taught the router the peer's MAC.
         frame(HOST, INTERNAL, &pkt),
     ];
-    write_pcap(&inp, &frames);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config_ipv6(dir.path(), &[vdev], "net_pcap0", "");
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun { summary, sent, .. } = run_on_pcap(&frames, true, "0.7", |t| t);
     assert_eq!(summary["io"]["rx_frames"], 5, "{summary:#}");
     assert_eq!(summary["io"]["ndp_replies"], 1, "{summary:#}");
     assert_eq!(summary["io"]["ndp_learned"], 1, "{summary:#}");
@@ -373,7 +317,6 @@ fn neighbor_solicitation_for_own_ipv6_address_is_answered() {
     );
     assert_eq!(summary["io"]["no_next_hop_mac"], 0);
     assert_eq!(summary["forwarded"], 1);
-    let sent = read_pcap(&outp);
     let (na, ip): (Vec<_>, Vec<_>) = sent.into_iter().partition(|f| is_icmpv6(f));
     assert_eq!(na.len(), 1, "one advertisement");
     assert_eq!(ip.len(), 1);
@@ -397,8 +340,6 @@ fn neighbor_solicitation_for_own_ipv6_address_is_answered() {
 
 #[test]
 fn software_flow_distribution_keeps_flows_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     let mut frames = Vec::new();
     let mut inputs = Vec::new();
@@ -418,26 +359,11 @@ fn software_flow_distribution_keeps_flows_in_order() {
             inputs.push(p);
         }
     }
-    write_pcap(&inp, &frames);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    // Distributor on lcore 1, workers on lcores 2 and 3 (sharing the second CPU is fine here).
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"");
-    std::fs::write(&cfg, text).unwrap();
-    let t0 = now_s() * 1_000_000_000;
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "1.5"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun {
+        summary, sent, t0, ..
+    } = run_on_pcap(&frames, false, "1.5", |t| {
+        t.replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"")
+    });
     assert_eq!(summary["distribution"], "software", "{summary:#}");
     assert_eq!(summary["workers"], 2);
     assert_eq!(summary["forwarded"], 60, "{summary:#}");
@@ -445,7 +371,7 @@ fn software_flow_distribution_keeps_flows_in_order() {
     assert_eq!(summary["distributor"]["dist_tx"], 60);
     assert_eq!(summary["distributor"]["dist_ring_full"], 0);
 
-    let sent: Vec<Vec<u8>> = read_pcap(&outp).iter().map(|f| split(f).4).collect();
+    let sent: Vec<Vec<u8>> = sent.iter().map(|f| split(f).4).collect();
     assert_eq!(sent.len(), 60);
     // Every output is scion-dp's prediction for one input, and within a flow the order holds.
     let predicted: Vec<Vec<u8>> = inputs.iter().map(|p| predict(p, t0).1).collect();
@@ -462,31 +388,18 @@ fn software_flow_distribution_keeps_flows_in_order() {
 
 #[test]
 fn packets_from_the_sibling_router_arrive_over_its_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     // In AS transit, entered on interface 4 (owned by sibling br1b at 10.123.10.2:30042).
     let pkt = inbound_via(now, 4, None, b"transit");
-    write_pcap(
-        &inp,
+    let PcapRun { summary, .. } = run_on_pcap(
         &[
             frame("10.123.10.2:30042", INTERNAL, &pkt),
             frame(HOST, INTERNAL, &pkt),
         ],
+        false,
+        "0.7",
+        |t| t,
     );
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["io"]["rx_frames"], 2);
     // Only the copy from an ordinary host is refused as transit not over the sibling link;
     // scion-dp decides on the sibling's copy as it predicts for Ingress::Sibling(4).
@@ -519,32 +432,17 @@ fn packets_from_the_sibling_router_arrive_over_its_link() {
 
 #[test]
 fn default_next_hop_mac_is_used_when_nothing_else_is_known() {
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     let pkt = inbound(now, None, b"to a local host");
-    write_pcap(&inp, &[frame(IF2_REMOTE, IF2_LOCAL, &pkt)]);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    let text = std::fs::read_to_string(&cfg).unwrap().replace(
-        "internal = true",
-        "internal = true\ndefault_next_hop_mac = \"02:00:00:00:00:fe\"",
-    );
-    std::fs::write(&cfg, text).unwrap();
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.7"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun { summary, sent, .. } =
+        run_on_pcap(&[frame(IF2_REMOTE, IF2_LOCAL, &pkt)], false, "0.7", |t| {
+            t.replace(
+                "internal = true",
+                "internal = true\ndefault_next_hop_mac = \"02:00:00:00:00:fe\"",
+            )
+        });
     assert_eq!(summary["delivered"], 1, "{summary:#}");
     assert_eq!(summary["io"]["no_next_hop_mac"], 0);
-    let sent = read_pcap(&outp);
     assert_eq!(sent.len(), 1);
     let (src, dst, dmac, _, scion) = split(&sent[0]);
     assert_eq!(src, INTERNAL.parse().unwrap());
@@ -587,40 +485,27 @@ fn router_entry(sent: &[u8], t0: u64, t1: u64) -> idint_wire::idint::verify::Dec
 /// measure is present, what it cannot stays empty.
 fn queue_and_buffer_items(software: bool) -> [Option<u64>; 4] {
     use idint_wire::idint::Instruction;
-    let dir = tempfile::tempdir().unwrap();
-    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
     let now = now_s();
     let req = idint_wire::idint::RequestBuilder {
         instructions: [0x4e, 0x51, 0x52, 0x53].map(Instruction),
         ..request(now, false, false)
     };
     let p = outbound(now, 2, false, Some(req), b"queues please");
-    write_pcap(&inp, &[frame(HOST, INTERNAL, &p)]);
-    let vdev = format!(
-        "net_pcap0,rx_pcap={},tx_pcap={}",
-        inp.display(),
-        outp.display()
-    );
-    let cfg = write_config(dir.path(), &[vdev], "net_pcap0", "");
-    if software {
-        let text = std::fs::read_to_string(&cfg)
-            .unwrap()
-            .replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"");
-        std::fs::write(&cfg, text).unwrap();
-    }
-    let t0 = now_s() * 1_000_000_000;
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "1"]);
-    let t1 = now_s() * 1_000_000_000 + 1_000_000_000;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let PcapRun {
+        summary,
+        sent,
+        t0,
+        t1,
+    } = run_on_pcap(&[frame(HOST, INTERNAL, &p)], false, "1", |t| {
+        if software {
+            t.replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"")
+        } else {
+            t
+        }
+    });
     let mode = if software { "software" } else { "queues" };
     assert_eq!(summary["distribution"], mode, "{summary:#}");
     assert_eq!(summary["idint"]["idint_pushed"], 1, "{summary:#}");
-    let sent = read_pcap(&outp);
     assert_eq!(sent.len(), 1);
     router_entry(&sent[0], t0, t1)
         .metadata

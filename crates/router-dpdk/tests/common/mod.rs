@@ -349,6 +349,59 @@ pub fn run_router(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// What a router run on one `net_pcap` port gives back.
+pub struct PcapRun {
+    /// The JSON counter summary printed at exit.
+    pub summary: serde_json::Value,
+    /// The frames the router sent.
+    pub sent: Vec<Vec<u8>>,
+    /// Unix ns (whole seconds) just before the start and a second after the end: bounds for
+    /// the timestamps the router wrote.
+    pub t0: u64,
+    /// See `t0`.
+    pub t1: u64,
+}
+
+/// Runs the router for `duration` seconds on a single `net_pcap` port that receives `frames`
+/// (configuration of [`write_config`], or of [`write_config_ipv6`] if `ipv6`, whose text
+/// `edit` may rewrite first); asserts a clean exit.
+pub fn run_on_pcap(
+    frames: &[Vec<u8>],
+    ipv6: bool,
+    duration: &str,
+    edit: impl FnOnce(String) -> String,
+) -> PcapRun {
+    let dir = tempfile::tempdir().unwrap();
+    let (inp, outp) = (dir.path().join("in.pcap"), dir.path().join("out.pcap"));
+    write_pcap(&inp, frames);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        inp.display(),
+        outp.display()
+    );
+    let cfg = if ipv6 {
+        write_config_ipv6(dir.path(), &[vdev], "net_pcap0", "")
+    } else {
+        write_config(dir.path(), &[vdev], "net_pcap0", "")
+    };
+    let text = edit(std::fs::read_to_string(&cfg).unwrap());
+    std::fs::write(&cfg, text).unwrap();
+    let t0 = now_s() * 1_000_000_000;
+    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", duration]);
+    let t1 = now_s() * 1_000_000_000 + 1_000_000_000;
+    assert!(
+        out.status.success(),
+        "router failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PcapRun {
+        summary: serde_json::from_slice(&out.stdout).unwrap(),
+        sent: read_pcap(&outp),
+        t0,
+        t1,
+    }
+}
+
 /// Parses an underlay frame: (src, dst, dst MAC, src MAC, UDP payload).
 pub fn split(frame: &[u8]) -> (SocketAddr, SocketAddr, [u8; 6], [u8; 6], Vec<u8>) {
     let r = router_dpdk::underlay::parse(frame).expect("IPv4/UDP frame");
