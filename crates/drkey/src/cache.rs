@@ -146,7 +146,8 @@ fn hash(id: &KeyId) -> u64 {
 }
 
 impl KeyCache {
-    /// A cache with room for about `capacity` keys (rounded up to a power of two, at least 2).
+    /// A cache with room for about `capacity` keys (rounded up to a power of two of 4-way
+    /// sets, at least one).
     pub fn new(provider: Arc<dyn Level1Provider>, capacity: usize) -> Self {
         let sets = capacity.div_ceil(WAYS).max(1).next_power_of_two();
         let unused = aes128(&[0; 16]);
