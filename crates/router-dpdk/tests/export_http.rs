@@ -111,6 +111,14 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
             "{c}: {metrics}"
         );
     }
+    for result in ["hits", "misses", "evictions"] {
+        assert!(
+            metrics.contains(&format!(
+                "idint_router_idint_key_lookups_total{{result=\"{result}\"}} "
+            )),
+            "{result}: {metrics}"
+        );
+    }
     let missing = http(&http_addr, "GET /nope HTTP/1.0\r\n\r\n").unwrap();
     assert!(
         missing.starts_with("HTTP/1.0 404") && missing.contains("\"error\""),
@@ -162,6 +170,11 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
     assert_eq!(summary["delivered"], 2);
     assert_eq!(summary["export"]["export_reports"], 2);
     assert_eq!(summary["export"]["export_bad_records"], 0);
+    // Both probes have the same verifier (the local host): its key is derived once, never
+    // evicted; the second probe finds it (or, in the same burst, reuses its handle).
+    assert_eq!(summary["idint_keys"]["misses"], 1, "{summary:#}");
+    assert_eq!(summary["idint_keys"]["evictions"], 0);
+    assert!(summary["idint_keys"]["hits"].as_u64().unwrap() <= 1);
 
     // Delivered: the stripped packet and the plain one, same sizes, no ID-INT left.
     let sent = read_pcap(&outp);
