@@ -60,7 +60,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 def nz(d):
     return {k: v for k, v in (d or {}).items() if v}
-for k in ("forwarded", "to_sibling", "delivered", "scmp_replies", "drops", "idint"):
+for k in ("forwarded", "to_sibling", "delivered", "scmp_replies", "drops", "idint", "idint_keys"):
     if k in s:
         v = s[k]
         print(f"  {k}: {json.dumps(nz(v) if isinstance(v, dict) else v)}")
