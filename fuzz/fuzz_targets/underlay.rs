@@ -1,5 +1,5 @@
 //! Arbitrary Ethernet frames through the router's underlay handling: the SCION/UDP underlay
-//! parser, ARP (learn, answer in place) and IPv6 neighbour discovery (parse, learn, answer in
+//! parser (plain and 802.1Q-tagged, tags removed and added back), ARP (learn, answer in place) and IPv6 neighbour discovery (parse, learn, answer in
 //! place), plus neighbor solicitations written for fuzzed addresses. Checks: no panic; parsed
 //! payloads lie inside the frame; an in-place answer keeps the frame length and parses back as
 //! the answer to what was asked; a frame that is not answered is left untouched.
@@ -24,6 +24,24 @@ fuzz_target!(|data: &[u8]| {
 
     if let Ok(r) = underlay::parse(frame) {
         assert!(r.offset + r.len <= frame.len());
+    }
+    // 802.1Q: tagged parsing stays inside the frame, agrees with the plain parser on untagged
+    // frames, and removing then re-adding a frame's own tag gives the frame back.
+    if let Ok(r) = underlay::parse_tagged(frame) {
+        assert!(r.offset + r.len <= frame.len());
+    }
+    if underlay::vlan_id(frame).is_none() {
+        assert_eq!(underlay::parse_tagged(frame), underlay::parse(frame));
+    } else if let Some(vid) = underlay::vlan_id(frame) {
+        let mut f = frame.to_vec();
+        assert!(underlay::untag_in_place(&mut f));
+        let pcp_dei = frame[14] & 0xf0;
+        assert!(underlay::tag_in_place(&mut f, vid));
+        f[14] |= pcp_dei;
+        assert_eq!(
+            f, frame,
+            "untag + tag is the identity (priority bits aside)"
+        );
     }
 
     // ARP.

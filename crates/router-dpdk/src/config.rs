@@ -149,6 +149,7 @@ struct RawControl {
 struct RawPort {
     device: String,
     default_next_hop_mac: Option<String>,
+    vlan: Option<u16>,
     #[serde(default)]
     interfaces: Vec<u16>,
     #[serde(default)]
@@ -196,6 +197,9 @@ pub struct PortPlan {
     /// MAC for next hops on this port with neither a `[[neighbor]]` entry nor an ARP-learned
     /// one (e.g. a gateway, or the peer of a point-to-point link).
     pub default_next_hop_mac: Option<[u8; 6]>,
+    /// 802.1Q VLAN of the port: frames arrive and leave tagged with this VLAN ID; untagged or
+    /// otherwise tagged frames are dropped (`wrong_vlan`).
+    pub vlan: Option<u16>,
 }
 
 /// A validated configuration.
@@ -373,11 +377,20 @@ impl Config {
                     )
                 })?),
             };
+            if let Some(v) = p.vlan
+                && !(1..=4094).contains(&v)
+            {
+                return Err(item(
+                    &format!("{name}.vlan"),
+                    format!("{v} is not a VLAN ID (1 ..= 4094)"),
+                ));
+            }
             ports.push(PortPlan {
                 device: p.device.clone(),
                 interfaces,
                 internal: p.internal,
                 default_next_hop_mac,
+                vlan: p.vlan,
             });
         }
         if internal_port.is_none() {

@@ -45,7 +45,8 @@ pub fn flow_hash(frame: &[u8]) -> u64 {
             h = (h ^ u64::from(x)).wrapping_mul(PRIME);
         }
     };
-    match underlay::parse(frame) {
+    // Frames of VLAN ports still carry their tag here (the worker removes it).
+    match underlay::parse_tagged(frame) {
         Ok(r) if r.len >= 12 => {
             let s = &frame[r.offset..r.offset + r.len];
             eat(&[s[1] & 0x0f, s[2], s[3]]);

@@ -176,6 +176,7 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
             .iter()
             .map(|p| p.default_next_hop_mac)
             .collect(),
+        vlans: config.ports.iter().map(|p| p.vlan).collect(),
     });
 
     let provider = Arc::new(

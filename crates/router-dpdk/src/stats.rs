@@ -41,9 +41,11 @@ pub struct IoCounters {
     pub ndp_requests: u64,
     /// Neighbour MACs learned (or refreshed) from NDP messages addressed to the router.
     pub ndp_learned: u64,
+    /// Frames on a VLAN port that were untagged or tagged with another VLAN.
+    pub wrong_vlan: u64,
 }
 
-const IO_FIELDS: usize = 15;
+const IO_FIELDS: usize = 16;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
 const II_FIELDS: usize = 13;
 const KEY_FIELDS: usize = 3;
@@ -66,6 +68,7 @@ impl IoCounters {
             self.ndp_replies,
             self.ndp_requests,
             self.ndp_learned,
+            self.wrong_vlan,
         ]
     }
 
@@ -86,6 +89,7 @@ impl IoCounters {
             ndp_replies: a[12],
             ndp_requests: a[13],
             ndp_learned: a[14],
+            wrong_vlan: a[15],
         }
     }
 
@@ -108,6 +112,7 @@ impl IoCounters {
             ("ndp_replies", a[12]),
             ("ndp_requests", a[13]),
             ("ndp_learned", a[14]),
+            ("wrong_vlan", a[15]),
         ]
     }
 

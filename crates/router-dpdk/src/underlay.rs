@@ -10,6 +10,11 @@ pub const V4_HDR_LEN: usize = ETH_LEN + 20 + 8;
 /// Ethernet + IPv6 (no extension headers) + UDP.
 pub const V6_HDR_LEN: usize = ETH_LEN + 40 + 8;
 
+/// 802.1Q VLAN tag: TPID, then priority, DEI and the 12-bit VLAN ID.
+pub const ETHERTYPE_VLAN: u16 = 0x8100;
+/// Length of an 802.1Q tag.
+pub const VLAN_TAG_LEN: usize = 4;
+
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_UDP: u8 = 17;
@@ -45,18 +50,63 @@ fn be16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
 }
 
-/// Parses the headers of `frame`. Inlined into its caller so that the result (addresses and
-/// all) stays in registers instead of going through memory.
+/// Parses the headers of an untagged `frame`. Inlined into its caller so that the result
+/// (addresses and all) stays in registers instead of going through memory.
 #[inline(always)]
 pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
-    if frame.len() < ETH_LEN {
+    parse_l2(frame, ETH_LEN)
+}
+
+/// Parses the headers of `frame` whether or not it carries one 802.1Q tag (offsets relative to
+/// the frame as it is): for hashing flows before the tag is removed.
+pub fn parse_tagged(frame: &[u8]) -> Result<Received, NotScion> {
+    if vlan_id(frame).is_some() {
+        parse_l2(frame, ETH_LEN + VLAN_TAG_LEN)
+    } else {
+        parse(frame)
+    }
+}
+
+/// The VLAN ID of a frame with an 802.1Q tag, `None` for an untagged (or too short) frame.
+#[inline]
+pub fn vlan_id(frame: &[u8]) -> Option<u16> {
+    (frame.len() >= ETH_LEN + VLAN_TAG_LEN && be16(frame, 12) == ETHERTYPE_VLAN)
+        .then(|| be16(frame, 14) & 0x0fff)
+}
+
+/// Moves the MAC addresses of a tagged frame over its 802.1Q tag (bytes 4.. then hold an
+/// untagged frame: the caller drops the first 4 bytes). `false` if `frame` is too short.
+pub fn untag_in_place(frame: &mut [u8]) -> bool {
+    if frame.len() < ETH_LEN + VLAN_TAG_LEN {
+        return false;
+    }
+    frame.copy_within(0..12, VLAN_TAG_LEN);
+    true
+}
+
+/// Turns `frame`, an untagged frame after 4 free bytes (the caller prepended them), into the
+/// same frame with an 802.1Q tag for `vid` (priority 0). `false` if `frame` is too short.
+pub fn tag_in_place(frame: &mut [u8], vid: u16) -> bool {
+    if frame.len() < ETH_LEN + VLAN_TAG_LEN {
+        return false;
+    }
+    frame.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
+    frame[12..14].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
+    frame[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+    true
+}
+
+/// Parses a frame whose Ethernet header (with any tag) is `l2` bytes long.
+#[inline(always)]
+fn parse_l2(frame: &[u8], l2: usize) -> Result<Received, NotScion> {
+    if frame.len() < l2 {
         return Err(NotScion::Truncated);
     }
     let mut eth_src = [0u8; 6];
     eth_src.copy_from_slice(&frame[6..12]);
-    let (src_ip, dst_ip, l4, l4_end) = match be16(frame, 12) {
+    let (src_ip, dst_ip, l4, l4_end) = match be16(frame, l2 - 2) {
         ETHERTYPE_IPV4 => {
-            let ip = &frame[ETH_LEN..];
+            let ip = &frame[l2..];
             if ip.len() < 20 || ip[0] >> 4 != 4 {
                 return Err(NotScion::Truncated);
             }
@@ -71,10 +121,10 @@ pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
             }
             let s = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
             let d = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
-            (IpAddr::V4(s), IpAddr::V4(d), ETH_LEN + ihl, ETH_LEN + total)
+            (IpAddr::V4(s), IpAddr::V4(d), l2 + ihl, l2 + total)
         }
         ETHERTYPE_IPV6 => {
-            let ip = &frame[ETH_LEN..];
+            let ip = &frame[l2..];
             if ip.len() < 40 || ip[0] >> 4 != 6 {
                 return Err(NotScion::Truncated);
             }
@@ -92,8 +142,8 @@ pub fn parse(frame: &[u8]) -> Result<Received, NotScion> {
             (
                 IpAddr::V6(Ipv6Addr::from(s)),
                 IpAddr::V6(Ipv6Addr::from(d)),
-                ETH_LEN + 40,
-                ETH_LEN + 40 + payload,
+                l2 + 40,
+                l2 + 40 + payload,
             )
         }
         _ => return Err(NotScion::OtherEtherType),
@@ -314,6 +364,44 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn vlan_tags_come_off_and_go_on() {
+        let src: SocketAddr = "10.0.0.1:50000".parse().unwrap();
+        let dst: SocketAddr = "10.0.0.2:50000".parse().unwrap();
+        let payload = [7u8; 20];
+        let mut plain = vec![0u8; V4_HDR_LEN + payload.len()];
+        assert!(write(&mut plain, [1; 6], [2; 6], &src, &dst, payload.len()));
+        plain[V4_HDR_LEN..].copy_from_slice(&payload);
+        assert_eq!(vlan_id(&plain), None);
+        // Tag: 4 free bytes in front, then the frame.
+        let mut tagged = vec![0u8; VLAN_TAG_LEN];
+        tagged.extend_from_slice(&plain);
+        assert!(tag_in_place(&mut tagged, 0x1064)); // only the 12 VLAN ID bits are used
+        assert_eq!(&tagged[..12], &plain[..12], "MACs first");
+        assert_eq!(&tagged[12..16], &[0x81, 0x00, 0x00, 0x64]);
+        assert_eq!(&tagged[16..], &plain[12..]);
+        assert_eq!(vlan_id(&tagged), Some(100));
+        // The tagged frame parses with its offsets, the same addresses and payload.
+        let r = parse_tagged(&tagged).unwrap();
+        assert_eq!((r.src, r.dst, r.len), (src, dst, payload.len()));
+        assert_eq!(&tagged[r.offset..r.offset + r.len], &payload);
+        assert_eq!(parse_tagged(&plain), parse(&plain));
+        assert_eq!(
+            parse(&tagged),
+            Err(NotScion::OtherEtherType),
+            "plain parse refuses tags"
+        );
+        // Untag: what follows the first 4 bytes is the untagged frame again.
+        assert!(untag_in_place(&mut tagged));
+        assert_eq!(&tagged[VLAN_TAG_LEN..], &plain[..]);
+        // Short frames are refused, not indexed out of bounds.
+        assert!(!untag_in_place(&mut [0u8; 17]));
+        assert!(!tag_in_place(&mut [0u8; 17], 5));
+        assert_eq!(vlan_id(&[0x81; 15]), None);
+        assert!(parse_tagged(&[0u8; 3]).is_err());
+    }
+
     use super::*;
 
     fn roundtrip(src: &str, dst: &str) {

@@ -57,6 +57,8 @@ pub struct Tables {
     pub learned6: Neighbor6Table,
     /// Default next-hop MAC per port index.
     pub default_macs: Vec<Option<[u8; 6]>>,
+    /// 802.1Q VLAN ID per port index (frames on the wire tagged, inside the router not).
+    pub vlans: Vec<Option<u16>>,
     /// Sibling routers: (internal address, one interface it owns, which names its link).
     /// Packets from them on the internal port arrive as [`Ingress::Sibling`].
     pub siblings: Vec<(SocketAddr, u16)>,
@@ -659,9 +661,7 @@ impl Io {
                 for s in slots[..filled].iter_mut() {
                     route(tables, *port, now_s, s, &mut out, &mut io, &mut resolver);
                 }
-                for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
-                    flush(t, b, &mut io);
-                }
+                send_all(tables, &mut out, &mut self.tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
             }
             let tsc = dpdk::rdtsc();
@@ -676,9 +676,7 @@ impl Io {
                 busy = 0;
             }
         }
-        for (b, t) in out.iter_mut().zip(self.tx.iter_mut()) {
-            flush(t, b, &mut io);
-        }
+        send_all(tables, &mut out, &mut self.tx, &mut io);
         self.stats
             .publish(&io, proc.counters(), &stage.counters, &stage.keys.lookups());
         io.rx_frames
@@ -705,10 +703,16 @@ fn classify(
             io.chained += 1;
             continue;
         }
+        let mut m = m;
+        if let Some(vid) = tables.vlans.get(port).copied().flatten()
+            && !untag(&mut m, vid)
+        {
+            io.wrong_vlan += 1;
+            continue;
+        }
         let r = match underlay::parse(m.data()) {
             Ok(r) => r,
             Err(underlay::NotScion::OtherEtherType) => {
-                let mut m = m;
                 let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
                 if let Some((ip, mac)) = underlay::arp_sender_to_me(m.data(), mine)
                     && tables.learned.learn(ip, mac, now_s)
@@ -962,6 +966,47 @@ impl Resolver {
             *counter += 1;
         }
     }
+}
+
+/// Removes the 802.1Q tag of a frame received on a port of VLAN `vid`; `false` (frame to
+/// drop) if it is untagged, of another VLAN or too short.
+#[inline]
+fn untag(m: &mut Mbuf, vid: u16) -> bool {
+    underlay::vlan_id(m.data()) == Some(vid)
+        && underlay::untag_in_place(m.data_mut())
+        && m.adj(underlay::VLAN_TAG_LEN as u16)
+}
+
+/// Sends every port's queued burst, tagging the frames of VLAN ports first.
+#[inline]
+fn send_all(tables: &Tables, out: &mut [MbufBurst], tx: &mut [Sink], io: &mut IoCounters) {
+    for (p, (b, t)) in out.iter_mut().zip(tx.iter_mut()).enumerate() {
+        if let Some(vid) = tables.vlans.get(p).copied().flatten() {
+            tag_burst(b, vid, io);
+        }
+        flush(t, b, io);
+    }
+}
+
+/// Tags every frame queued for a port of VLAN `vid`; a frame without head room for the tag
+/// is freed and counted as unroutable (never sent untagged).
+#[cold]
+fn tag_burst(b: &mut MbufBurst, vid: u16, io: &mut IoCounters) {
+    if b.is_empty() {
+        return;
+    }
+    let mut tagged = MbufBurst::new();
+    for mut m in b.drain() {
+        if m.prepend(underlay::VLAN_TAG_LEN as u16) && underlay::tag_in_place(m.data_mut(), vid) {
+            if let Err(m) = tagged.push(m) {
+                drop(m);
+                io.tx_full += 1;
+            }
+        } else {
+            io.unroutable += 1;
+        }
+    }
+    *b = tagged;
 }
 
 /// Sends a port's queued burst; what the driver does not take is freed and counted.

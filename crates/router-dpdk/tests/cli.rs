@@ -116,6 +116,12 @@ fn bad_configs_fail_with_clear_messages() {
             "dataplane.neighbor_expire_secs: neighbour entries must be refreshed (after 60 s) before they expire (after 30 s)",
         ),
         (
+            "bad VLAN",
+            Box::new(|t| t.replace("internal = true", "internal = true\nvlan = 4095")),
+            2,
+            "port[0].vlan: 4095 is not a VLAN ID (1 ..= 4094)",
+        ),
+        (
             "key cache too small",
             Box::new(|t| t.replace("[idint]", "[drkey]\ncache_keys = 2\n\n[idint]")),
             2,

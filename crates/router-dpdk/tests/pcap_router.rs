@@ -531,3 +531,63 @@ fn queue_and_buffer_telemetry_from_distribution_rings() {
     // The worker's ring is read: what waited behind the packet (it was alone).
     assert_eq!(occupancy, Some(0));
 }
+
+/// `frame` with an 802.1Q tag for `vid` after its MAC addresses.
+fn tagged(frame: &[u8], vid: u16) -> Vec<u8> {
+    let mut f = frame[..12].to_vec();
+    f.extend_from_slice(&[0x81, 0x00]);
+    f.extend_from_slice(&vid.to_be_bytes());
+    f.extend_from_slice(&frame[12..]);
+    f
+}
+
+#[test]
+fn a_vlan_port_takes_and_sends_only_its_tagged_frames() {
+    let now = now_s();
+    let pkt = packet(now, 2, false, false, b"over a trunk");
+    let plain = frame(HOST, INTERNAL, &pkt);
+    let arp = arp_request([2, 0, 0, 0, 0x10, 0x50], "10.123.10.50", "10.123.10.1");
+    let frames = vec![
+        tagged(&plain, 100),
+        plain.clone(),             // untagged on a VLAN port
+        tagged(&plain, 200),       // another VLAN
+        tagged(&arp, 100),         // answered, tagged
+        tagged(&plain[..15], 100), // too short to be anything
+    ];
+    let PcapRun { summary, sent, .. } = run_on_pcap(&frames, false, "0.7", |t| {
+        t.replace("internal = true", "internal = true\nvlan = 100")
+    });
+    assert_eq!(summary["io"]["rx_frames"], 5, "{summary:#}");
+    assert_eq!(summary["io"]["wrong_vlan"], 2, "{summary:#}");
+    assert_eq!(summary["forwarded"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["arp_replies"], 1, "{summary:#}");
+    assert_eq!(summary["io"]["not_scion"], 1, "{summary:#}");
+    assert_eq!(sent.len(), 2);
+    for f in &sent {
+        assert_eq!(
+            &f[12..16],
+            &[0x81, 0x00, 0x00, 100],
+            "tagged with the port's VLAN"
+        );
+    }
+    let untag = |f: &[u8]| [&f[..12], &f[16..]].concat();
+    let (arp_out, ip): (Vec<_>, Vec<_>) = sent.iter().partition(|f| f[16..18] == [0x08, 0x06]);
+    let (src, dst, dmac, _, scion) = split(&untag(ip[0]));
+    assert_eq!(src, IF2_LOCAL.parse().unwrap());
+    assert_eq!(dst, IF2_REMOTE.parse().unwrap());
+    assert_eq!(dmac, IF2_MAC);
+    // Exactly what scion-dp decides for the untagged packet.
+    let router = Router::new(router_config()).unwrap();
+    let mut buf = pkt.clone();
+    let d = Processor::new(&router).process(
+        &mut buf,
+        pkt.len(),
+        Ingress::Internal,
+        now * 1_000_000_000,
+    );
+    assert_eq!(d, Disposition::Forward { ifid: 2 });
+    assert_eq!(scion, buf);
+    let reply = untag(arp_out[0]);
+    assert_eq!(&reply[20..22], &[0, 2], "ARP reply");
+    assert_eq!(&reply[28..32], &[10, 123, 10, 1]);
+}
