@@ -1,19 +1,16 @@
 //! A plain loop over ID-INT stack verification (the collector's per-report MAC work) for A/B
-//! runs and profilers: a request with a source entry and five router entries (node id and two
-//! slots each; every other one encrypted), verified and decrypted N times.
+//! runs and profilers: the benchmark request with a source entry and five benchmark router
+//! entries (every other one encrypted), verified and decrypted N times.
 //!
 //! `cargo run --release -p benches --example verify-loop -- [N]`
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use idint_wire::HostAddr;
+use benches::{request, router_entry};
 use idint_wire::crypto::aes128;
 use idint_wire::idint::crypto::{seal_entry_at, sign_source, verify_stack};
-use idint_wire::idint::entry::SlotValue;
-use idint_wire::idint::{
-    AggregationMode, EntryRepr, IdInt, Instruction, Metadata, PushOutcome, RequestBuilder, Verifier,
-};
+use idint_wire::idint::{EntryRepr, IdInt, PushOutcome, RequestBuilder};
 
 fn main() {
     let n: usize = std::env::args()
@@ -22,22 +19,8 @@ fn main() {
         .unwrap_or(1_000_000);
     let keys: Vec<_> = (0..6u8).map(|i| aes128(&[i + 1; 16])).collect();
     let req = RequestBuilder {
-        encrypt: true,
-        mode: AggregationMode::PerBorderRouter,
-        verifier: Verifier::ThirdParty {
-            ia: "1-ff00:0:1".parse().unwrap(),
-            host: HostAddr::V4("10.0.0.9".parse().unwrap()),
-        },
-        inst_bitmap: 0x8,
-        instructions: [
-            Instruction(0x82),
-            Instruction(0x4f),
-            Instruction::NOP,
-            Instruction::NOP,
-        ],
         stack_len_words: 64,
-        source_port: 7,
-        ..RequestBuilder::new(123_456_789)
+        ..request()
     };
     let mut hbh = vec![0u8; req.hbh_len()];
     req.emit_hbh(&mut hbh, 17).unwrap();
@@ -47,24 +30,8 @@ fn main() {
         for (i, key) in keys[1..].iter().enumerate() {
             let hop = i as u8 + 1;
             let e = EntryRepr {
-                ingress: true,
-                egress: true,
                 nonce: (i % 2 == 0).then_some([hop; 12]),
-                hop,
-                metadata: Metadata {
-                    node_id: Some(u32::from(hop)),
-                    slots: [
-                        Some(SlotValue {
-                            len: 6,
-                            value: 1_000_000 + u64::from(hop),
-                        }),
-                        Some(SlotValue { len: 4, value: 5 }),
-                        None,
-                        None,
-                    ],
-                    ..Metadata::default()
-                },
-                ..EntryRepr::default()
+                ..router_entry(hop)
             };
             let PushOutcome::Pushed { offset } = idint.push(&e).unwrap() else {
                 panic!("stack full");
