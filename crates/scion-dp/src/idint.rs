@@ -876,8 +876,18 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             ..
         } = self;
         let defer = *defer_slot;
-        let remembered = defer.and_then(|_| batch.recall(&id));
-        let Some(handle) = remembered.or_else(|| keys.find(id.ia(), &id.host(), ctx.now_ns)) else {
+        // A `match`, not `Option::or_else`: the closure made that a call, and the call read
+        // the recalled handle back through memory just after it was stored in pieces (a
+        // store-forwarding stall on every packet).
+        let recalled = match defer {
+            Some(_) => batch.recall(&id),
+            None => None,
+        };
+        let found = match recalled {
+            Some(h) => Some(h),
+            None => keys.find(id.ia(), &id.host(), ctx.now_ns),
+        };
+        let Some(handle) = found else {
             counters.packets += 1;
             counters.no_key += 1;
             return true;
@@ -1248,7 +1258,10 @@ impl SealBatch {
     }
 
     /// Queues the entry `e` (burst slot `slot`, described by `job`); false if it must be
-    /// sealed now (too long, batch full).
+    /// sealed now (too long, batch full). Inlined: `job` was just built in registers, and a
+    /// call would read it back through memory right after it was stored in pieces (a
+    /// store-forwarding stall per packet).
+    #[inline(always)]
     fn defer(&mut self, slot: u8, e: &[u8], job: &Seal) -> bool {
         let len = e.len();
         let at = job.at;
@@ -1266,14 +1279,12 @@ impl SealBatch {
         j.n_blocks = len.div_ceil(16) as u8;
         // The MAC input: the entry with the previous MAC in its MAC field, zero-filled to
         // whole blocks (written straight into the job: no staging buffer to read back).
-        let n = len.div_ceil(16);
-        j.blocks[n - 1] = [0; 16];
-        for (b, c) in j.blocks.iter_mut().zip(e[..len - 4].chunks(16)) {
-            b[..c.len()].copy_from_slice(c);
-        }
-        // len is a multiple of 4, so the 4 MAC bytes never straddle two blocks.
-        let (bi, off) = ((len - 4) / 16, (len - 4) % 16);
-        j.blocks[bi][off..off + 4].copy_from_slice(&job.prev_mac);
+        // One copy into the flattened blocks (an iterator of chunks here was built in memory
+        // and read back at once: a store-forwarding stall per packet).
+        j.blocks[len.div_ceil(16) - 1] = [0; 16];
+        let flat = j.blocks.as_flattened_mut();
+        flat[..len - 4].copy_from_slice(&e[..len - 4]);
+        flat[len - 4..len].copy_from_slice(&job.prev_mac);
         j.n_ks = 0;
         if e[2] & eflags::C != 0 {
             let enc_from = NONCE_OFFSET + NONCE_LEN;
