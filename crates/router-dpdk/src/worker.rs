@@ -441,6 +441,10 @@ struct Slot {
     src: Option<SocketAddr>,
     dst: Option<SocketAddr>,
     eth_src: [u8; 6],
+    /// The egress interface of a packet forwarded on an external link (the common decision,
+    /// kept apart from `disposition`: see [`BurstPacket::set_disposition`]).
+    forward: Option<u16>,
+    /// Any other decision.
     disposition: Option<Disposition>,
 }
 
@@ -464,6 +468,16 @@ impl BurstPacket for Slot {
     #[inline]
     fn disposition_mut(&mut self) -> &mut Option<Disposition> {
         &mut self.disposition
+    }
+    #[inline(always)]
+    fn set_disposition(&mut self, d: Disposition) {
+        if let Disposition::Forward { ifid } = d {
+            self.forward = Some(ifid);
+            self.disposition = None;
+        } else {
+            self.forward = None;
+            self.disposition = Some(d);
+        }
     }
 }
 
@@ -683,6 +697,9 @@ impl Io {
     }
 }
 
+/// How many received packets ahead of the one being classified have their headers prefetched.
+const RX_PREFETCH_AHEAD: usize = 3;
+
 /// Moves the received mbufs into slots (underlay parsed); frames that are not SCION for us
 /// are freed and counted. Returns the number of slots filled.
 #[inline]
@@ -696,7 +713,7 @@ fn classify(
     io: &mut IoCounters,
 ) -> usize {
     let mut n = 0;
-    for m in burst.drain() {
+    for m in burst.drain_prefetching(RX_PREFETCH_AHEAD) {
         io.rx_frames += 1;
         io.rx_bytes += m.pkt_len() as u64;
         if m.segments() != 1 {
@@ -757,6 +774,7 @@ fn classify(
         s.src = Some(r.src);
         s.dst = Some(r.dst);
         s.eth_src = r.eth_src;
+        s.forward = None;
         s.disposition = None;
         s.m = Some(m);
         n += 1;
@@ -811,13 +829,21 @@ fn route(
     resolver: &mut Resolver,
 ) {
     let Some(mut m) = s.m.take() else { return };
-    let Some(d) = s.disposition.take() else {
-        return;
+    // A forwarded packet's egress comes from its compact field; any other decision is read by
+    // reference (`classify` resets both when the slot is reused).
+    let forward;
+    let d = match (s.forward, &s.disposition) {
+        (Some(ifid), _) => {
+            forward = Disposition::Forward { ifid };
+            &forward
+        }
+        (None, Some(d)) => d,
+        (None, None) => return,
     };
     // (egress port, src, dst, dst mac, SCION length). The addresses stay references into the
     // tables, the disposition and the slot: copying the large `SocketAddr` values and reading
     // them back piecewise stalled on store forwarding.
-    let (port, src, dst, mac, len): (usize, &SocketAddr, &SocketAddr, _, usize) = match &d {
+    let (port, src, dst, mac, len): (usize, &SocketAddr, &SocketAddr, _, usize) = match d {
         Disposition::Forward { ifid } => {
             let Some(e) = tables
                 .egress
