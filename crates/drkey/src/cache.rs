@@ -62,7 +62,7 @@ const EMPTY: Way = Way {
 };
 
 impl Way {
-    #[inline]
+    #[inline(always)]
     fn holds(&self, id: &KeyId, time: u64) -> bool {
         self.generation != 0
             && u64::from(self.begin) <= time
@@ -211,10 +211,17 @@ impl KeyCache {
         self.clock += 1;
         let set = (hash(id) as usize >> 1) & self.mask;
         let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
-        let Some(w) = ways.iter().position(|w| w.holds(id, time)) else {
+        // A plain loop, not `Iterator::position`: that stayed a call, which read the caller's
+        // freshly built `id` back through memory in pieces (store-forwarding stalls on every
+        // lookup).
+        let mut w = 0;
+        while w < WAYS && !ways[w].holds(id, time) {
+            w += 1;
+        }
+        if w == WAYS {
             self.stats.misses += 1;
             return self.insert(set, id, time);
-        };
+        }
         let i = WAYS * set + w;
         self.stats.hits += 1;
         self.ways[i].stamp = self.clock;
