@@ -224,7 +224,9 @@ impl<T: AsRef<[u8]>> Entry<T> {
 
     /// Checks type, length (multiple of 4, at least 12, within the buffer), ML values (0-4)
     /// and that nonce, metadata, padding (0-3 bytes) and MAC fill the entry exactly.
-    #[inline]
+    /// Always inlined: routers call it per packet, and as a call its result came back through
+    /// memory.
+    #[inline(always)]
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         need(Layer::IdIntEntry, b, NONCE_OFFSET)?;
