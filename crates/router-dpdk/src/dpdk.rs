@@ -327,6 +327,17 @@ impl Mbuf {
         }
     }
 
+    /// The mbuf with its room from `offset` (see [`Self::room_mut`]) located once, for a
+    /// packet whose buffer is asked for many times; the mbuf back if it has no such room.
+    #[inline]
+    pub fn with_room(mut self, offset: usize) -> Result<RoomMbuf, Mbuf> {
+        let Some(r) = self.room_mut(offset) else {
+            return Err(self);
+        };
+        let (room, len) = (NonNull::from(&mut *r).cast::<u8>(), r.len());
+        Ok(RoomMbuf { m: self, room, len })
+    }
+
     /// Sets the data length of a single-segment mbuf (`false` if it does not fit or the mbuf
     /// is chained).
     #[inline]
@@ -392,6 +403,36 @@ impl Drop for Mbuf {
     fn drop(&mut self) {
         // SAFETY: we own the mbuf; it is not used after this.
         unsafe { sys::rte_pktmbuf_free(self.raw()) }
+    }
+}
+
+/// An owned single-segment mbuf whose room from a fixed offset (see [`Mbuf::room_mut`]) was
+/// located once: [`RoomMbuf::room`] then costs no reads of the mbuf header (the header's cache
+/// line may be gone by the time the packet is processed).
+#[derive(Debug)]
+pub struct RoomMbuf {
+    m: Mbuf,
+    room: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: as `Mbuf`: the mbuf and the room it points into are owned exclusively.
+unsafe impl Send for RoomMbuf {}
+
+impl RoomMbuf {
+    /// The room, writable.
+    #[inline]
+    pub fn room(&mut self) -> &mut [u8] {
+        // SAFETY: `room .. room + len` was the room of `m` when located, and `m`, owned
+        // exclusively, has not changed since (only `into_mbuf` gives access to it); the slice
+        // borrows `self` mutably.
+        unsafe { core::slice::from_raw_parts_mut(self.room.as_ptr(), self.len) }
+    }
+
+    /// The mbuf again (for changing its data or sending it).
+    #[inline]
+    pub fn into_mbuf(self) -> Mbuf {
+        self.m
     }
 }
 

@@ -434,7 +434,7 @@ impl TelemetrySource for RouterTelemetry {
 /// One packet of a burst: the owned mbuf plus what the underlay said.
 #[derive(Debug, Default)]
 struct Slot {
-    m: Option<Mbuf>,
+    m: Option<dpdk::RoomMbuf>,
     offset: usize,
     len: usize,
     ingress: Option<Ingress>,
@@ -451,9 +451,8 @@ struct Slot {
 impl BurstPacket for Slot {
     #[inline]
     fn buffer(&mut self) -> &mut [u8] {
-        let off = self.offset;
-        match self.m.as_mut().and_then(|m| m.room_mut(off)) {
-            Some(b) => b,
+        match self.m.as_mut() {
+            Some(m) => m.room(),
             None => &mut [],
         }
     }
@@ -767,6 +766,13 @@ fn classify(
         {
             ingress = Ingress::Sibling(*ifid);
         }
+        let m = match m.with_room(r.offset) {
+            Ok(m) => m,
+            Err(_) => {
+                io.chained += 1;
+                continue;
+            }
+        };
         let s = &mut slots[n];
         s.offset = r.offset;
         s.len = r.len;
@@ -828,7 +834,9 @@ fn route(
     io: &mut IoCounters,
     resolver: &mut Resolver,
 ) {
-    let Some(mut m) = s.m.take() else { return };
+    let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
+        return;
+    };
     // A forwarded packet's egress comes from its compact field; any other decision is read by
     // reference (`classify` resets both when the slot is reused).
     let forward;
