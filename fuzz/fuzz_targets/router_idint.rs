@@ -1,6 +1,7 @@
 //! Arbitrary packets, or mutations of reference router cases carrying an ID-INT request,
 //! through routers R and C of `router_cases.json` with the ID-INT stage (sink role on).
-//! Checks: no panic; single and burst processing agree byte for byte (same nonces), and so do
+//! Checks: no panic; single and burst processing agree byte for byte (same nonces), for one
+//! packet and for two copies in one burst (the remembered key, sealing together), and so do
 //! the straight-line push path and the general path; packets
 //! that leave keep their length; a packet that got an entry still holds a well-formed stack.
 //!
@@ -177,6 +178,42 @@ fuzz_target!(|data: &[u8]| {
         "burst and single wrote different bytes"
     );
     assert_eq!(sb.counters, st.counters);
+
+    // Two copies in one burst: the second meets the verifier key the first remembered, and
+    // both entries are sealed together at the end of the burst. Each must come out exactly as
+    // processing the two one after the other gives.
+    let mut seq = stage();
+    let mut firsts = [vec![0u8; ROOM], vec![0u8; ROOM]];
+    let mut expected = Vec::new();
+    for b in firsts.iter_mut() {
+        b[..len].copy_from_slice(&packet);
+        expected.push(Processor::new(router).process_with(b, len, ingress, file.now_ns, &mut seq));
+    }
+    let (mut b0, mut b1) = (vec![0u8; ROOM], vec![0u8; ROOM]);
+    b0[..len].copy_from_slice(&packet);
+    b1[..len].copy_from_slice(&packet);
+    let mut sb2 = stage();
+    let mut pair = [
+        PacketSlot {
+            buf: &mut b0[..],
+            len,
+            ingress,
+            disposition: None,
+        },
+        PacketSlot {
+            buf: &mut b1[..],
+            len,
+            ingress,
+            disposition: None,
+        },
+    ];
+    Processor::new(router).process_burst_with(&mut pair, file.now_ns, &mut sb2);
+    for (k, (slot, d)) in pair.iter().zip(expected.iter()).enumerate() {
+        assert_eq!(slot.disposition, Some(*d), "packet {k} of a burst of two");
+    }
+    assert_eq!(b0, firsts[0], "first of a burst of two wrote other bytes");
+    assert_eq!(b1, firsts[1], "second of a burst of two wrote other bytes");
+    assert_eq!(sb2.counters, seq.counters);
 
     let mut general = vec![0u8; ROOM];
     general[..len].copy_from_slice(&packet);
