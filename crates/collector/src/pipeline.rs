@@ -26,7 +26,7 @@ use crate::topology::{
     HopLayout, InternalLink, LayoutError, Mapping, PathHop, PathInfo, PathOrigin, Topology,
     TopologyHandle, add_internal_link, add_path, add_router,
 };
-use crate::wire::{self, HostSpan, ReportSpan};
+use crate::wire::{self, HostSpan, ReportSpan, Spans};
 
 /// Instruction codes the metrics model reads.
 mod code {
@@ -163,7 +163,7 @@ pub struct Pipeline {
     obs: Vec<Point>,
     out: Vec<Point>,
     learned: Vec<Learned>,
-    spans: Vec<ReportSpan>,
+    spans: Spans,
 }
 
 const WRAP48: u64 = 1 << 48;
@@ -228,8 +228,9 @@ impl<'a> ReportRef<'a> {
         }
     }
 
-    /// A report of the batch `bytes`, as [`crate::wire::parse_batch`] found it.
-    pub fn encoded(bytes: &'a [u8], s: &'a ReportSpan) -> Self {
+    /// A report of the batch `bytes`, as [`crate::wire::parse_batch`] found it (into
+    /// `spans`).
+    pub fn encoded(bytes: &'a [u8], spans: &'a Spans, s: &'a ReportSpan) -> Self {
         let host = |h: &Option<HostSpan>| h.as_ref().map(|h| (h.addr_type, &bytes[h.raw.clone()]));
         ReportRef {
             origin: Origin::Encoded(&bytes[s.message.clone()]),
@@ -239,7 +240,7 @@ impl<'a> ReportRef<'a> {
             src_host: host(&s.src_host),
             dst_isd_as: s.dst_isd_as,
             dst_host: host(&s.dst_host),
-            path: PathRef::Laid(&s.layout),
+            path: PathRef::Laid(spans.layout(s)),
             main_option: &bytes[s.main_option.clone()],
             stack: &bytes[s.stack.clone()],
         }
@@ -299,7 +300,7 @@ impl Pipeline {
             obs: Vec::with_capacity(4096),
             out: Vec::with_capacity(4096),
             learned: Vec::new(),
-            spans: Vec::with_capacity(64),
+            spans: Spans::default(),
         }
     }
 
@@ -329,7 +330,11 @@ impl Pipeline {
     ) -> Result<BatchOutcome, (MalformedReason, String)> {
         let mut spans = std::mem::take(&mut self.spans);
         let out = if wire::parse_batch(bytes, &mut spans) {
-            Ok(self.run_batch(spans.iter().map(|s| ReportRef::encoded(bytes, s)), now_ns))
+            let reports = spans.reports.iter();
+            Ok(self.run_batch(
+                reports.map(|s| ReportRef::encoded(bytes, &spans, s)),
+                now_ns,
+            ))
         } else {
             // Whatever the borrowed decoder leaves to prost (errors included).
             decode_batch(bytes, Format::Protobuf).map(|b| self.process_batch(&b, now_ns))

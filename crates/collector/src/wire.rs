@@ -2,6 +2,10 @@
 //! walk over the batch records, per report, the fields the pipeline reads as byte ranges into
 //! the batch and lays out its path, without allocating (the output vector is reused).
 //!
+//! Reports of one path carry the same path bytes: a path whose bytes equal those of a path
+//! laid out earlier in the batch reuses that layout instead of being decoded again, and an
+//! exporter equal to the previous report's is not decoded again either.
+//!
 //! The result always equals what prost decodes: whenever the bytes hold anything this
 //! decoder does not take on itself (an error of any kind, groups, a used sub-message given
 //! twice, which prost would merge), [`parse_batch`] says so and the caller decodes the batch
@@ -37,13 +41,49 @@ pub struct ReportSpan {
     pub dst_isd_as: u64,
     /// Destination host, if present.
     pub dst_host: Option<HostSpan>,
-    /// The path laid out (as [`HopLayout::of`] on the decoded path).
-    pub layout: Result<HopLayout, LayoutError>,
+    /// The path laid out (as [`HopLayout::of`] on the decoded path): an index into
+    /// [`Spans::layouts`].
+    pub layout: usize,
     /// ID-INT main option bytes.
     pub main_option: Range<usize>,
     /// ID-INT stack bytes.
     pub stack: Range<usize>,
 }
+
+/// A decoded batch: one [`ReportSpan`] per report and the distinct path layouts they use.
+#[derive(Debug, Default)]
+pub struct Spans {
+    /// The reports, in order.
+    pub reports: Vec<ReportSpan>,
+    /// Path layouts, referred to by [`ReportSpan::layout`].
+    pub layouts: Vec<Result<HopLayout, LayoutError>>,
+    /// Byte ranges of the paths laid out in `layouts` (same order; an empty range for a
+    /// report without path).
+    path_bytes: Vec<Range<usize>>,
+    /// The layout the previous report used.
+    last_layout: usize,
+    /// The previous report's exporter: its bytes and what they hold.
+    last_exporter: Option<(Range<usize>, (u64, u32))>,
+}
+
+impl Spans {
+    /// The layout of a report.
+    pub fn layout(&self, s: &ReportSpan) -> &Result<HopLayout, LayoutError> {
+        &self.layouts[s.layout]
+    }
+
+    fn clear(&mut self) {
+        self.reports.clear();
+        self.layouts.clear();
+        self.path_bytes.clear();
+        self.last_layout = 0;
+        self.last_exporter = None;
+    }
+}
+
+/// Distinct paths of a batch compared byte for byte before one is decoded (beyond that,
+/// paths are decoded each time).
+const PATHS_COMPARED: usize = 4;
 
 /// Protobuf wire types this decoder reads (groups are left to prost).
 const VARINT: u8 = 0;
@@ -94,7 +134,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint as prost reads it: at most ten bytes, the tenth at most 1.
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
         // Most varints here (keys, lengths, small numbers) are one byte.
         let b = *self.buf.get(self.pos).filter(|_| self.pos < self.end)?;
@@ -133,7 +173,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next field: number and value.
-    #[inline]
+    #[inline(always)]
     fn field(&mut self) -> Option<(u32, Value)> {
         let key = self.varint()?;
         let key = u32::try_from(key).ok()?;
@@ -305,7 +345,37 @@ fn path(buf: &[u8], range: (usize, usize)) -> Option<Result<HopLayout, LayoutErr
     ))
 }
 
-fn report(buf: &[u8], range: (usize, usize)) -> Option<ReportSpan> {
+/// The layout index of the path `buf[s..e]` (`None`: no path), decoding it only if no
+/// earlier path of the batch has the same bytes.
+fn layout_of(buf: &[u8], path_range: Option<(usize, usize)>, spans: &mut Spans) -> Option<usize> {
+    let (s, e) = path_range.unwrap_or((0, 0));
+    let bytes = &buf[s..e];
+    let same = |i: usize, spans: &Spans| {
+        // A report without path (empty range, `None`) is told apart from an empty path
+        // message (empty range too) by the layout: `NoPath` only for the former.
+        let r = &spans.path_bytes[i];
+        buf[r.clone()] == *bytes
+            && (path_range.is_none() == matches!(spans.layouts[i], Err(LayoutError::NoPath)))
+    };
+    let last = spans.last_layout;
+    if last < spans.layouts.len() && same(last, spans) {
+        return Some(last);
+    }
+    if let Some(i) = (0..spans.layouts.len().min(PATHS_COMPARED)).find(|&i| same(i, spans)) {
+        spans.last_layout = i;
+        return Some(i);
+    }
+    let layout = match path_range {
+        Some(r) => path(buf, r)?,
+        None => Err(LayoutError::NoPath),
+    };
+    spans.layouts.push(layout);
+    spans.path_bytes.push(s..e);
+    spans.last_layout = spans.layouts.len() - 1;
+    Some(spans.last_layout)
+}
+
+fn report(buf: &[u8], range: (usize, usize), spans: &mut Spans) -> Option<ReportSpan> {
     let mut out = ReportSpan {
         message: range.0..range.1,
         exporter: None,
@@ -314,11 +384,11 @@ fn report(buf: &[u8], range: (usize, usize)) -> Option<ReportSpan> {
         src_host: None,
         dst_isd_as: 0,
         dst_host: None,
-        layout: Err(LayoutError::NoPath),
+        layout: 0,
         main_option: range.0..range.0,
         stack: range.0..range.0,
     };
-    let mut seen_path = false;
+    let mut path_range = None;
     let mut r = Reader::new(buf, range);
     while !r.done() {
         match r.field()? {
@@ -327,7 +397,16 @@ fn report(buf: &[u8], range: (usize, usize)) -> Option<ReportSpan> {
                 if out.exporter.is_some() {
                     return None;
                 }
-                out.exporter = Some(exporter(buf, len(v)?)?);
+                let (s, e) = len(v)?;
+                let ex = match &spans.last_exporter {
+                    Some((r, ex)) if buf[r.clone()] == buf[s..e] => *ex,
+                    _ => {
+                        let ex = exporter(buf, (s, e))?;
+                        spans.last_exporter = Some((s..e, ex));
+                        ex
+                    }
+                };
+                out.exporter = Some(ex);
             }
             (2, v) => out.receive_time_ns = varint(v)?,
             (3, v) => out.src_isd_as = fixed64(v)?,
@@ -345,11 +424,10 @@ fn report(buf: &[u8], range: (usize, usize)) -> Option<ReportSpan> {
                 out.dst_host = Some(host(buf, len(v)?)?);
             }
             (7, v) => {
-                if seen_path {
+                if path_range.is_some() {
                     return None;
                 }
-                seen_path = true;
-                out.layout = path(buf, len(v)?)?;
+                path_range = Some(len(v)?);
             }
             (8, v) => {
                 scalars::<5>(buf, len(v)?)?;
@@ -368,18 +446,19 @@ fn report(buf: &[u8], range: (usize, usize)) -> Option<ReportSpan> {
             _ => {}
         }
     }
+    out.layout = layout_of(buf, path_range, spans)?;
     Some(out)
 }
 
 /// Decodes a `ReportBatch` into `out` (cleared first), one [`ReportSpan`] per report in
 /// order. `false` if the caller must decode the batch with prost instead (see the module
 /// documentation); `out` is then unspecified.
-pub fn parse_batch(buf: &[u8], out: &mut Vec<ReportSpan>) -> bool {
+pub fn parse_batch(buf: &[u8], out: &mut Spans) -> bool {
     out.clear();
     parse_into(buf, out).is_some()
 }
 
-fn parse_into(buf: &[u8], out: &mut Vec<ReportSpan>) -> Option<()> {
+fn parse_into(buf: &[u8], out: &mut Spans) -> Option<()> {
     let mut r = Reader::new(buf, (0, buf.len()));
     while !r.done() {
         match r.field()? {
@@ -389,7 +468,10 @@ fn parse_into(buf: &[u8], out: &mut Vec<ReportSpan>) -> Option<()> {
             (2, v) => {
                 varint(v)?;
             }
-            (3, v) => out.push(report(buf, len(v)?)?),
+            (3, v) => {
+                let r = report(buf, len(v)?, out)?;
+                out.reports.push(r);
+            }
             _ => {}
         }
     }
@@ -462,7 +544,8 @@ mod tests {
     }
 
     /// The spans of a batch agree with prost's decoding of it.
-    fn agrees(bytes: &[u8], spans: &[ReportSpan]) {
+    fn agrees(bytes: &[u8], all: &Spans) {
+        let spans = &all.reports;
         let b = v1::ReportBatch::decode(bytes).unwrap();
         assert_eq!(b.reports.len(), spans.len());
         for (r, s) in b.reports.iter().zip(spans) {
@@ -482,7 +565,7 @@ mod tests {
             assert_eq!(&bytes[s.main_option.clone()], &r.idint_main_option[..]);
             assert_eq!(&bytes[s.stack.clone()], &r.idint_stack[..]);
             let want = HopLayout::of(r.path.as_ref());
-            match (&s.layout, &want) {
+            match (all.layout(s), &want) {
                 (Ok(a), Ok(b)) => {
                     assert_eq!(
                         (a.hop_fields, a.as_hops, a.hop_of, a.ifs),
@@ -508,16 +591,66 @@ mod tests {
             reports: vec![sample(), empty, odd, v1::Report::default()],
         };
         let bytes = batch.encode_to_vec();
-        let mut spans = Vec::new();
+        let mut spans = Spans::default();
         assert!(parse_batch(&bytes, &mut spans));
-        assert_eq!(spans.len(), 4);
-        assert!(spans[0].layout.is_ok());
-        assert_eq!(spans[1].layout.as_ref().err(), Some(&LayoutError::NoPath));
+        assert_eq!(spans.reports.len(), 4);
+        let r = &spans.reports;
+        assert!(spans.layout(&r[0]).is_ok());
         assert_eq!(
-            spans[2].layout.as_ref().err(),
+            spans.layout(&r[1]).as_ref().err(),
+            Some(&LayoutError::NoPath)
+        );
+        assert_eq!(
+            spans.layout(&r[2]).as_ref().err(),
             Some(&LayoutError::Inconsistent)
         );
         agrees(&bytes, &spans);
+    }
+
+    #[test]
+    fn equal_paths_share_a_layout_and_others_do_not() {
+        let a = sample();
+        let mut b = sample();
+        b.path.as_mut().unwrap().hop_fields[1].cons_egress = 99;
+        b.exporter.as_mut().unwrap().router_id = 8;
+        let mut none = sample();
+        none.path = None;
+        let mut empty = sample();
+        empty.path = Some(v1::Path::default());
+        let batch = v1::ReportBatch {
+            exporter: None,
+            sequence: 1,
+            reports: vec![a.clone(), b.clone(), a, none.clone(), empty, none, b],
+        };
+        let bytes = batch.encode_to_vec();
+        let mut spans = Spans::default();
+        assert!(parse_batch(&bytes, &mut spans));
+        let used: Vec<usize> = spans.reports.iter().map(|r| r.layout).collect();
+        assert_eq!(used, [0, 1, 0, 2, 3, 2, 1]);
+        assert_eq!(spans.layouts.len(), 4);
+        assert_eq!(spans.layouts[2].as_ref().err(), Some(&LayoutError::NoPath));
+        assert_eq!(
+            spans.layouts[3].as_ref().err(),
+            Some(&LayoutError::Inconsistent)
+        );
+        assert_ne!(
+            spans.layouts[0].as_ref().unwrap().ifs,
+            spans.layouts[1].as_ref().unwrap().ifs
+        );
+        // Exporters differ between a and b: each report has its own.
+        assert_eq!(spans.reports[1].exporter.unwrap().1, 8);
+        assert_eq!(spans.reports[2].exporter.unwrap().1, 7);
+        agrees(&bytes, &spans);
+        // The same decoder state, reused for another batch, starts afresh.
+        let one = v1::ReportBatch {
+            exporter: None,
+            sequence: 2,
+            reports: vec![sample()],
+        }
+        .encode_to_vec();
+        assert!(parse_batch(&one, &mut spans));
+        assert_eq!(spans.layouts.len(), 1);
+        agrees(&one, &spans);
     }
 
     #[test]
@@ -534,9 +667,12 @@ mod tests {
         report.extend([0x4a, 2, 0xfd, 0x00, 0x70, 3]); // main option, unknown field 14
         let mut bytes = vec![0x1a, report.len() as u8];
         bytes.extend(&report);
-        let mut spans = Vec::new();
+        let mut spans = Spans::default();
         assert!(parse_batch(&bytes, &mut spans));
-        assert_eq!(spans[0].layout.as_ref().unwrap().hop_fields, 2);
+        assert_eq!(
+            spans.layout(&spans.reports[0]).as_ref().unwrap().hop_fields,
+            2
+        );
         agrees(&bytes, &spans);
     }
 
@@ -548,7 +684,7 @@ mod tests {
             reports: vec![sample()],
         }
         .encode_to_vec();
-        let mut spans = Vec::new();
+        let mut spans = Spans::default();
         // Every truncation: prost refuses it, and so does this decoder.
         for cut in 1..one.len() {
             if v1::ReportBatch::decode(&one[..cut]).is_err() {
