@@ -25,6 +25,14 @@ fn encrypt_in_place(cipher: &Aes128Enc, block: &mut [u8; 16]) {
     cipher.encrypt_block(block.into());
 }
 
+/// One block encryption of a block held as a little-endian `u128` (byte 0 = low byte).
+#[inline(always)]
+pub(crate) fn encrypt_u128(cipher: &Aes128Enc, x: u128) -> u128 {
+    let mut b = x.to_le_bytes();
+    encrypt_in_place(cipher, &mut b);
+    u128::from_le_bytes(b)
+}
+
 /// Incremental AES-128 CBC-MAC: zero IV, input processed in 16-byte blocks, a final partial
 /// block zero-filled, no length prefix, output = last cipher block.
 ///

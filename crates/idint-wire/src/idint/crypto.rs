@@ -14,7 +14,7 @@ use core::fmt;
 use super::entry::{Entry, MAC_LEN, NONCE_LEN, NONCE_OFFSET};
 use super::main_option::flags;
 use super::stack::{IdInt, MAX_ENTRIES};
-use crate::crypto::{Aes128Enc, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply};
+use crate::crypto::{Aes128Enc, CbcMac, cbc_mac_and_keystream, ct_eq, ctr_apply, encrypt_u128};
 use crate::error::Error;
 
 /// Why a telemetry stack did not verify.
@@ -233,6 +233,13 @@ where
 /// (index in stack order, the entry) right after its MAC verified and it was decrypted, so
 /// that callers reading the metadata need not parse the stack again. If an error is returned,
 /// the entries handed over so far were verified but the stack as a whole was not.
+///
+/// Router entries are verified [`LANES`] at a time, their AES computations interleaved block
+/// by block: each entry's MAC input holds the previous entry's MAC as it is on the wire, known
+/// before anything is verified, so the entries' chains are independent and several run in
+/// flight at once instead of one after the other. As a consequence `key_for` may be asked for
+/// (and entries may be decrypted) up to `LANES - 1` entries past one whose MAC turns out wrong;
+/// the error returned is always that of the first failing entry.
 pub fn verify_stack_with<'k, T, F, G>(
     idint: &mut IdInt<T>,
     source_key: &Aes128Enc,
@@ -257,7 +264,7 @@ where
         let mut src = idint.entry_at_mut_unchecked(start);
         let on_wire = src.mac();
         apply_ctr(source_key, &mut src);
-        on_wire
+        u32::from_le_bytes(on_wire)
     };
     {
         let src = idint.entry_at_unchecked(start);
@@ -267,15 +274,148 @@ where
         }
         on_entry(0, &src);
     }
-    for (index, &at) in offs[..n].iter().enumerate().skip(1) {
-        let at = usize::from(at);
-        let key = {
+    let mut first = 1;
+    while first < n {
+        let end = n.min(first + LANES);
+        // Keys and lanes, in stack order, up to the first entry without a key.
+        let mut lanes: [Option<Lane<'k>>; LANES] = [None; LANES];
+        let mut missing = None;
+        for (index, lane) in (first..end).zip(lanes.iter_mut()) {
+            let at = usize::from(offs[index]);
             let e = idint.entry_at_unchecked(at);
-            key_for(index, &e).ok_or(VerifyError::MissingKey { index })?
-        };
-        let mut e = idint.entry_at_mut_unchecked(at);
-        prev = open_entry(key, &mut e, prev).ok_or(VerifyError::BadMac { index })?;
-        on_entry(index, &idint.entry_at_unchecked(at));
+            let Some(key) = key_for(index, &e) else {
+                missing = Some(index);
+                break;
+            };
+            let on_wire = u32::from_le_bytes(e.mac());
+            *lane = Some(Lane {
+                key,
+                at,
+                len: e.total_len(),
+                nonce: e.nonce().map(|n| {
+                    let mut b = [0u8; 16];
+                    b[..NONCE_LEN].copy_from_slice(&n);
+                    u128::from_le_bytes(b)
+                }),
+                prev_mac: prev,
+                plain_mac: 0,
+                state: 0,
+                ks_prev: 0,
+            });
+            prev = on_wire;
+        }
+        open_lanes(idint.buffer_mut(), &mut lanes);
+        for (index, lane) in (first..end).zip(&lanes) {
+            let Some(lane) = lane else { break };
+            if (lane.state as u32 ^ lane.plain_mac) != 0 {
+                return Err(VerifyError::BadMac { index });
+            }
+            on_entry(index, &idint.entry_at_unchecked(lane.at));
+        }
+        if let Some(index) = missing {
+            return Err(VerifyError::MissingKey { index });
+        }
+        first = end;
     }
     Ok(n)
+}
+
+/// Router entries whose MACs [`verify_stack_with`] computes together.
+pub const LANES: usize = 8;
+
+/// One entry being decrypted and MACed by [`open_lanes`]. Blocks are little-endian `u128`s
+/// (byte 0 of the block = low byte).
+#[derive(Clone, Copy)]
+struct Lane<'k> {
+    key: &'k Aes128Enc,
+    /// Offset of the entry in the HBH buffer.
+    at: usize,
+    /// Entry length (a checked entry: a multiple of 4, at least 12).
+    len: usize,
+    /// The nonce in the low 12 bytes of a counter block, if the entry is encrypted.
+    nonce: Option<u128>,
+    /// The previous entry's MAC as on the wire (the last 4 bytes of this entry's MAC input).
+    prev_mac: u32,
+    /// This entry's MAC after decryption (what the CBC-MAC must match).
+    plain_mac: u32,
+    /// CBC-MAC state; after [`open_lanes`], the MAC (its low 4 bytes).
+    state: u128,
+    /// The keystream block before the one last generated (encrypted entries).
+    ks_prev: u128,
+}
+
+/// Decrypts the lanes' entries in place and runs their CBC-MACs, interleaved block by block.
+///
+/// MAC block `r` of an entry covers entry bytes `16r..16r + 16` (zero-filled past the entry,
+/// its last 4 bytes replaced by the previous MAC). Encryption starts after the nonce (byte
+/// 18), so keystream block `c` covers bytes `18 + 16c..34 + 16c`: MAC block `r >= 1` takes
+/// its last 14 bytes from keystream block `r - 1` and its first 2 from block `r - 2`.
+#[inline(always)]
+fn open_lanes(buf: &mut [u8], lanes: &mut [Option<Lane<'_>>; LANES]) {
+    let rounds = lanes
+        .iter()
+        .flatten()
+        .map(|l| l.len.div_ceil(16))
+        .max()
+        .unwrap_or(0);
+    for r in 0..rounds {
+        for lane in lanes.iter_mut().flatten() {
+            let from = 16 * r;
+            if from >= lane.len {
+                continue;
+            }
+            let rem = (lane.len - from).min(16);
+            let at = lane.at + from;
+            let mut block = load_le(buf, at, rem);
+            if let Some(nonce) = lane.nonce
+                && r >= 1
+            {
+                let counter = u128::from(u32::from_le_bytes((r as u32 - 1).to_be_bytes())) << 96;
+                let ks = encrypt_u128(lane.key, nonce | counter);
+                let aligned = (lane.ks_prev >> 112) | (ks << 16);
+                lane.ks_prev = ks;
+                block ^= aligned & low_bytes(rem);
+                store_le(buf, at, rem, block);
+            }
+            if from + 16 >= lane.len {
+                // Last block: the MAC field is its last 4 bytes (the entry length is a
+                // multiple of 4), replaced by the previous entry's MAC.
+                let p = 8 * (rem as u32 - 4);
+                lane.plain_mac = (block >> p) as u32;
+                block = (block & low_bytes(rem - 4)) | (u128::from(lane.prev_mac) << p);
+            }
+            lane.state = encrypt_u128(lane.key, lane.state ^ block);
+        }
+    }
+}
+
+/// A mask of the low `n` bytes (`n <= 16`).
+#[inline(always)]
+fn low_bytes(n: usize) -> u128 {
+    if n >= 16 {
+        u128::MAX
+    } else {
+        (1u128 << (8 * n)) - 1
+    }
+}
+
+/// Loads `n` bytes (4, 8, 12 or 16) at `at` as a little-endian `u128`, zero above them. Only
+/// the entry's own bytes are read.
+#[inline(always)]
+fn load_le(buf: &[u8], at: usize, n: usize) -> u128 {
+    let u32_at = |i: usize| u128::from(u32::from_le_bytes(buf[i..i + 4].try_into().unwrap()));
+    let u64_at = |i: usize| u128::from(u64::from_le_bytes(buf[i..i + 8].try_into().unwrap()));
+    match n {
+        16 => u128::from_le_bytes(buf[at..at + 16].try_into().unwrap()),
+        12 => u64_at(at) | (u32_at(at + 8) << 64),
+        8 => u64_at(at),
+        _ => u32_at(at),
+    }
+}
+
+/// Stores the low `n` bytes (4, 8, 12 or 16) of `x` at `at`.
+#[inline(always)]
+fn store_le(buf: &mut [u8], at: usize, n: usize, x: u128) {
+    let b = x.to_le_bytes();
+    buf[at..at + n].copy_from_slice(&b[..n]);
 }

@@ -287,6 +287,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
         MainOption::new_unchecked(&mut self.buffer.as_mut()[m..])
     }
 
+    /// The whole HBH header, writable: the stack verifier decrypts entries in place through
+    /// it after [`Self::check_entries`].
+    #[cfg(feature = "crypto")]
+    pub(crate) fn buffer_mut(&mut self) -> &mut [u8] {
+        self.buffer.as_mut()
+    }
+
     /// The entry at `offset`, writable, without re-checking it (see
     /// [`Self::entry_at_unchecked`]).
     #[cfg(feature = "crypto")]
