@@ -278,10 +278,24 @@ pub struct Latest {
 
 /// The latest values of every key, shared by the pipeline (one write lock per batch) and the
 /// API (read lock).
+///
+/// Keys are never removed, so each keeps the slot it got when first seen; pipelines remember
+/// the slots of a path's metrics ([`Self::apply_hinted`]) and skip the hash lookup while the
+/// hint is right.
 #[derive(Default)]
 pub struct MetricStore {
-    map: RwLock<FxHashMap<MetricKey, Latest>>,
+    table: RwLock<Table>,
 }
+
+#[derive(Default)]
+struct Table {
+    index: FxHashMap<MetricKey, u32>,
+    keys: Vec<MetricKey>,
+    latest: Vec<Latest>,
+}
+
+/// A slot hint that names no slot.
+pub const NO_SLOT: u32 = u32::MAX;
 
 impl MetricStore {
     /// An empty store.
@@ -291,31 +305,65 @@ impl MetricStore {
 
     /// Applies a batch of observations; appends the values to write to `out`.
     pub fn apply(&self, cfg: &DetectionConfig, obs: &[Point], out: &mut Vec<Point>) {
-        let Ok(mut map) = self.map.write() else {
-            return;
+        self.apply_with(cfg, obs, None, out);
+    }
+
+    /// [`Self::apply`] with a slot hint per observation (`hints[i]` for `obs[i]`; [`NO_SLOT`]
+    /// or any wrong slot is looked up as usual). Each hint is replaced by the key's actual
+    /// slot. Returns whether any hint was wrong.
+    pub fn apply_hinted(
+        &self,
+        cfg: &DetectionConfig,
+        obs: &[Point],
+        hints: &mut [u32],
+        out: &mut Vec<Point>,
+    ) -> bool {
+        self.apply_with(cfg, obs, Some(hints), out)
+    }
+
+    fn apply_with(
+        &self,
+        cfg: &DetectionConfig,
+        obs: &[Point],
+        mut hints: Option<&mut [u32]>,
+        out: &mut Vec<Point>,
+    ) -> bool {
+        let Ok(mut guard) = self.table.write() else {
+            return true;
         };
+        let t = &mut *guard;
         let refresh = cfg.refresh_ms.saturating_mul(1_000_000);
-        for p in obs {
-            let write = match map.get_mut(&p.key) {
+        let mut missed = false;
+        for (i, p) in obs.iter().enumerate() {
+            let hint = hints.as_deref().and_then(|h| h.get(i)).copied();
+            let hinted = hint
+                .map(|h| h as usize)
+                .filter(|&h| t.keys.get(h) == Some(&p.key));
+            let found = hinted.or_else(|| {
+                missed = true;
+                t.index.get(&p.key).map(|&s| s as usize)
+            });
+            let (slot, write) = match found {
                 None => {
+                    let slot = t.keys.len();
                     let mut history = VecDeque::with_capacity(cfg.history.min(16));
                     if cfg.history > 0 {
                         history.push_back((p.time_ns, p.value));
                     }
-                    map.insert(
-                        p.key,
-                        Latest {
-                            value: p.value,
-                            time_ns: p.time_ns,
-                            samples: 1,
-                            written_value: p.value,
-                            written_ns: p.time_ns,
-                            history,
-                        },
-                    );
-                    true
+                    t.index.insert(p.key, slot as u32);
+                    t.keys.push(p.key);
+                    t.latest.push(Latest {
+                        value: p.value,
+                        time_ns: p.time_ns,
+                        samples: 1,
+                        written_value: p.value,
+                        written_ns: p.time_ns,
+                        history,
+                    });
+                    (slot, true)
                 }
-                Some(l) => {
+                Some(slot) => {
+                    let l = &mut t.latest[slot];
                     l.samples += 1;
                     if p.time_ns >= l.time_ns {
                         l.value = p.value;
@@ -334,27 +382,35 @@ impl MetricStore {
                             l.history.push_back((p.time_ns, p.value));
                         }
                     }
-                    changed || due
+                    (slot, changed || due)
                 }
             };
+            if let Some(h) = hints.as_deref_mut().and_then(|h| h.get_mut(i)) {
+                *h = slot as u32;
+            }
             if write {
                 out.push(*p);
             }
         }
+        missed
     }
 
     /// The current state of a key.
     pub fn get(&self, key: &MetricKey) -> Option<Latest> {
-        self.map.read().ok()?.get(key).cloned()
+        let t = self.table.read().ok()?;
+        let &slot = t.index.get(key)?;
+        t.latest.get(slot as usize).cloned()
     }
 
     /// Every key matching `f`, with its state (sorted by key).
     pub fn select(&self, f: impl Fn(&MetricKey) -> bool) -> Vec<(MetricKey, Latest)> {
-        let Ok(map) = self.map.read() else {
+        let Ok(t) = self.table.read() else {
             return Vec::new();
         };
-        let mut v: Vec<_> = map
+        let mut v: Vec<_> = t
+            .keys
             .iter()
+            .zip(&t.latest)
             .filter(|(k, _)| f(k))
             .map(|(k, l)| (*k, l.clone()))
             .collect();
@@ -364,7 +420,7 @@ impl MetricStore {
 
     /// Number of keys.
     pub fn len(&self) -> usize {
-        self.map.read().map(|m| m.len()).unwrap_or(0)
+        self.table.read().map(|t| t.keys.len()).unwrap_or(0)
     }
 
     /// Whether there is no key.
@@ -395,6 +451,53 @@ mod tests {
         }
         let r = MetricKey::router(ia, 3, Measurement::LatencyNs);
         assert_ne!(h(r), h(MetricKey::router(ia, 3, Measurement::EnergyNj)));
+    }
+
+    #[test]
+    fn hinted_apply_equals_plain_apply_and_corrects_hints() {
+        let cfg = DetectionConfig {
+            latency_ns: 5.0,
+            ..DetectionConfig::default()
+        };
+        let ia: IsdAsn = "1-ff00:0:a".parse().unwrap();
+        let keys: Vec<MetricKey> = (0..6)
+            .map(|n| MetricKey::router(ia, n, Measurement::LatencyNs))
+            .collect();
+        let batch = |round: u64| -> Vec<Point> {
+            keys.iter()
+                .enumerate()
+                .map(|(i, &key)| Point {
+                    key,
+                    value: (round * 7 + i as u64 * 3) as f64,
+                    time_ns: round,
+                })
+                .collect()
+        };
+        let (plain, hinted) = (MetricStore::new(), MetricStore::new());
+        let mut hints = vec![NO_SLOT; keys.len()];
+        for round in 0..5 {
+            let obs = batch(round);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            plain.apply(&cfg, &obs, &mut a);
+            if round == 3 {
+                // Wrong hints (another key's slot, out of range) are looked up, not trusted.
+                hints.swap(0, 1);
+                hints[2] = 1000;
+            }
+            let missed = hinted.apply_hinted(&cfg, &obs, &mut hints, &mut b);
+            assert_eq!(a, b, "round {round}");
+            assert_eq!(missed, round == 0 || round == 3, "round {round}");
+            for (k, &h) in keys.iter().zip(&hints) {
+                assert_eq!(hinted.get(k).map(|l| l.samples), Some(round + 1));
+                assert_eq!(hinted.select(|x| x == k).len(), 1);
+                assert!((h as usize) < keys.len());
+            }
+        }
+        assert_eq!(hinted.len(), keys.len());
+        let mut sorted = hints.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len(), "one slot per key");
     }
 
     #[test]

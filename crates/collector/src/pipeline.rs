@@ -17,10 +17,13 @@ use idint_wire::idint::verify::{
 use idint_wire::idint::{IdInt, Verifier};
 use idint_wire::{AddrType, HostAddr, IsdAsn};
 use prost::Message;
+use rustc_hash::FxHashMap;
 
 use crate::counters::{Counters, MalformedReason, Quarantine, Quarantined, RejectReason};
 use crate::keys::KeyResolver;
-use crate::metrics::{DetectionConfig, Measurement, MetricKey, MetricStore, Point, PointSink};
+use crate::metrics::{
+    DetectionConfig, Measurement, MetricKey, MetricStore, NO_SLOT, Point, PointSink,
+};
 use crate::replay::ReplayFilter;
 use crate::topology::{
     HopLayout, InternalLink, LayoutError, Mapping, PathHop, PathInfo, PathOrigin, Topology,
@@ -161,10 +164,19 @@ pub struct Pipeline {
     hbh: Vec<u8>,
     entries: Vec<DecodedEntry>,
     obs: Vec<Point>,
+    /// Metric-store slot hint per observation (parallel to `obs`).
+    hints: Vec<u32>,
+    /// Per accepted report of the batch: (path id, its range of `obs`).
+    report_obs: Vec<(u64, u32, u32)>,
+    /// Per path: the metric-store slots its last report's observations landed in, by position.
+    path_slots: FxHashMap<u64, Vec<u32>>,
     out: Vec<Point>,
     learned: Vec<Learned>,
     spans: Spans,
 }
+
+/// Paths whose metric slots a pipeline remembers; beyond that the memory starts afresh.
+const PATH_SLOT_MEMOS: usize = 16_384;
 
 const WRAP48: u64 = 1 << 48;
 
@@ -298,6 +310,9 @@ impl Pipeline {
             hbh: Vec::with_capacity(1024),
             entries: Vec::with_capacity(32),
             obs: Vec::with_capacity(4096),
+            hints: Vec::with_capacity(4096),
+            report_obs: Vec::with_capacity(256),
+            path_slots: FxHashMap::default(),
             out: Vec::with_capacity(4096),
             learned: Vec::new(),
             spans: Spans::default(),
@@ -359,6 +374,8 @@ impl Pipeline {
         c.batches.fetch_add(1, Relaxed);
         let mut outcome = BatchOutcome::default();
         self.obs.clear();
+        self.hints.clear();
+        self.report_obs.clear();
         let mut n = 0u64;
         for r in reports {
             n += 1;
@@ -373,9 +390,24 @@ impl Pipeline {
         let c = &self.shared.counters;
         c.accepted.fetch_add(outcome.accepted as u64, Relaxed);
         self.out.clear();
-        self.shared
-            .metrics
-            .apply(&self.shared.detection, &self.obs, &mut self.out);
+        let missed = self.shared.metrics.apply_hinted(
+            &self.shared.detection,
+            &self.obs,
+            &mut self.hints,
+            &mut self.out,
+        );
+        if missed {
+            // Remember where each path's observations landed (only after a batch with a
+            // wrong hint: otherwise the memory is right already).
+            if self.path_slots.len() > PATH_SLOT_MEMOS {
+                self.path_slots.clear();
+            }
+            for &(path, from, to) in &self.report_obs {
+                let memo = self.path_slots.entry(path).or_default();
+                memo.clear();
+                memo.extend_from_slice(&self.hints[from as usize..to as usize]);
+            }
+        }
         if !self.out.is_empty()
             && let Some(sink) = &self.shared.sink
         {
@@ -652,6 +684,7 @@ impl Pipeline {
         let mut last_in = None;
         let mut learned = Vec::new();
         let entries = std::mem::take(&mut self.entries);
+        let first = self.obs.len();
         let obs = &mut self.obs;
         for e in entries.iter().filter(|e| !e.source) {
             let j = usize::from(e.hop);
@@ -776,6 +809,11 @@ impl Pipeline {
             }
         }
         self.entries = entries;
+        let end = self.obs.len();
+        let memo = self.path_slots.get(&path).map_or(&[][..], Vec::as_slice);
+        self.hints
+            .extend((0..end - first).map(|i| memo.get(i).copied().unwrap_or(NO_SLOT)));
+        self.report_obs.push((path, first as u32, end as u32));
         for l in learned {
             self.learn(l);
         }

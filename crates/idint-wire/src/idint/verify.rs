@@ -111,6 +111,9 @@ pub fn decode_entries<T: AsRef<[u8]>>(
 /// Decodes one verified, decrypted entry (`index` in stack order) under the main option's
 /// `instructions`, as [`decode_entries`] does for each entry; for use with
 /// [`super::crypto::verify_stack_with`], which hands over each entry once it is verified.
+/// Inlined, so that the caller's copy of the result (into a vector, say) is written in place
+/// instead of read back with wide loads right after the narrow stores that built it.
+#[inline]
 pub fn decode_entry(
     index: usize,
     e: &Entry<&[u8]>,
