@@ -106,10 +106,13 @@ fn entry(shape: &EntryShape, index: usize) -> EntryRepr {
     }
 }
 
-/// A signed request with these router entries pushed and sealed (as far as they fit).
-fn stack(shapes: &[EntryShape], source_key: &Aes128Enc) -> Vec<u8> {
+/// A signed request (the source entry with the metadata of `source`) with these router
+/// entries pushed and sealed (as far as they fit).
+fn stack(source: &EntryShape, shapes: &[EntryShape], source_key: &Aes128Enc) -> Vec<u8> {
     let mut req = RequestBuilder::new(0x1234_5678_9abc);
     req.stack_len_words = 240;
+    // Up to 38 bytes: short and long source-MAC inputs alike.
+    req.source_metadata = entry(source, 0).metadata;
     let mut hbh = vec![0u8; req.hbh_len()];
     req.emit_signed(&mut hbh, 17, source_key).unwrap();
     let mut idint = IdInt::locate(&mut hbh[..]).unwrap().unwrap();
@@ -139,12 +142,13 @@ proptest! {
 
     #[test]
     fn lanes_agree_with_entry_by_entry(
+        source in shape(),
         shapes in prop::collection::vec(shape(), 0..2 * LANES + 3),
         flip in prop::option::of((any::<prop::sample::Index>(), 1u8..)),
         missing in prop::option::of(1usize..2 * LANES + 4),
     ) {
         let source_key = key(0);
-        let mut hbh = stack(&shapes, &source_key);
+        let mut hbh = stack(&source, &shapes, &source_key);
         if let Some((at, x)) = flip {
             // Anywhere after the HBH header's two bytes and the main option's type byte.
             let i = 3 + at.index(hbh.len() - 3);

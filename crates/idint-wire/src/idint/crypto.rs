@@ -266,16 +266,28 @@ where
         apply_ctr(source_key, &mut src);
         u32::from_le_bytes(on_wire)
     };
-    {
+    // The source MAC's input, as one more chain run beside the first group of entries (a
+    // longer one is checked on its own first).
+    let mut src_msg = [0u8; SOURCE_MSG_MAX];
+    let src_len = {
+        let main = idint.main();
         let src = idint.entry_at_unchecked(start);
-        let want = source_mac(source_key, idint.main().as_bytes(), src.as_bytes());
-        if !ct_eq(&want, &src.mac()) {
-            return Err(VerifyError::BadMac { index: 0 });
+        source_mac_input(main.as_bytes(), src.as_bytes(), &mut src_msg)
+    };
+    let mut src_chain = match src_len {
+        Some(len) => Some((source_key, &src_msg[..len.div_ceil(16) * 16])),
+        None => {
+            let src = idint.entry_at_unchecked(start);
+            let want = source_mac(source_key, idint.main().as_bytes(), src.as_bytes());
+            if !ct_eq(&want, &src.mac()) {
+                return Err(VerifyError::BadMac { index: 0 });
+            }
+            on_entry(0, &src);
+            None
         }
-        on_entry(0, &src);
-    }
+    };
     let mut first = 1;
-    while first < n {
+    while first < n || src_chain.is_some() {
         let end = n.min(first + LANES);
         // Keys and lanes, in stack order, up to the first entry without a key.
         let mut lanes: [Option<Lane<'k>>; LANES] = [None; LANES];
@@ -304,7 +316,14 @@ where
             });
             prev = on_wire;
         }
-        open_lanes(idint.buffer_mut(), &mut lanes);
+        let src_state = open_lanes(idint.buffer_mut(), &mut lanes, src_chain.take());
+        if let Some(state) = src_state {
+            let src = idint.entry_at_unchecked(start);
+            if !ct_eq(&first4(state.to_le_bytes()), &src.mac()) {
+                return Err(VerifyError::BadMac { index: 0 });
+            }
+            on_entry(0, &src);
+        }
         for (index, lane) in (first..end).zip(&lanes) {
             let Some(lane) = lane else { break };
             if (lane.state as u32 ^ lane.plain_mac) != 0 {
@@ -318,6 +337,32 @@ where
         first = end;
     }
     Ok(n)
+}
+
+/// Longest source-MAC input (main option and source entry without its MAC) that
+/// [`verify_stack_with`] runs beside the first entries; a longer one is checked before them.
+const SOURCE_MSG_MAX: usize = 64;
+
+/// Writes the source MAC's input (as [`source_mac`] reads it) to the start of `out`, zero
+/// filled to whole blocks; returns its length, or `None` if it does not fit.
+#[inline(always)]
+fn source_mac_input(
+    main: &[u8],
+    source_entry: &[u8],
+    out: &mut [u8; SOURCE_MSG_MAX],
+) -> Option<usize> {
+    let body = &source_entry[..source_entry.len().saturating_sub(MAC_LEN)];
+    let len = main.len() + body.len();
+    if len > SOURCE_MSG_MAX || main.len() < 8 {
+        return None;
+    }
+    out[..main.len()].copy_from_slice(main);
+    out[2] &= !flags::X;
+    out[5] = 0;
+    out[6] = 0;
+    out[7] = 0;
+    out[main.len()..len].copy_from_slice(body);
+    Some(len)
 }
 
 /// Router entries whose MACs [`verify_stack_with`] computes together.
@@ -350,15 +395,31 @@ struct Lane<'k> {
 /// its last 4 bytes replaced by the previous MAC). Encryption starts after the nonce (byte
 /// 18), so keystream block `c` covers bytes `18 + 16c..34 + 16c`: MAC block `r >= 1` takes
 /// its last 14 bytes from keystream block `r - 1` and its first 2 from block `r - 2`.
+///
+/// `src`, if given, is one more CBC-MAC (key, input in whole blocks) run beside them: its
+/// result is returned.
 #[inline(always)]
-fn open_lanes(buf: &mut [u8], lanes: &mut [Option<Lane<'_>>; LANES]) {
+fn open_lanes(
+    buf: &mut [u8],
+    lanes: &mut [Option<Lane<'_>>; LANES],
+    src: Option<(&Aes128Enc, &[u8])>,
+) -> Option<u128> {
+    let src_blocks = src.map_or(0, |(_, m)| m.len() / 16);
     let rounds = lanes
         .iter()
         .flatten()
         .map(|l| l.len.div_ceil(16))
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max(src_blocks);
+    let mut src_state = 0u128;
     for r in 0..rounds {
+        if let Some((key, msg)) = src
+            && r < src_blocks
+        {
+            let block = u128::from_le_bytes(msg[16 * r..16 * r + 16].try_into().unwrap_or([0; 16]));
+            src_state = encrypt_u128(key, src_state ^ block);
+        }
         for lane in lanes.iter_mut().flatten() {
             let from = 16 * r;
             if from >= lane.len {
@@ -387,6 +448,7 @@ fn open_lanes(buf: &mut [u8], lanes: &mut [Option<Lane<'_>>; LANES]) {
             lane.state = encrypt_u128(lane.key, lane.state ^ block);
         }
     }
+    src.map(|_| src_state)
 }
 
 /// A mask of the low `n` bytes (`n <= 16`).
