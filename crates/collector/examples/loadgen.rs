@@ -6,7 +6,9 @@
 //! collector's queue, dropped by the kernel (UDP receive buffer errors), and the p50/p99
 //! report-to-queryable latency: from sending a datagram to the collector's
 //! `idint_collector_accepted_total` counter (polled over HTTP every millisecond) covering it.
-//! Prints the highest rate sustained with zero loss.
+//! Prints the highest rate sustained with zero loss, and how many metric points the collector
+//! handed to its time-series store. `--write-config DIR [--postgres URL --victoria URL]`
+//! writes the matching collector configuration (with storage if both URLs are given).
 //!
 //! ```text
 //! cargo run --release -p collector --example loadgen -- --udp 127.0.0.1:30255 \
@@ -80,8 +82,10 @@ fn pct(v: &mut [u64], p: f64) -> u64 {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// Writes the chain collector's configuration, keys and topology files into `dir`.
-fn write_config(dir: &std::path::Path, udp: &str, api: &str) {
+/// Writes the chain collector's configuration, keys and topology files into `dir`; with
+/// `storage`, the collector keeps its topology in that PostgreSQL database and writes metrics
+/// to that VictoriaMetrics (`(postgres_url, victoria_url)`).
+fn write_config(dir: &std::path::Path, udp: &str, api: &str, storage: Option<(&str, &str)>) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
     let keys = chain::level1_imports(now_ns() / 1_000_000_000);
@@ -103,6 +107,12 @@ fn write_config(dir: &std::path::Path, udp: &str, api: &str) {
         dir.join("level1.json").display().to_string(),
         files.join(", ")
     );
+    let cfg = match storage {
+        Some((pg, vm)) => format!(
+            "{cfg}\n[storage]\npostgres_url = {pg:?}\ntimeseries = \"victoria\"\ntimeseries_url = {vm:?}\n"
+        ),
+        None => cfg,
+    };
     std::fs::write(dir.join("collector.toml"), cfg).unwrap();
 }
 
@@ -110,10 +120,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--write-config") {
         let dir = std::path::PathBuf::from(&args[i + 1]);
+        let (pg, vm) = (arg(&args, "--postgres", ""), arg(&args, "--victoria", ""));
+        let storage = (!pg.is_empty() && !vm.is_empty()).then_some((pg.as_str(), vm.as_str()));
         write_config(
             &dir,
             &arg(&args, "--udp", "127.0.0.1:30255"),
             &arg(&args, "--api", "127.0.0.1:8480"),
+            storage,
         );
         return;
     }
@@ -230,5 +243,12 @@ fn main() {
             p99 as f64 / 1000.0
         ),
         None => println!("no rate was sustained without loss"),
+    }
+    if let Some(t) = scrape(api) {
+        println!(
+            "points handed to the time-series store: {}, refused (store buffer full): {}",
+            counter(&t, "idint_collector_points_written_total"),
+            counter(&t, "idint_collector_points_refused_total")
+        );
     }
 }

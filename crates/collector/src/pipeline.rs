@@ -388,7 +388,6 @@ impl Pipeline {
             }
         }
         let c = &self.shared.counters;
-        c.accepted.fetch_add(outcome.accepted as u64, Relaxed);
         self.out.clear();
         let missed = self.shared.metrics.apply_hinted(
             &self.shared.detection,
@@ -435,9 +434,12 @@ impl Pipeline {
         if !self.learned.is_empty() {
             self.apply_learned();
         }
-        // Counted last: once `reports` covers a report, its verdict, metrics and topology
-        // changes are visible (readers such as tests and the load script wait on it).
-        self.shared.counters.reports.fetch_add(n, Relaxed);
+        // Counted last: once `reports` (or `accepted`) covers a report, its verdict, metrics
+        // and topology changes are visible (readers such as tests and the load script wait
+        // on them).
+        let c = &self.shared.counters;
+        c.accepted.fetch_add(outcome.accepted as u64, Relaxed);
+        c.reports.fetch_add(n, Relaxed);
         outcome
     }
 
