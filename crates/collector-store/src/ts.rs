@@ -1,18 +1,23 @@
 //! The time-series store interface and the InfluxDB line protocol both backends accept.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::future::Future;
+
+/// A measurement, field or tag name: borrowed when it is a constant (the collector's own names),
+/// so a sample costs no allocation for them.
+pub type Name = Cow<'static, str>;
 
 /// One value of one series at one time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Measurement name (`[a-zA-Z_][a-zA-Z0-9_]*`).
-    pub measurement: String,
+    pub measurement: Name,
     /// Tags identifying the series (names as for measurements; values any text).
-    pub tags: Vec<(String, String)>,
+    pub tags: Vec<(Name, String)>,
     /// Field name (as for measurements).
-    pub field: String,
+    pub field: Name,
     /// The value.
     pub value: f64,
     /// Unix time, ns. VictoriaMetrics keeps milliseconds.
@@ -119,11 +124,14 @@ pub trait TimeSeriesStore: Send + Sync + 'static {
 
 /// Checks a measurement, tag or field name.
 pub fn check_name(s: &str) -> Result<(), StoreError> {
-    let mut c = s.chars();
-    let ok = c
-        .next()
-        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
-        && c.all(|x| x.is_ascii_alphanumeric() || x == '_');
+    // Bytewise: any byte of a non-ASCII character fails as the character would.
+    let ok = match s.as_bytes() {
+        [first, rest @ ..] => {
+            (first.is_ascii_alphabetic() || *first == b'_')
+                && rest.iter().all(|x| x.is_ascii_alphanumeric() || *x == b'_')
+        }
+        [] => false,
+    };
     if ok {
         Ok(())
     } else {
@@ -132,6 +140,13 @@ pub fn check_name(s: &str) -> Result<(), StoreError> {
 }
 
 fn escape_tag_value(out: &mut String, v: &str) {
+    if !v
+        .bytes()
+        .any(|b| matches!(b, b',' | b'=' | b' ' | b'\\' | b'\n' | b'\r'))
+    {
+        out.push_str(v);
+        return;
+    }
     for ch in v.chars() {
         if matches!(ch, ',' | '=' | ' ' | '\\') {
             out.push('\\');
@@ -154,20 +169,34 @@ pub fn line_protocol(out: &mut String, samples: &[Sample]) -> Result<(), StoreEr
             )));
         }
         out.push_str(&s.measurement);
-        let mut tags: Vec<&(String, String)> = s.tags.iter().collect();
-        tags.sort_by(|a, b| a.0.cmp(&b.0));
-        for (k, v) in tags {
-            check_name(k)?;
-            if v.is_empty() {
-                continue; // the protocol has no empty tag values
-            }
-            out.push(',');
-            out.push_str(k);
-            out.push('=');
-            escape_tag_value(out, v);
+        // Tags in key order (as the protocol recommends); only unsorted ones are sorted, in a
+        // copy (the collector's own samples come sorted: no allocation per sample).
+        if s.tags.is_sorted_by(|a, b| a.0 <= b.0) {
+            push_tags(out, s.tags.iter())?;
+        } else {
+            let mut tags: Vec<&(Name, String)> = s.tags.iter().collect();
+            tags.sort_by(|a, b| a.0.cmp(&b.0));
+            push_tags(out, tags.into_iter())?;
         }
         // `{:?}` prints the shortest representation that round-trips exactly.
         let _ = writeln!(out, " {}={:?} {}", s.field, s.value, s.time_ns);
+    }
+    Ok(())
+}
+
+fn push_tags<'a>(
+    out: &mut String,
+    tags: impl Iterator<Item = &'a (Name, String)>,
+) -> Result<(), StoreError> {
+    for (k, v) in tags {
+        check_name(k)?;
+        if v.is_empty() {
+            continue; // the protocol has no empty tag values
+        }
+        out.push(',');
+        out.push_str(k);
+        out.push('=');
+        escape_tag_value(out, v);
     }
     Ok(())
 }
@@ -215,6 +244,19 @@ mod tests {
     }
 
     #[test]
+    fn tag_order_does_not_change_the_line() {
+        let unsorted = sample(3.0);
+        let mut sorted = unsorted.clone();
+        sorted.tags.reverse();
+        assert!(sorted.tags.is_sorted_by(|a, b| a.0 <= b.0));
+        let (mut a, mut b) = (String::new(), String::new());
+        line_protocol(&mut a, &[unsorted]).unwrap();
+        line_protocol(&mut b, &[sorted]).unwrap();
+        assert_eq!(a, b);
+        assert!(a.starts_with("hop,hop=2,path="), "{a}");
+    }
+
+    #[test]
     fn bad_names_and_values_are_refused() {
         let mut s = sample(1.0);
         s.measurement = "hop latency".into();
@@ -227,6 +269,9 @@ mod tests {
             Err(StoreError::Rejected(_))
         ));
         assert!(check_name("_a1").is_ok() && check_name("1a").is_err() && check_name("").is_err());
+        assert!(
+            check_name("a-b").is_err() && check_name("é").is_err() && check_name("aé").is_err()
+        );
     }
 
     #[test]

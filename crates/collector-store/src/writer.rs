@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -142,6 +142,32 @@ impl BufferedWriter {
 
     /// Takes `samples` if they all fit in the buffer (all or none); never waits.
     pub fn try_write(&self, samples: &[Sample]) -> Result<(), Refused> {
+        let mut q = self.admit(samples)?;
+        q.extend(samples.iter().cloned());
+        drop(q);
+        self.taken(samples.len());
+        Ok(())
+    }
+
+    /// As [`Self::try_write`], taking the samples by value (moved into the buffer, not
+    /// copied: the collector's pipeline hands its samples over this way).
+    pub fn try_write_owned(&self, samples: Vec<Sample>) -> Result<(), Refused> {
+        let n = samples.len();
+        let mut q = self.admit(&samples)?;
+        q.extend(samples);
+        drop(q);
+        self.taken(n);
+        Ok(())
+    }
+
+    /// Counts `n` samples taken and wakes the writer task.
+    fn taken(&self, n: usize) {
+        self.inner.accepted.fetch_add(n as u64, Relaxed);
+        self.inner.wake.notify_one();
+    }
+
+    /// Checks `samples` and that they fit; the locked buffer to put them in.
+    fn admit(&self, samples: &[Sample]) -> Result<MutexGuard<'_, VecDeque<Sample>>, Refused> {
         let i = &self.inner;
         if i.closed.load(Relaxed) {
             return Err(Refused::Closed);
@@ -162,23 +188,18 @@ impl BufferedWriter {
                 )));
             }
         }
-        {
-            let Ok(mut q) = i.queue.lock() else {
-                return Err(Refused::Closed);
-            };
-            let held = q.len() + i.in_flight.load(Relaxed) as usize;
-            if held + samples.len() > i.cfg.capacity {
-                i.refused_full.fetch_add(samples.len() as u64, Relaxed);
-                return Err(Refused::Full {
-                    pending: held,
-                    capacity: i.cfg.capacity,
-                });
-            }
-            q.extend(samples.iter().cloned());
+        let Ok(q) = i.queue.lock() else {
+            return Err(Refused::Closed);
+        };
+        let held = q.len() + i.in_flight.load(Relaxed) as usize;
+        if held + samples.len() > i.cfg.capacity {
+            i.refused_full.fetch_add(samples.len() as u64, Relaxed);
+            return Err(Refused::Full {
+                pending: held,
+                capacity: i.cfg.capacity,
+            });
         }
-        i.accepted.fetch_add(samples.len() as u64, Relaxed);
-        i.wake.notify_one();
-        Ok(())
+        Ok(q)
     }
 
     /// Takes `samples`, waiting (up to `timeout`) while the buffer is full.

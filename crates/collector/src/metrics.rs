@@ -129,18 +129,19 @@ impl MetricKey {
     }
 
     /// Tags naming the key (for JSON and the time-series store), e.g.
-    /// `[("ia", "1-ff00:0:a"), ("node", "3")]`.
+    /// `[("ia", "1-ff00:0:a"), ("node", "3")]`, sorted by tag name (as the line protocol
+    /// wants them).
     pub fn tags(&self) -> Vec<(&'static str, String)> {
         let ia = |v: u64| IsdAsn::from_u64(v).to_string();
         let [a, b, c] = self.ids;
         match self.scope {
-            Scope::Hop => vec![("path", format!("{a:016x}")), ("hop", b.to_string())],
+            Scope::Hop => vec![("hop", b.to_string()), ("path", format!("{a:016x}"))],
             Scope::Router => vec![("ia", ia(a)), ("node", b.to_string())],
             Scope::Link => vec![("ia", ia(a)), ("ifid", b.to_string())],
             Scope::Queue => vec![
                 ("ia", ia(a)),
-                ("node", b.to_string()),
                 ("ifid", c.to_string()),
+                ("node", b.to_string()),
             ],
             Scope::Path => vec![("path", format!("{a:016x}"))],
         }

@@ -3,6 +3,7 @@
 //! time-series store through its buffered writer ([`TsSink`]), history queries against that
 //! store ([`HistoryStore`]), and the persisted topology loaded back at start ([`restore`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -82,14 +83,14 @@ pub fn scope_name(s: Scope) -> &'static str {
 /// tags = the key's ids.
 pub fn sample_of(p: &Point) -> Sample {
     Sample {
-        measurement: scope_name(p.key.scope).into(),
+        measurement: Cow::Borrowed(scope_name(p.key.scope)),
         tags: p
             .key
             .tags()
             .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
+            .map(|(k, v)| (Cow::Borrowed(k), v))
             .collect(),
-        field: p.key.measurement.name().into(),
+        field: Cow::Borrowed(p.key.measurement.name()),
         value: p.value,
         time_ns: p.time_ns,
     }
@@ -105,7 +106,7 @@ impl PointSink for TsSink {
     fn write(&self, points: &[Point]) -> Result<(), SinkFull> {
         let samples: Vec<Sample> = points.iter().map(sample_of).collect();
         self.writer
-            .try_write(&samples)
+            .try_write_owned(samples)
             .map_err(|e| SinkFull(e.to_string()))
     }
 
