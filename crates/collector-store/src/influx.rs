@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::ts::{Aggregation, RangeQuery, Sample, Series, StoreError, TimeSeriesStore};
+use crate::ts::{Aggregation, Line, RangeQuery, Series, StoreError, TimeSeriesStore};
 use crate::ts::{check_name, line_protocol, quote};
 use crate::victoria::{body_of, unavailable};
 
@@ -70,7 +70,7 @@ fn function(a: Aggregation) -> &'static str {
 }
 
 impl TimeSeriesStore for Influx {
-    async fn write(&self, samples: &[Sample]) -> Result<(), StoreError> {
+    async fn write<L: Line>(&self, samples: &[L]) -> Result<(), StoreError> {
         let mut body = String::with_capacity(samples.len().min(100_000) * 96);
         let mut rest = samples;
         while !rest.is_empty() {

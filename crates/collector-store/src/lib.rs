@@ -19,4 +19,4 @@ pub mod ts;
 pub mod victoria;
 pub mod writer;
 
-pub use ts::{Aggregation, RangeQuery, Sample, Series, StoreError, TimeSeriesStore};
+pub use ts::{Aggregation, Line, Name, RangeQuery, Sample, Series, StoreError, TimeSeriesStore};

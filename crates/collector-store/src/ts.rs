@@ -109,10 +109,70 @@ impl StoreError {
     }
 }
 
+/// Something written as one line of InfluxDB line protocol: [`Sample`], or a caller's own
+/// point type that renders itself without building a `Sample` (no allocation per point).
+pub trait Line: Clone + Send + Sync + 'static {
+    /// Whether the item can be written (valid names, finite value); checked when a
+    /// [`crate::writer::BufferedWriter`] takes it, so the store never refuses it later.
+    fn check(&self) -> Result<(), StoreError>;
+    /// Appends the item as one line (ending in `\n`), nanosecond timestamp, tags sorted by
+    /// name. Only called after [`Self::check`] passed.
+    fn write_line(&self, out: &mut String);
+}
+
+impl Line for Sample {
+    fn check(&self) -> Result<(), StoreError> {
+        check_name(&self.measurement)?;
+        check_name(&self.field)?;
+        for (k, _) in &self.tags {
+            check_name(k)?;
+        }
+        if !self.value.is_finite() {
+            return Err(StoreError::Rejected(format!(
+                "non-finite value for {}.{}",
+                self.measurement, self.field
+            )));
+        }
+        Ok(())
+    }
+
+    fn write_line(&self, out: &mut String) {
+        out.push_str(&self.measurement);
+        // Tags in key order (as the protocol recommends); only unsorted ones are sorted, in a
+        // copy.
+        if self.tags.is_sorted_by(|a, b| a.0 <= b.0) {
+            push_tags(out, self.tags.iter());
+        } else {
+            let mut tags: Vec<&(Name, String)> = self.tags.iter().collect();
+            tags.sort_by(|a, b| a.0.cmp(&b.0));
+            push_tags(out, tags.into_iter());
+        }
+        push_field(out, &self.field, self.value, self.time_ns);
+    }
+}
+
+/// Appends ` field=value time\n` (the end of a line).
+pub fn push_field(out: &mut String, field: &str, value: f64, time_ns: u64) {
+    // `{:?}` prints the shortest representation that round-trips exactly.
+    let _ = writeln!(out, " {field}={value:?} {time_ns}");
+}
+
+/// Appends `,key=value` with the value escaped (nothing for an empty value: the protocol has
+/// no empty tag values).
+pub fn push_tag(out: &mut String, key: &str, value: &str) {
+    if value.is_empty() {
+        return;
+    }
+    out.push(',');
+    out.push_str(key);
+    out.push('=');
+    escape_tag_value(out, value);
+}
+
 /// A time-series store: writes samples, answers range and latest-value queries.
 pub trait TimeSeriesStore: Send + Sync + 'static {
-    /// Writes samples (one request).
-    fn write(&self, samples: &[Sample]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Writes items (one request).
+    fn write<L: Line>(&self, items: &[L]) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Series matching the query, with raw or aggregated points.
     fn query_range(
         &self,
@@ -156,49 +216,20 @@ fn escape_tag_value(out: &mut String, v: &str) {
     }
 }
 
-/// Appends the samples in InfluxDB line protocol (ns timestamps), one line per sample.
-/// Non-finite values cannot be represented and are refused.
-pub fn line_protocol(out: &mut String, samples: &[Sample]) -> Result<(), StoreError> {
-    for s in samples {
-        check_name(&s.measurement)?;
-        check_name(&s.field)?;
-        if !s.value.is_finite() {
-            return Err(StoreError::Rejected(format!(
-                "non-finite value for {}.{}",
-                s.measurement, s.field
-            )));
-        }
-        out.push_str(&s.measurement);
-        // Tags in key order (as the protocol recommends); only unsorted ones are sorted, in a
-        // copy (the collector's own samples come sorted: no allocation per sample).
-        if s.tags.is_sorted_by(|a, b| a.0 <= b.0) {
-            push_tags(out, s.tags.iter())?;
-        } else {
-            let mut tags: Vec<&(Name, String)> = s.tags.iter().collect();
-            tags.sort_by(|a, b| a.0.cmp(&b.0));
-            push_tags(out, tags.into_iter())?;
-        }
-        // `{:?}` prints the shortest representation that round-trips exactly.
-        let _ = writeln!(out, " {}={:?} {}", s.field, s.value, s.time_ns);
+/// Appends the items in InfluxDB line protocol (ns timestamps), one line per item. Invalid
+/// names and non-finite values are refused (nothing of a refused item is written).
+pub fn line_protocol<L: Line>(out: &mut String, items: &[L]) -> Result<(), StoreError> {
+    for s in items {
+        s.check()?;
+        s.write_line(out);
     }
     Ok(())
 }
 
-fn push_tags<'a>(
-    out: &mut String,
-    tags: impl Iterator<Item = &'a (Name, String)>,
-) -> Result<(), StoreError> {
+fn push_tags<'a>(out: &mut String, tags: impl Iterator<Item = &'a (Name, String)>) {
     for (k, v) in tags {
-        check_name(k)?;
-        if v.is_empty() {
-            continue; // the protocol has no empty tag values
-        }
-        out.push(',');
-        out.push_str(k);
-        out.push('=');
-        escape_tag_value(out, v);
+        push_tag(out, k, v);
     }
-    Ok(())
 }
 
 /// Quotes a value for a PromQL/MetricsQL label matcher or an InfluxQL string literal.

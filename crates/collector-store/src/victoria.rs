@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::ts::{Aggregation, RangeQuery, Sample, Series, StoreError, TimeSeriesStore};
+use crate::ts::{Aggregation, Line, RangeQuery, Series, StoreError, TimeSeriesStore};
 use crate::ts::{check_name, line_protocol, quote};
 
 /// A VictoriaMetrics server.
@@ -122,7 +122,7 @@ fn bad(what: &str) -> StoreError {
 }
 
 impl TimeSeriesStore for Victoria {
-    async fn write(&self, samples: &[Sample]) -> Result<(), StoreError> {
+    async fn write<L: Line>(&self, samples: &[L]) -> Result<(), StoreError> {
         if samples.is_empty() {
             return Ok(());
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use crate::drain::{Task, wait_drained};
-use crate::ts::{Sample, StoreError, TimeSeriesStore, check_name};
+use crate::ts::{Line, Sample, StoreError, TimeSeriesStore};
 
 /// Limits of a [`BufferedWriter`].
 #[derive(Debug, Clone)]
@@ -78,9 +78,9 @@ pub struct WriterStats {
     pub pending: u64,
 }
 
-struct Inner {
+struct Inner<L> {
     cfg: WriterConfig,
-    queue: Mutex<VecDeque<Sample>>,
+    queue: Mutex<VecDeque<L>>,
     in_flight: AtomicU64,
     wake: Notify,
     drained: Notify,
@@ -94,20 +94,21 @@ struct Inner {
     last_error: Mutex<Option<String>>,
 }
 
-impl Inner {
+impl<L> Inner<L> {
     fn pending(&self) -> u64 {
         let q = self.queue.lock().map(|q| q.len()).unwrap_or(0) as u64;
         q + self.in_flight.load(Relaxed)
     }
 }
 
-/// A batching, retrying writer in front of a [`TimeSeriesStore`] (runs a tokio task).
-pub struct BufferedWriter {
-    inner: Arc<Inner>,
+/// A batching, retrying writer in front of a [`TimeSeriesStore`] (runs a tokio task), for
+/// [`Sample`]s or any other [`Line`] type.
+pub struct BufferedWriter<L: Line = Sample> {
+    inner: Arc<Inner<L>>,
     task: Task,
 }
 
-impl std::fmt::Debug for BufferedWriter {
+impl<L: Line> std::fmt::Debug for BufferedWriter<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BufferedWriter")
             .field("stats", &self.stats())
@@ -115,7 +116,7 @@ impl std::fmt::Debug for BufferedWriter {
     }
 }
 
-impl BufferedWriter {
+impl<L: Line> BufferedWriter<L> {
     /// Starts the writer task on the current tokio runtime.
     pub fn spawn<S: TimeSeriesStore>(store: S, cfg: WriterConfig) -> Self {
         let inner = Arc::new(Inner {
@@ -141,7 +142,7 @@ impl BufferedWriter {
     }
 
     /// Takes `samples` if they all fit in the buffer (all or none); never waits.
-    pub fn try_write(&self, samples: &[Sample]) -> Result<(), Refused> {
+    pub fn try_write(&self, samples: &[L]) -> Result<(), Refused> {
         let mut q = self.admit(samples)?;
         q.extend(samples.iter().cloned());
         drop(q);
@@ -151,7 +152,7 @@ impl BufferedWriter {
 
     /// As [`Self::try_write`], taking the samples by value (moved into the buffer, not
     /// copied: the collector's pipeline hands its samples over this way).
-    pub fn try_write_owned(&self, samples: Vec<Sample>) -> Result<(), Refused> {
+    pub fn try_write_owned(&self, samples: Vec<L>) -> Result<(), Refused> {
         let n = samples.len();
         let mut q = self.admit(&samples)?;
         q.extend(samples);
@@ -167,26 +168,14 @@ impl BufferedWriter {
     }
 
     /// Checks `samples` and that they fit; the locked buffer to put them in.
-    fn admit(&self, samples: &[Sample]) -> Result<MutexGuard<'_, VecDeque<Sample>>, Refused> {
+    fn admit(&self, samples: &[L]) -> Result<MutexGuard<'_, VecDeque<L>>, Refused> {
         let i = &self.inner;
         if i.closed.load(Relaxed) {
             return Err(Refused::Closed);
         }
-        for s in samples {
-            let bad = check_name(&s.measurement)
-                .and(check_name(&s.field))
-                .and(s.tags.iter().try_for_each(|(k, _)| check_name(k)));
-            if let Err(e) = bad {
-                i.refused_invalid.fetch_add(samples.len() as u64, Relaxed);
-                return Err(Refused::Invalid(e.to_string()));
-            }
-            if !s.value.is_finite() {
-                i.refused_invalid.fetch_add(samples.len() as u64, Relaxed);
-                return Err(Refused::Invalid(format!(
-                    "non-finite value for {}.{}",
-                    s.measurement, s.field
-                )));
-            }
+        if let Some(e) = samples.iter().find_map(|s| s.check().err()) {
+            i.refused_invalid.fetch_add(samples.len() as u64, Relaxed);
+            return Err(Refused::Invalid(e.to_string()));
         }
         let Ok(q) = i.queue.lock() else {
             return Err(Refused::Closed);
@@ -203,7 +192,7 @@ impl BufferedWriter {
     }
 
     /// Takes `samples`, waiting (up to `timeout`) while the buffer is full.
-    pub async fn write(&self, samples: &[Sample], timeout: Duration) -> Result<(), Refused> {
+    pub async fn write(&self, samples: &[L], timeout: Duration) -> Result<(), Refused> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let drained = self.inner.drained.notified();
@@ -258,8 +247,8 @@ impl BufferedWriter {
     }
 }
 
-async fn run<S: TimeSeriesStore>(store: S, i: Arc<Inner>) {
-    let mut batch: Vec<Sample> = Vec::with_capacity(i.cfg.batch);
+async fn run<S: TimeSeriesStore, L: Line>(store: S, i: Arc<Inner<L>>) {
+    let mut batch: Vec<L> = Vec::with_capacity(i.cfg.batch);
     loop {
         // Wait for samples; then give the batch up to max_delay to fill.
         let queued = i.queue.lock().map(|q| q.len()).unwrap_or(0);
@@ -313,7 +302,7 @@ async fn run<S: TimeSeriesStore>(store: S, i: Arc<Inner>) {
     }
 }
 
-fn log_failure(i: &Inner, e: &StoreError) {
+fn log_failure<L>(i: &Inner<L>, e: &StoreError) {
     let msg = e.to_string();
     if let Ok(mut last) = i.last_error.lock() {
         if last.as_deref() != Some(msg.as_str()) {

@@ -132,18 +132,35 @@ impl MetricKey {
     /// `[("ia", "1-ff00:0:a"), ("node", "3")]`, sorted by tag name (as the line protocol
     /// wants them).
     pub fn tags(&self) -> Vec<(&'static str, String)> {
-        let ia = |v: u64| IsdAsn::from_u64(v).to_string();
+        let mut out = Vec::with_capacity(3);
+        self.for_each_tag(|k, v| out.push((k, v.to_string())));
+        out
+    }
+
+    /// Calls `f` with each tag of [`Self::tags`], in the same order, its value still to be
+    /// formatted (so a writer can render it without an allocation).
+    pub fn for_each_tag(&self, mut f: impl FnMut(&'static str, &dyn std::fmt::Display)) {
         let [a, b, c] = self.ids;
+        let ia = IsdAsn::from_u64(a);
         match self.scope {
-            Scope::Hop => vec![("hop", b.to_string()), ("path", format!("{a:016x}"))],
-            Scope::Router => vec![("ia", ia(a)), ("node", b.to_string())],
-            Scope::Link => vec![("ia", ia(a)), ("ifid", b.to_string())],
-            Scope::Queue => vec![
-                ("ia", ia(a)),
-                ("ifid", c.to_string()),
-                ("node", b.to_string()),
-            ],
-            Scope::Path => vec![("path", format!("{a:016x}"))],
+            Scope::Hop => {
+                f("hop", &b);
+                f("path", &format_args!("{a:016x}"));
+            }
+            Scope::Router => {
+                f("ia", &ia);
+                f("node", &b);
+            }
+            Scope::Link => {
+                f("ia", &ia);
+                f("ifid", &b);
+            }
+            Scope::Queue => {
+                f("ia", &ia);
+                f("ifid", &c);
+                f("node", &b);
+            }
+            Scope::Path => f("path", &format_args!("{a:016x}")),
         }
     }
 }

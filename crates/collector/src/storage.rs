@@ -12,8 +12,9 @@ use collector_store::topology::{
     AsRecord, Change, HopRecord, InterfaceRecord, InternalLinkRecord, LinkRecord, PathRecord,
     QuarantineRecord, RouterRecord, Snapshot, TopologyDb, UnknownPathRecord, WriteBehind,
 };
+use collector_store::ts::push_field;
 use collector_store::writer::{BufferedWriter, WriterConfig};
-use collector_store::{Aggregation, RangeQuery, Sample, TimeSeriesStore};
+use collector_store::{Aggregation, Line, RangeQuery, Sample, StoreError, TimeSeriesStore};
 use idint_wire::IsdAsn;
 use tokio::runtime::Handle;
 use tracing::warn;
@@ -96,17 +97,42 @@ pub fn sample_of(p: &Point) -> Sample {
     }
 }
 
-/// [`PointSink`] over a [`BufferedWriter`].
+/// A point is written as the line of its [`sample_of`] sample, rendered straight from the key
+/// (no sample, no allocation: the pipeline hands points over by copy).
+impl Line for Point {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.value.is_finite() {
+            Ok(())
+        } else {
+            Err(StoreError::Rejected(format!(
+                "non-finite value for {}.{}",
+                scope_name(self.key.scope),
+                self.key.measurement.name()
+            )))
+        }
+    }
+
+    fn write_line(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        out.push_str(scope_name(self.key.scope));
+        // Tag values of ids are never empty and never need escaping.
+        self.key.for_each_tag(|k, v| {
+            let _ = write!(out, ",{k}={v}");
+        });
+        push_field(out, self.key.measurement.name(), self.value, self.time_ns);
+    }
+}
+
+/// [`PointSink`] over a [`BufferedWriter`] of points.
 pub struct TsSink {
-    writer: Arc<BufferedWriter>,
+    writer: Arc<BufferedWriter<Point>>,
     handle: Handle,
 }
 
 impl PointSink for TsSink {
     fn write(&self, points: &[Point]) -> Result<(), SinkFull> {
-        let samples: Vec<Sample> = points.iter().map(sample_of).collect();
         self.writer
-            .try_write_owned(samples)
+            .try_write(points)
             .map_err(|e| SinkFull(e.to_string()))
     }
 
@@ -388,4 +414,43 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
     }
     stores.wait_ms = cfg.wait_ms;
     Ok(stores)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Measurement, MetricKey};
+    use collector_store::ts::line_protocol;
+
+    #[test]
+    fn a_point_renders_as_its_sample() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let keys = [
+            MetricKey::hop(0x00ab_cdef_0123_4567, 3, Measurement::LatencyNs),
+            MetricKey::router(ia, 7, Measurement::EnergyNj),
+            MetricKey::link(ia, 41, Measurement::UtilisationKbps),
+            MetricKey::queue(ia, 7, 41),
+            MetricKey::path(u64::MAX, Measurement::Co2Pg),
+        ];
+        for (i, key) in keys.into_iter().enumerate() {
+            let p = Point {
+                key,
+                value: 1.25 + i as f64 * 1e9,
+                time_ns: 1_700_000_000_123_456_789,
+            };
+            let (mut direct, mut via_sample) = (String::new(), String::new());
+            line_protocol(&mut direct, &[p]).unwrap();
+            line_protocol(&mut via_sample, &[sample_of(&p)]).unwrap();
+            assert_eq!(direct, via_sample);
+            assert!(direct.ends_with(" 1700000000123456789\n"), "{direct}");
+        }
+        let bad = Point {
+            key: keys[0],
+            value: f64::INFINITY,
+            time_ns: 0,
+        };
+        let mut out = String::new();
+        assert!(line_protocol(&mut out, &[bad]).is_err());
+        assert!(out.is_empty());
+    }
 }
