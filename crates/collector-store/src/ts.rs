@@ -159,7 +159,7 @@ pub fn push_field(out: &mut String, field: &str, value: f64, time_ns: u64) {
 
 /// Appends `,key=value` with the value escaped (nothing for an empty value: the protocol has
 /// no empty tag values).
-pub fn push_tag(out: &mut String, key: &str, value: &str) {
+fn push_tag(out: &mut String, key: &str, value: &str) {
     if value.is_empty() {
         return;
     }

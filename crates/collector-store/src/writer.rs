@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -143,52 +143,36 @@ impl<L: Line> BufferedWriter<L> {
 
     /// Takes `samples` if they all fit in the buffer (all or none); never waits.
     pub fn try_write(&self, samples: &[L]) -> Result<(), Refused> {
-        let mut q = self.admit(samples)?;
-        q.extend(samples.iter().cloned());
-        drop(q);
-        self.taken(samples.len());
-        Ok(())
-    }
-
-    /// As [`Self::try_write`], taking the samples by value (moved into the buffer, not
-    /// copied: the collector's pipeline hands its samples over this way).
-    pub fn try_write_owned(&self, samples: Vec<L>) -> Result<(), Refused> {
-        let n = samples.len();
-        let mut q = self.admit(&samples)?;
-        q.extend(samples);
-        drop(q);
-        self.taken(n);
-        Ok(())
-    }
-
-    /// Counts `n` samples taken and wakes the writer task.
-    fn taken(&self, n: usize) {
-        self.inner.accepted.fetch_add(n as u64, Relaxed);
-        self.inner.wake.notify_one();
-    }
-
-    /// Checks `samples` and that they fit; the locked buffer to put them in.
-    fn admit(&self, samples: &[L]) -> Result<MutexGuard<'_, VecDeque<L>>, Refused> {
         let i = &self.inner;
         if i.closed.load(Relaxed) {
             return Err(Refused::Closed);
         }
         if let Some(e) = samples.iter().find_map(|s| s.check().err()) {
             i.refused_invalid.fetch_add(samples.len() as u64, Relaxed);
-            return Err(Refused::Invalid(e.to_string()));
+            // The check's own words (`Rejected` would otherwise read as the store's answer).
+            let msg = match e {
+                StoreError::Rejected(m) => m,
+                e => e.to_string(),
+            };
+            return Err(Refused::Invalid(msg));
         }
-        let Ok(q) = i.queue.lock() else {
-            return Err(Refused::Closed);
-        };
-        let held = q.len() + i.in_flight.load(Relaxed) as usize;
-        if held + samples.len() > i.cfg.capacity {
-            i.refused_full.fetch_add(samples.len() as u64, Relaxed);
-            return Err(Refused::Full {
-                pending: held,
-                capacity: i.cfg.capacity,
-            });
+        {
+            let Ok(mut q) = i.queue.lock() else {
+                return Err(Refused::Closed);
+            };
+            let held = q.len() + i.in_flight.load(Relaxed) as usize;
+            if held + samples.len() > i.cfg.capacity {
+                i.refused_full.fetch_add(samples.len() as u64, Relaxed);
+                return Err(Refused::Full {
+                    pending: held,
+                    capacity: i.cfg.capacity,
+                });
+            }
+            q.extend(samples.iter().cloned());
         }
-        Ok(q)
+        i.accepted.fetch_add(samples.len() as u64, Relaxed);
+        i.wake.notify_one();
+        Ok(())
     }
 
     /// Takes `samples`, waiting (up to `timeout`) while the buffer is full.
