@@ -1,7 +1,8 @@
 //! Arbitrary packets, or mutations of reference router cases carrying an ID-INT request,
 //! through routers R and C of `router_cases.json` with the ID-INT stage (sink role on).
 //! Checks: no panic; single and burst processing agree byte for byte (same nonces), for one
-//! packet and for two copies in one burst (the remembered key, sealing together), and so do
+//! packet, for two copies in one burst (the remembered key, sealing together), and for the
+//! unmutated request followed by its mutation (the flow plan the first leaves), and so do
 //! the straight-line push path and the general path; packets
 //! that leave keep their length; a packet that got an entry still holds a well-formed stack.
 //!
@@ -137,12 +138,14 @@ fuzz_target!(|data: &[u8]| {
         _ => Ingress::External(ifid),
     };
     let mode = AggregationMode::from_bits(sel >> 3);
+    let mut unmutated = None;
     let packet: Vec<u8> = if sel & 0x80 != 0 {
         let case = &file.cases[usize::from(data[2]) % file.cases.len()];
         if case.input.len() < 12 {
             return;
         }
         let mut p = with_request(&case.input, mode, sel & 0x20 != 0);
+        unmutated = Some(p.clone());
         for (i, x) in data[3..].iter().enumerate() {
             let n = p.len();
             p[i % n] ^= x;
@@ -155,6 +158,45 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let len = packet.len();
+
+    // The case's request unmutated, then the mutated packet, in one burst: the first one's
+    // push leaves a plan for its flow, which the second must take only if it would decide
+    // exactly alike (each must come out as processing the two one after the other gives).
+    if let Some(base) = unmutated.filter(|b| b.len() <= ROOM) {
+        let mut seq = stage();
+        let mut expected = Vec::new();
+        for p in [&base, &packet] {
+            let mut b = vec![0u8; ROOM];
+            b[..p.len()].copy_from_slice(p);
+            let d = Processor::new(router).process_with(&mut b, p.len(), ingress, file.now_ns, &mut seq);
+            expected.push((d, b));
+        }
+        let (mut b0, mut b1) = (vec![0u8; ROOM], vec![0u8; ROOM]);
+        b0[..base.len()].copy_from_slice(&base);
+        b1[..len].copy_from_slice(&packet);
+        let mut sb = stage();
+        let mut pair = [
+            PacketSlot {
+                buf: &mut b0[..],
+                len: base.len(),
+                ingress,
+                disposition: None,
+            },
+            PacketSlot {
+                buf: &mut b1[..],
+                len,
+                ingress,
+                disposition: None,
+            },
+        ];
+        Processor::new(router).process_burst_with(&mut pair, file.now_ns, &mut sb);
+        for (k, (slot, (d, _))) in pair.iter().zip(expected.iter()).enumerate() {
+            assert_eq!(slot.disposition, Some(*d), "packet {k} after the unmutated one");
+        }
+        assert_eq!(b0, expected[0].1, "unmutated packet wrote other bytes in the burst");
+        assert_eq!(b1, expected[1].1, "mutated packet after the unmutated one wrote other bytes");
+        assert_eq!(sb.counters, seq.counters);
+    }
 
     let mut single = vec![0u8; ROOM];
     single[..len].copy_from_slice(&packet);

@@ -701,6 +701,174 @@ fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
     sb.keys.cache.stats().evictions
 }
 
+/// Where the new entry of a fresh request goes in `pkt` (end of the source entry), as an
+/// offset into the packet.
+fn first_free(pkt: &[u8]) -> usize {
+    let hl = usize::from(pkt[5]) * 4;
+    let s = hl + 2 + usize::from(pkt[hl + 3]) + 2;
+    s + usize::from(pkt[s + 1]) + 2
+}
+
+#[test]
+fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
+    // One flow's packets (a stack with one padding option: the burst's first push leaves a
+    // plan), with packets in between that differ in one thing each that the plan depends on.
+    // The burst must write exactly what the packets processed one by one get.
+    use scion_dp::PacketSlot;
+    let rs = routers();
+    let req = |encrypt: bool, ts: u64| RequestBuilder {
+        stack_len_words: 64,
+        source_timestamp: ts,
+        ..request(AggregationMode::Off, encrypt)
+    };
+    let base = request_packet(&rs, &req(false, NOW % (1 << 48)));
+    let free = first_free(&base);
+    assert_eq!(base[free], 1, "one PadN option after the source entry");
+    let mut inputs = vec![base.clone(), base.clone()];
+    // Another verifier.
+    inputs.push(request_packet_to(
+        &rs,
+        &req(false, NOW % (1 << 48)),
+        Ipv4Addr::new(10, 4, 0, 9),
+    ));
+    inputs.push(base.clone());
+    // Encryption asked for.
+    inputs.push(request_packet(&rs, &req(true, NOW % (1 << 48))));
+    inputs.push(base.clone());
+    // Another source timestamp: not part of the plan, but of the MAC chain.
+    inputs.push(request_packet(&rs, &req(false, NOW % (1 << 48) - 1000)));
+    // The padding split in two options.
+    let mut split = base.clone();
+    let rest = usize::from(split[free + 1]);
+    split[free + 1] = 0;
+    split[free + 2] = 1;
+    split[free + 3] = (rest - 2) as u8;
+    inputs.push(split);
+    inputs.push(base.clone());
+    // A padding option that runs past the stack (malformed).
+    let mut long_pad = base.clone();
+    long_pad[free + 1] += 4;
+    inputs.push(long_pad);
+    inputs.push(base.clone());
+    // A source entry whose length disagrees with its metadata lengths (malformed).
+    let mut bad_top = base.clone();
+    let hl = usize::from(bad_top[5]) * 4;
+    let s = hl + 2 + usize::from(bad_top[hl + 3]) + 2;
+    bad_top[s + 1] += 4;
+    inputs.push(bad_top);
+    inputs.push(base.clone());
+    // DelayHops 1.
+    let mut delayed = base.clone();
+    delayed[hl + 8] = 1 << 2;
+    inputs.push(delayed);
+    inputs.push(base.clone());
+    // Not carrying the HBH header.
+    let mut plain = base.clone();
+    plain[4] = 17;
+    inputs.push(plain);
+    inputs.push(base.clone());
+
+    let mut single = Vec::new();
+    let mut st = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    for input in &inputs {
+        let mut b = input.clone();
+        let len = b.len();
+        let d = p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
+        single.push((d, b));
+    }
+    let mut sb = stage(0, &rs);
+    let mut p = Processor::new(&rs[0]);
+    let mut bufs: Vec<Vec<u8>> = inputs.clone();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .map(|b| {
+            let len = b.len();
+            PacketSlot {
+                buf: b,
+                len,
+                ingress: Ingress::Internal,
+                disposition: None,
+            }
+        })
+        .collect();
+    p.process_burst_with(&mut slots, NOW, &mut sb);
+    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
+    drop(slots);
+    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
+        assert_eq!(d, db, "packet {i}");
+        assert_eq!(b, bb, "packet {i}");
+    }
+    assert_eq!(sb.counters, st.counters);
+    assert_eq!(st.counters.pushed, 13);
+    assert_eq!(st.counters.malformed, 2);
+    assert_eq!(st.counters.delayed, 1);
+    // The burst's packets of the flow verify at the destination like any other.
+    let mut first = bufs[1].clone();
+    let len = first.len();
+    let mut ps: Vec<Processor<'_>> = rs.iter().map(Processor::new).collect();
+    let mut stages: Vec<_> = (1..5).map(|r| stage(r, &rs)).collect();
+    for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
+        let d = ps[r].process_with(&mut first, len, ingress, NOW, &mut stages[r - 1]);
+        assert_eq!(d, want, "router {r}");
+    }
+    assert_eq!(verify(&mut first).expect("verifies").len(), 6);
+
+    // At the next router the stack already holds an entry: the plan checks the top entry and
+    // the source entry below it.
+    let after_ra = single[0].1.clone();
+    let mut corrupt_source = after_ra.clone();
+    corrupt_source[s] = 1;
+    let mut corrupt_top = after_ra.clone();
+    corrupt_top[free + 2] ^= 0x20;
+    let inputs = [
+        &after_ra,
+        &after_ra,
+        &corrupt_source,
+        &after_ra,
+        &corrupt_top,
+        &after_ra,
+    ];
+    let (ingress, want) = hops()[1];
+    let mut st = stage(1, &rs);
+    let mut p = Processor::new(&rs[1]);
+    let single: Vec<_> = inputs
+        .iter()
+        .map(|&input| {
+            let mut b = input.clone();
+            let len = b.len();
+            (p.process_with(&mut b, len, ingress, NOW, &mut st), b)
+        })
+        .collect();
+    let mut sb = stage(1, &rs);
+    let mut p = Processor::new(&rs[1]);
+    let mut bufs: Vec<Vec<u8>> = inputs.iter().map(|&b| b.clone()).collect();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .map(|b| {
+            let len = b.len();
+            PacketSlot {
+                buf: b,
+                len,
+                ingress,
+                disposition: None,
+            }
+        })
+        .collect();
+    p.process_burst_with(&mut slots, NOW, &mut sb);
+    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
+    drop(slots);
+    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
+        assert_eq!(*d, want, "packet {i}");
+        assert_eq!(d, db, "packet {i}");
+        assert_eq!(b, bb, "packet {i}");
+    }
+    assert_eq!(sb.counters, st.counters);
+    // The flipped E flag of the top entry is not malformed (the verifier will reject its MAC).
+    assert_eq!(st.counters.pushed, 5);
+    assert_eq!(st.counters.malformed, 1);
+}
+
 #[test]
 fn bursts_write_the_same_telemetry_as_single_packets() {
     use scion_dp::PacketSlot;
