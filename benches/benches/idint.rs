@@ -83,7 +83,7 @@ fn idint(c: &mut Criterion) {
             // Criterion calls each routine once per sample: the stages (key caches, whose
             // first lookup derives a DRKey key in milliseconds) are built and warmed once,
             // outside, so that no sample pays for a derivation.
-            let mut warm = |inputs: &[Vec<u8>]| {
+            let warm = |inputs: &[Vec<u8>]| {
                 let mut st = stage(router);
                 let mut p = Processor::new(router);
                 let mut bufs = vec![[0u8; ROOM]; BURST];
