@@ -1071,11 +1071,31 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         {
             return false;
         }
-        if !plan.at.holds(head, hbh, &plan.id) {
-            return false;
-        }
-        let (id, handle, encrypt, role, new_tos) =
-            (plan.id, plan.handle, plan.encrypt, plan.role, plan.new_tos);
+        let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
+        let (id, handle) = if at.holds(head, hbh, &plan.id) {
+            (plan.id, plan.handle)
+        } else {
+            // A verifier of the same kind in the same place (another destination host, say):
+            // everything holds but the key.
+            let Some(id) = at.read(head, hbh) else {
+                return false;
+            };
+            let found = match batch.recall(&id) {
+                Some(h) => Some(h),
+                None => keys.find(id.ia(), &id.host(), f.now_ns),
+            };
+            let Some(h) = found else {
+                counters.packets += 1;
+                counters.no_key += 1;
+                return true;
+            };
+            if let Some(p) = batch.plan.as_mut() {
+                p.id = id;
+                p.handle = h;
+            }
+            batch.last = Some((id, h));
+            (id, h)
+        };
         let ctx = HopContext {
             ingress_if: f.ingress.ifid(),
             egress_if: out.ifid,
@@ -1404,6 +1424,30 @@ struct VerifierAt {
 }
 
 impl VerifierAt {
+    /// The verifier of a packet whose verifier sits where this one's did (`None` if the
+    /// address types differ or the bytes are not there).
+    #[inline(always)]
+    fn read(&self, head: &[u8], hbh: &[u8]) -> Option<VerifierId> {
+        let bytes = match self.types {
+            Some(t) if head.get(9) == Some(&t) => head,
+            Some(_) => return None,
+            None => hbh,
+        };
+        let (ia_at, host_at) = (usize::from(self.ia_at), usize::from(self.host_at));
+        let (t, n) = if self.v6 {
+            (AddrType::IPV6, 16)
+        } else {
+            (AddrType::IPV4, 4)
+        };
+        let ia = bytes.get(ia_at..ia_at + 8)?;
+        let host = bytes.get(host_at..host_at + n)?;
+        Some(VerifierId::new(
+            u64::from_be_bytes(ia.try_into().ok()?),
+            t,
+            host,
+        ))
+    }
+
     /// Whether a packet whose verifier sits where this one's did has verifier `id` (raw
     /// integer compares, no [`VerifierId`] built).
     #[inline(always)]

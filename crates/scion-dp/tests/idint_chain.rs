@@ -701,6 +701,53 @@ fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
     sb.keys.cache.stats().evictions
 }
 
+/// Processes `inputs` at router `r` (arriving on `ingress`) one by one with the stage `make`
+/// builds, and as one burst with another; asserts both give the same decisions, bytes and
+/// counters. Returns the decisions and the counters.
+fn burst_equals_singles<K: VerifierKeys>(
+    rs: &[Router],
+    r: usize,
+    ingress: Ingress,
+    inputs: &[Vec<u8>],
+    make: impl Fn() -> IdIntStage<K, Recorder, Counting>,
+) -> (Vec<(Disposition, Vec<u8>)>, scion_dp::idint::IdIntCounters) {
+    use scion_dp::PacketSlot;
+    let mut st = make();
+    let mut p = Processor::new(&rs[r]);
+    let single: Vec<_> = inputs
+        .iter()
+        .map(|input| {
+            let mut b = input.clone();
+            let len = b.len();
+            (p.process_with(&mut b, len, ingress, NOW, &mut st), b)
+        })
+        .collect();
+    let mut sb = make();
+    let mut p = Processor::new(&rs[r]);
+    let mut bufs: Vec<Vec<u8>> = inputs.to_vec();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .map(|b| {
+            let len = b.len();
+            PacketSlot {
+                buf: b,
+                len,
+                ingress,
+                disposition: None,
+            }
+        })
+        .collect();
+    p.process_burst_with(&mut slots, NOW, &mut sb);
+    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
+    drop(slots);
+    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
+        assert_eq!(d, db, "packet {i}");
+        assert_eq!(b, bb, "packet {i}");
+    }
+    assert_eq!(sb.counters, st.counters);
+    (single, st.counters)
+}
+
 /// Where the new entry of a fresh request goes in `pkt` (end of the source entry), as an
 /// offset into the packet.
 fn first_free(pkt: &[u8]) -> usize {
@@ -768,43 +815,13 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     inputs.push(plain);
     inputs.push(base.clone());
 
-    let mut single = Vec::new();
-    let mut st = stage(0, &rs);
-    let mut p = Processor::new(&rs[0]);
-    for input in &inputs {
-        let mut b = input.clone();
-        let len = b.len();
-        let d = p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
-        single.push((d, b));
-    }
-    let mut sb = stage(0, &rs);
-    let mut p = Processor::new(&rs[0]);
-    let mut bufs: Vec<Vec<u8>> = inputs.clone();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .map(|b| {
-            let len = b.len();
-            PacketSlot {
-                buf: b,
-                len,
-                ingress: Ingress::Internal,
-                disposition: None,
-            }
-        })
-        .collect();
-    p.process_burst_with(&mut slots, NOW, &mut sb);
-    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
-    drop(slots);
-    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
-        assert_eq!(d, db, "packet {i}");
-        assert_eq!(b, bb, "packet {i}");
-    }
-    assert_eq!(sb.counters, st.counters);
-    assert_eq!(st.counters.pushed, 13);
-    assert_eq!(st.counters.malformed, 2);
-    assert_eq!(st.counters.delayed, 1);
+    let (single, counters) =
+        burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
+    assert_eq!(counters.pushed, 13);
+    assert_eq!(counters.malformed, 2);
+    assert_eq!(counters.delayed, 1);
     // The burst's packets of the flow verify at the destination like any other.
-    let mut first = bufs[1].clone();
+    let mut first = single[1].1.clone();
     let len = first.len();
     let mut ps: Vec<Processor<'_>> = rs.iter().map(Processor::new).collect();
     let mut stages: Vec<_> = (1..5).map(|r| stage(r, &rs)).collect();
@@ -822,51 +839,63 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     let mut corrupt_top = after_ra.clone();
     corrupt_top[free + 2] ^= 0x20;
     let inputs = [
-        &after_ra,
-        &after_ra,
-        &corrupt_source,
-        &after_ra,
-        &corrupt_top,
-        &after_ra,
+        after_ra.clone(),
+        after_ra.clone(),
+        corrupt_source,
+        after_ra.clone(),
+        corrupt_top,
+        after_ra,
     ];
     let (ingress, want) = hops()[1];
-    let mut st = stage(1, &rs);
-    let mut p = Processor::new(&rs[1]);
-    let single: Vec<_> = inputs
-        .iter()
-        .map(|&input| {
-            let mut b = input.clone();
-            let len = b.len();
-            (p.process_with(&mut b, len, ingress, NOW, &mut st), b)
-        })
-        .collect();
-    let mut sb = stage(1, &rs);
-    let mut p = Processor::new(&rs[1]);
-    let mut bufs: Vec<Vec<u8>> = inputs.iter().map(|&b| b.clone()).collect();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .map(|b| {
-            let len = b.len();
-            PacketSlot {
-                buf: b,
-                len,
-                ingress,
-                disposition: None,
-            }
-        })
-        .collect();
-    p.process_burst_with(&mut slots, NOW, &mut sb);
-    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
-    drop(slots);
-    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
-        assert_eq!(*d, want, "packet {i}");
-        assert_eq!(d, db, "packet {i}");
-        assert_eq!(b, bb, "packet {i}");
-    }
-    assert_eq!(sb.counters, st.counters);
+    let (single, counters) = burst_equals_singles(&rs, 1, ingress, &inputs, || stage(1, &rs));
+    assert!(single.iter().all(|(d, _)| *d == want));
     // The flipped E flag of the top entry is not malformed (the verifier will reject its MAC).
-    assert_eq!(st.counters.pushed, 5);
-    assert_eq!(st.counters.malformed, 1);
+    assert_eq!(counters.pushed, 5);
+    assert_eq!(counters.malformed, 1);
+}
+
+/// The keys of a router's AS for every host but one.
+struct AllBut(DrkeyKeys, Ipv4Addr);
+impl VerifierKeys for AllBut {
+    fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle> {
+        if *host == HostAddr::V4(self.1) {
+            return None;
+        }
+        self.0.find(ia, host, now_ns)
+    }
+    fn key(&self, h: KeyHandle) -> Option<&Aes128Enc> {
+        self.0.key(h)
+    }
+}
+
+#[test]
+fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
+    // One request shape to several destination hosts (each its own verifier and key), one of
+    // them a host this router has no key for: the plan holds for all but the key.
+    let rs = routers();
+    let req = RequestBuilder {
+        stack_len_words: 64,
+        ..request(AggregationMode::Off, true)
+    };
+    let hosts = [1u8, 1, 2, 2, 3, 1, 9, 9, 2, 1];
+    let inputs: Vec<Vec<u8>> = hosts
+        .iter()
+        .map(|&h| request_packet_to(&rs, &req, Ipv4Addr::new(10, 4, 0, h)))
+        .collect();
+    let (single, counters) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+        let s = stage(0, &rs);
+        IdIntStage::new(
+            AllBut(s.keys, Ipv4Addr::new(10, 4, 0, 9)),
+            s.source,
+            s.nonces,
+        )
+    });
+    assert_eq!(counters.pushed, 8);
+    assert_eq!(counters.no_key, 2);
+    // Without a key the packet's ID-INT options leave unchanged.
+    let r = hbh_range(&inputs[6]);
+    assert_eq!(single[6].1[r.clone()], inputs[6][r.clone()]);
+    assert_ne!(single[5].1[r.clone()], inputs[5][r]);
 }
 
 #[test]
