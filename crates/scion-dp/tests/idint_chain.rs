@@ -761,7 +761,6 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     // One flow's packets (a stack with one padding option: the burst's first push leaves a
     // plan), with packets in between that differ in one thing each that the plan depends on.
     // The burst must write exactly what the packets processed one by one get.
-    use scion_dp::PacketSlot;
     let rs = routers();
     let req = |encrypt: bool, ts: u64| RequestBuilder {
         stack_len_words: 64,
