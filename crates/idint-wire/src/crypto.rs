@@ -160,19 +160,19 @@ pub fn cbc_mac_and_keystream(
 /// advances every message that has a block `s`, so the AES computations of different messages
 /// overlap in the CPU, and the key schedule is loaded once for all of them.
 ///
-/// `blocks[s][i]` is block `s` of message `i` as `u128::from_le_bytes` of its 16 bytes (a
-/// partial last block zero-filled), `n_blocks[i]` how many blocks message `i` has; message
-/// `i`'s MAC is written to `macs[i]` (same encoding) for every `i < macs.len()`. A message
-/// with zero blocks gets the MAC of one zero block, as [`cbc_mac`] of empty input.
+/// `blocks[s][i]` is block `s` of message `i` (a partial last block zero-filled),
+/// `n_blocks[i]` how many blocks message `i` has; message `i`'s MAC is written to `macs[i]` for
+/// every `i < macs.len()`. A message with zero blocks gets the MAC of one zero block, as
+/// [`cbc_mac`] of empty input.
 ///
 /// # Panics
 /// If `n_blocks` is shorter than `macs` or a message has more blocks than `blocks` holds.
 #[inline]
 pub fn cbc_mac_lanes<const L: usize>(
     cipher: &Aes128Enc,
-    blocks: &[[u128; L]],
+    blocks: &[[[u8; 16]; L]],
     n_blocks: &[u8],
-    macs: &mut [u128],
+    macs: &mut [[u8; 16]],
 ) {
     cipher.encrypt_with_backend(Lanes {
         blocks,
@@ -181,10 +181,19 @@ pub fn cbc_mac_lanes<const L: usize>(
     });
 }
 
+#[inline(always)]
+fn xor_arrays(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+        *o = a ^ b;
+    }
+    out
+}
+
 struct Lanes<'a, const L: usize> {
-    blocks: &'a [[u128; L]],
+    blocks: &'a [[[u8; 16]; L]],
     n_blocks: &'a [u8],
-    macs: &'a mut [u128],
+    macs: &'a mut [[u8; 16]],
 }
 
 impl<const L: usize> BlockSizeUser for Lanes<'_, L> {
@@ -198,13 +207,13 @@ impl<const L: usize> BlockCipherEncClosure for Lanes<'_, L> {
         let n_blocks = &self.n_blocks[..n];
         let most = usize::from(n_blocks.iter().copied().max().unwrap_or(0).max(1));
         let fewest = usize::from(n_blocks.iter().copied().min().unwrap_or(0));
-        self.macs.fill(0);
+        self.macs.fill([0; 16]);
         // Steps every message has (the common case: all alike) without per-message tests.
         for row in &self.blocks[..fewest] {
-            for (mac, &block) in self.macs.iter_mut().zip(row) {
-                let mut x = Array::from((*mac ^ block).to_le_bytes());
+            for (mac, block) in self.macs.iter_mut().zip(row) {
+                let mut x = Array::from(xor_arrays(mac, block));
                 backend.encrypt_block_inplace(&mut x);
-                *mac = u128::from_le_bytes(x.into());
+                *mac = x.into();
             }
         }
         for s in fewest..most {
@@ -213,11 +222,11 @@ impl<const L: usize> BlockCipherEncClosure for Lanes<'_, L> {
                     let block = if s < usize::from(nb) {
                         self.blocks[s][i]
                     } else {
-                        0
+                        [0; 16]
                     };
-                    let mut x = Array::from((*mac ^ block).to_le_bytes());
+                    let mut x = Array::from(xor_arrays(mac, &block));
                     backend.encrypt_block_inplace(&mut x);
-                    *mac = u128::from_le_bytes(x.into());
+                    *mac = x.into();
                 }
             }
         }
@@ -305,20 +314,20 @@ mod tests {
             .map(|n| (0..n).map(|b| b.wrapping_mul(31) ^ n).collect())
             .collect();
         for group in msgs.chunks(32) {
-            let mut blocks = [[0u128; 32]; 5];
+            let mut blocks = [[[0u8; 16]; 32]; 5];
             let mut n_blocks = [0u8; 32];
             for (i, m) in group.iter().enumerate() {
                 n_blocks[i] = m.len().div_ceil(16) as u8;
                 for (s, chunk) in m.chunks(16).enumerate() {
                     let mut b = [0u8; 16];
                     b[..chunk.len()].copy_from_slice(chunk);
-                    blocks[s][i] = u128::from_le_bytes(b);
+                    blocks[s][i] = b;
                 }
             }
-            let mut macs = [0u128; 32];
+            let mut macs = [[0u8; 16]; 32];
             cbc_mac_lanes(&c, &blocks, &n_blocks, &mut macs[..group.len()]);
             for (i, m) in group.iter().enumerate() {
-                assert_eq!(macs[i].to_le_bytes(), cbc_mac(&c, m), "{} bytes", m.len());
+                assert_eq!(macs[i], cbc_mac(&c, m), "{} bytes", m.len());
             }
         }
     }

@@ -1563,7 +1563,7 @@ struct SealBatch {
     /// Scratch of the burst pass, kept here so that it is not zeroed per burst (only what a
     /// burst writes is read): the MAC input blocks (block `s` of entry `i` at `[s][i]`) and
     /// the keystream blocks.
-    blocks: [[u128; MAX_BURST]; BATCH_BLOCKS],
+    blocks: [[[u8; 16]; MAX_BURST]; BATCH_BLOCKS],
     ks: [[u8; 16]; MAX_BURST * BATCH_KS],
 }
 
@@ -1575,46 +1575,72 @@ impl core::fmt::Debug for SealBatch {
     }
 }
 
-/// `KEEP_MASK[k]`: the low `k` bytes of a little-endian block (a table: a variable 128-bit
-/// shift is several instructions).
-const KEEP_MASK: [u128; 17] = {
-    let mut t = [u128::MAX; 17];
+/// `a ^ b` bytewise.
+#[inline(always)]
+fn xor_arrays(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+        *o = a ^ b;
+    }
+    out
+}
+
+/// `KEEP_MASK[k]`: `k` bytes of ones, then zeros.
+const KEEP_MASK: [[u8; 16]; 17] = {
+    let mut t = [[0u8; 16]; 17];
     let mut k = 0;
-    while k < 16 {
-        t[k] = (1u128 << (8 * k)) - 1;
+    while k <= 16 {
+        let mut b = 0;
+        while b < k {
+            t[k][b] = 0xff;
+            b += 1;
+        }
         k += 1;
     }
     t
 };
 
-/// `bytes[at..at + 16]` as a little-endian integer with only its first `keep` bytes (the rest
-/// zero), read with one 16-byte load when the buffer allows.
+/// `bytes[at..at + 16]` with only its first `keep` bytes (the rest zero), read with one
+/// 16-byte load when the buffer allows. Blocks stay byte arrays: as `u128` they went through
+/// general registers and were stored in halves that the AES loads then could not forward.
 #[inline(always)]
-fn load_block(bytes: &[u8], at: usize, keep: usize) -> u128 {
-    let mask = KEEP_MASK[keep.min(16)];
-    match bytes.get(at..at + 16) {
-        Some(b) => u128::from_le_bytes(b.try_into().unwrap_or([0; 16])) & mask,
+fn load_block(bytes: &[u8], at: usize, keep: usize) -> [u8; 16] {
+    let mask = &KEEP_MASK[keep.min(16)];
+    match bytes
+        .get(at..at + 16)
+        .and_then(|b| <&[u8; 16]>::try_from(b).ok())
+    {
+        Some(b) => {
+            let mut out = [0u8; 16];
+            for ((o, b), m) in out.iter_mut().zip(b).zip(mask) {
+                *o = b & m;
+            }
+            out
+        }
         None => {
             let mut b = [0u8; 16];
             for (k, d) in b.iter_mut().enumerate().take(keep) {
                 *d = bytes.get(at + k).copied().unwrap_or(0);
             }
-            u128::from_le_bytes(b)
+            b
         }
     }
 }
 
-/// XORs the first `keep` bytes of `x` (little-endian) into `bytes[at..]` (one 16-byte
-/// read-modify-write when the buffer allows: the bytes past `keep` are XORed with zero).
+/// XORs the first `keep` bytes of `x` into `bytes[at..]` (one 16-byte read-modify-write
+/// when the buffer allows: the bytes past `keep` are XORed with zero).
 #[inline(always)]
-fn xor_block(bytes: &mut [u8], at: usize, x: u128, keep: usize) {
-    let x = x & KEEP_MASK[keep.min(16)];
-    if let Some(b) = bytes.get_mut(at..at + 16) {
-        let v = u128::from_le_bytes((&*b).try_into().unwrap_or([0; 16])) ^ x;
-        b.copy_from_slice(&v.to_le_bytes());
+fn xor_block(bytes: &mut [u8], at: usize, x: &[u8; 16], keep: usize) {
+    let mask = &KEEP_MASK[keep.min(16)];
+    if let Some(b) = bytes
+        .get_mut(at..at + 16)
+        .and_then(|b| <&mut [u8; 16]>::try_from(b).ok())
+    {
+        let v = u128::from_le_bytes(*b) ^ (u128::from_le_bytes(*x) & u128::from_le_bytes(*mask));
+        *b = v.to_le_bytes();
         return;
     }
-    for (k, x) in x.to_le_bytes().iter().enumerate().take(keep) {
+    for (k, x) in x.iter().enumerate().take(keep) {
         if let Some(d) = bytes.get_mut(at + k) {
             *d ^= x;
         }
@@ -1629,7 +1655,7 @@ impl SealBatch {
             last: None,
             plan: None,
             now_ns: 0,
-            blocks: [[0; MAX_BURST]; BATCH_BLOCKS],
+            blocks: [[[0; 16]; MAX_BURST]; BATCH_BLOCKS],
             ks: [[0; 16]; MAX_BURST * BATCH_KS],
         })
     }
@@ -1721,7 +1747,7 @@ impl SealBatch {
                 }
             }
         }
-        let mut macs = [0u128; MAX_BURST];
+        let mut macs = [[0u8; 16]; MAX_BURST];
         let mut sealed = [false; MAX_BURST];
         {
             let keys: &K = keys;
@@ -1751,9 +1777,9 @@ impl SealBatch {
                             if let Some(k) = ciphers[i]
                                 && s < usize::from(n_blocks[i])
                             {
-                                let mut x = Array::from((macs[i] ^ row[i]).to_le_bytes());
+                                let mut x = Array::from(xor_arrays(&macs[i], &row[i]));
                                 k.encrypt_block(&mut x);
-                                macs[i] = u128::from_le_bytes(x.into());
+                                macs[i] = x.into();
                             }
                         }
                     }
@@ -1778,11 +1804,11 @@ impl SealBatch {
                 && !sealed[i]
                 && let Some(k) = keys.as_host_key(j.id.ia(), &j.id.host(), now_ns)
             {
-                let mut mac = 0u128;
+                let mut mac = [0u8; 16];
                 for row in blocks.iter().take(usize::from(n_blocks[i])) {
-                    let mut x = Array::from((mac ^ row[i]).to_le_bytes());
+                    let mut x = Array::from(xor_arrays(&mac, &row[i]));
                     k.encrypt_block(&mut x);
-                    mac = u128::from_le_bytes(x.into());
+                    mac = x.into();
                 }
                 macs[i] = mac;
                 encrypt_blocks(k, &mut ks[from..from + m]);
@@ -1814,10 +1840,10 @@ impl SealBatch {
                 lost += 1;
                 continue;
             }
-            e[len - 4..].copy_from_slice(&macs[i].to_le_bytes()[..4]);
+            e[len - 4..].copy_from_slice(&macs[i][..4]);
             for (c, k) in stream.iter().enumerate() {
                 let p = at + enc_from + 16 * c;
-                xor_block(buf, p, u128::from_le_bytes(*k), at + len - p);
+                xor_block(buf, p, k, at + len - p);
             }
         }
         lost
