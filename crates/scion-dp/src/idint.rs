@@ -1024,6 +1024,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 role,
                 at,
                 id,
+                id_ix: batch.n_ids.saturating_sub(1) as u8,
                 handle,
             });
         }
@@ -1072,8 +1073,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
-        let (id, handle) = if at.holds(head, hbh, &plan.id) {
-            (plan.id, plan.handle)
+        let (id_ix, handle) = if at.holds(head, hbh, &plan.id) {
+            (plan.id_ix, plan.handle)
         } else {
             // A verifier of the same kind in the same place (another destination host, say):
             // everything holds but the key.
@@ -1089,12 +1090,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 counters.no_key += 1;
                 return true;
             };
+            let Some(id_ix) = batch.id_index(&id) else {
+                return false;
+            };
             if let Some(p) = batch.plan.as_mut() {
                 p.id = id;
+                p.id_ix = id_ix;
                 p.handle = h;
             }
             batch.last = Some((id, h));
-            (id, h)
+            (id_ix, h)
         };
         let ctx = HopContext {
             ingress_if: f.ingress.ifid(),
@@ -1132,18 +1137,25 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             encrypt.then(|| nonces.nonce()),
             prev_mac,
         );
-        let job = Seal {
-            defer: Some(slot),
-            at: hl + free,
-            prev_mac,
-            id,
-            handle,
-            now_ns: ctx.now_ns,
-        };
         counters.packets += 1;
-        if seal_or_defer(keys, batch, e, &job).is_none() {
-            counters.malformed += 1;
-            return true;
+        // Queued as it is (a job is free: one per packet of the burst); an entry too long to
+        // batch is sealed now.
+        if len > BATCH_ENTRY_MAX
+            || !batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
+        {
+            let id = batch.ids[usize::from(id_ix)];
+            let job = Seal {
+                defer: None,
+                at: hl + free,
+                prev_mac,
+                id,
+                handle,
+                now_ns: ctx.now_ns,
+            };
+            if seal_or_defer(keys, batch, e, &job).is_none() {
+                counters.malformed += 1;
+                return true;
+            }
         }
         counters.pushed += 1;
         if encrypt {
@@ -1410,6 +1422,8 @@ struct FlowPlan {
     role: Role,
     at: VerifierAt,
     id: VerifierId,
+    /// `id`'s index in the burst's verifier table.
+    id_ix: u8,
     handle: KeyHandle,
 }
 
@@ -1524,8 +1538,9 @@ struct SealJob {
     len: u8,
     at: u16,
     handle: KeyHandle,
-    /// The verifier, to look the key up again should the handle have gone stale.
-    id: VerifierId,
+    /// The verifier (index in [`SealBatch::ids`]), to look the key up again should the
+    /// handle have gone stale.
+    id: u8,
 }
 
 impl Default for SealJob {
@@ -1540,14 +1555,16 @@ impl Default for SealJob {
                 index: 0,
                 generation: 0,
             },
-            id: VerifierId {
-                ia: 0,
-                host: 0,
-                ty: 0,
-            },
+            id: 0,
         }
     }
 }
+
+const NO_VERIFIER: VerifierId = VerifierId {
+    ia: 0,
+    host: 0,
+    ty: 0,
+};
 
 /// The entries of a burst waiting for their MACs (and keystreams): sealed together at the end
 /// of the burst, the AES chains of every entry in flight at once, whatever their keys.
@@ -1559,6 +1576,9 @@ struct SealBatch {
     last: Option<(VerifierId, KeyHandle)>,
     /// The last fast push's plan, for the next packets of its flow.
     plan: Option<FlowPlan>,
+    /// The verifiers of the burst's jobs (consecutive jobs of a verifier share an entry).
+    ids: [VerifierId; MAX_BURST],
+    n_ids: usize,
     now_ns: u64,
     /// Scratch of the burst pass, kept here so that it is not zeroed per burst (only what a
     /// burst writes is read): the MAC input blocks (block `s` of entry `i` at `[s][i]`) and
@@ -1654,6 +1674,8 @@ impl SealBatch {
             n: 0,
             last: None,
             plan: None,
+            ids: [NO_VERIFIER; MAX_BURST],
+            n_ids: 0,
             now_ns: 0,
             blocks: [[[0; 16]; MAX_BURST]; BATCH_BLOCKS],
             ks: [[0; 16]; MAX_BURST * BATCH_KS],
@@ -1678,19 +1700,68 @@ impl SealBatch {
         if len > BATCH_ENTRY_MAX || self.n == MAX_BURST || at > usize::from(u16::MAX) {
             return false;
         }
-        self.now_ns = job.now_ns;
-        let j = &mut self.jobs[self.n];
+        let Some(id) = self.id_index(&job.id) else {
+            return false;
+        };
+        self.queue(
+            slot,
+            at,
+            len,
+            e[2] & eflags::C != 0,
+            job.handle,
+            id,
+            job.now_ns,
+        )
+    }
+
+    /// The index of verifier `id` in [`Self::ids`]: the last one's if equal, else appended
+    /// (`None` once the table is full: the entry is then sealed at once).
+    #[inline(always)]
+    fn id_index(&mut self, id: &VerifierId) -> Option<u8> {
+        if let Some(k) = self.n_ids.checked_sub(1)
+            && self.ids[k] == *id
+        {
+            return Some(k as u8);
+        }
+        let k = self.n_ids;
+        *self.ids.get_mut(k)? = *id;
+        self.n_ids = k + 1;
+        Some(k as u8)
+    }
+
+    /// Queues an entry of `len` bytes at `at` in burst slot `slot` (the caller checked it
+    /// fits: `len <= BATCH_ENTRY_MAX`, a free job, `at` within 16 bits), with its key and
+    /// verifier.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn queue(
+        &mut self,
+        slot: u8,
+        at: usize,
+        len: usize,
+        encrypted: bool,
+        handle: KeyHandle,
+        id: u8,
+        now_ns: u64,
+    ) -> bool {
+        let Some(j) = self.jobs.get_mut(self.n) else {
+            return false;
+        };
+        if at > usize::from(u16::MAX) {
+            return false;
+        }
         j.slot = slot;
-        j.handle = job.handle;
-        j.id = job.id;
+        j.handle = handle;
+        j.id = id;
         j.len = len as u8;
         j.at = at as u16;
         j.n_blocks = len.div_ceil(16) as u8;
-        j.n_ks = if e[2] & eflags::C != 0 {
+        j.n_ks = if encrypted {
             (len - NONCE_OFFSET - NONCE_LEN).div_ceil(16) as u8
         } else {
             0
         };
+        self.now_ns = now_ns;
         self.n += 1;
         true
     }
@@ -1704,6 +1775,7 @@ impl SealBatch {
         // Handles are only trusted within the burst: never carry them over.
         self.last = None;
         self.plan = None;
+        let n_ids = core::mem::take(&mut self.n_ids);
         let n = core::mem::take(&mut self.n);
         if n == 0 {
             return 0;
@@ -1713,8 +1785,10 @@ impl SealBatch {
             blocks,
             ks,
             now_ns,
+            ids,
             ..
         } = self;
+        let ids = &ids[..n_ids];
         let (jobs, now_ns) = (&jobs[..n], *now_ns);
         let enc_from = NONCE_OFFSET + NONCE_LEN;
         // The MAC inputs and counter blocks, read from the packets; an entry whose bytes are
@@ -1802,7 +1876,8 @@ impl SealBatch {
             let m = if there[i] { usize::from(j.n_ks) } else { 0 };
             if there[i]
                 && !sealed[i]
-                && let Some(k) = keys.as_host_key(j.id.ia(), &j.id.host(), now_ns)
+                && let Some(id) = ids.get(usize::from(j.id))
+                && let Some(k) = keys.as_host_key(id.ia(), &id.host(), now_ns)
             {
                 let mut mac = [0u8; 16];
                 for row in blocks.iter().take(usize::from(n_blocks[i])) {
