@@ -1026,6 +1026,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 id,
                 id_ix: batch.n_ids.saturating_sub(1) as u8,
                 handle,
+                entry: EntryPlan::new(&hbh[free..e_end], &g, &instructions),
             });
         }
         true
@@ -1072,7 +1073,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         {
             return false;
         }
-        let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
+        let (encrypt, role, new_tos, at, plan_entry) =
+            (plan.encrypt, plan.role, plan.new_tos, plan.at, plan.entry);
         let (id_ix, handle) = if at.holds(head, hbh, &plan.id) {
             (plan.id_ix, plan.handle)
         } else {
@@ -1107,9 +1109,56 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             len: f.len,
             now_ns: f.now_ns,
         };
-        let instructions = [hbh[12], hbh[13], hbh[14], hbh[15]].map(idint_wire::idint::Instruction);
-        let g = gather(source, router.local_ia(), hbh[10] >> 4, &instructions, &ctx);
-        let len = entry_len(encrypt, g.md_len);
+        // The values, asked for as `gather` asks (node id, then the slots in order); not
+        // before the planned entry is known to fit (a full stack takes the general path, which
+        // asks the source again).
+        let ep = plan_entry;
+        if free + usize::from(ep.len) > end {
+            return false;
+        }
+        let node_id = if hbh[10] & 0x80 != 0 {
+            source.node_id()
+        } else {
+            None
+        };
+        let mut values = [0u64; 4];
+        let mut supplied = 0u8;
+        let local_ia = router.local_ia();
+        for (r, &(_, code, _)) in ep.reads[..usize::from(ep.n_reads)].iter().enumerate() {
+            if let Some(v) = read_instruction(source, local_ia, code, &ctx) {
+                values[r] = v;
+                supplied |= 1 << r;
+            }
+        }
+        // The planned layout if the source supplied the same items as for the planning
+        // packet; else the entry is laid out from what it did supply.
+        let planned = node_id.is_some() == (ep.mask & 0x8 != 0) && supplied == ep.supplied;
+        let g = if planned {
+            None
+        } else {
+            let mut g = Gathered {
+                node_id: node_id.unwrap_or(0),
+                ingress_if: ctx.ingress_if,
+                egress_if: ctx.egress_if,
+                mask: ((hbh[10] >> 4) & 0x7) | if node_id.is_some() { 0x8 } else { 0 },
+                values: [0; 4],
+                widths: [0; 4],
+                md_len: 0,
+            };
+            g.md_len = usize::from(BITMAP_BYTES[usize::from(g.mask)]);
+            for (r, &(k, _, w)) in ep.reads[..usize::from(ep.n_reads)].iter().enumerate() {
+                if supplied & (1 << r) != 0 {
+                    g.values[usize::from(k)] = values[r];
+                    g.widths[usize::from(k)] = usize::from(w);
+                    g.md_len += usize::from(w);
+                }
+            }
+            Some(g)
+        };
+        let len = match &g {
+            None => usize::from(ep.len),
+            Some(g) => entry_len(encrypt, g.md_len),
+        };
         let e_end = free + len;
         if e_end > end {
             // Full: the general path sets X.
@@ -1129,14 +1178,20 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let mut prev_mac = [0u8; 4];
         prev_mac.copy_from_slice(&hbh[free - 4..free]);
         let e = &mut hbh[free..e_end];
-        emit_entry(
-            e,
-            &g,
-            role,
-            f.hop,
-            encrypt.then(|| nonces.nonce()),
-            prev_mac,
-        );
+        if let Some(g) = &g {
+            emit_entry(e, g, role, f.hop, encrypt.then(|| nonces.nonce()), prev_mac);
+        } else {
+            // As `emit_entry` writes it, with the header and the layout from the plan.
+            emit_planned(
+                e,
+                &ep,
+                encrypt.then(|| nonces.nonce()),
+                node_id,
+                &ctx,
+                &values,
+                prev_mac,
+            );
+        }
         counters.packets += 1;
         // Queued as it is (a job is free: one per packet of the burst); an entry too long to
         // batch is sealed now.
@@ -1425,6 +1480,51 @@ struct FlowPlan {
     /// `id`'s index in the burst's verifier table.
     id_ix: u8,
     handle: KeyHandle,
+    entry: EntryPlan,
+}
+
+/// The entry a plan writes while the source supplies the same items as for the planning
+/// packet: everything but the values, the nonce and the MAC is fixed.
+#[derive(Clone, Copy)]
+struct EntryPlan {
+    /// The first 6 bytes (type, length, flags, hop, mask and slot lengths).
+    head: [u8; 6],
+    len: u8,
+    /// The Mask nibble written (node id 8, node count 4, ingress 2, egress 1).
+    mask: u8,
+    /// The slots the source is asked for, in order: (slot index, instruction code, width);
+    /// and which of them it supplied (bit `r` for `reads[r]`).
+    reads: [(u8, u8, u8); 4],
+    n_reads: u8,
+    supplied: u8,
+}
+
+impl EntryPlan {
+    /// The layout of `e`, just written from `g` for `instructions`.
+    fn new(e: &[u8], g: &Gathered, instructions: &[idint_wire::idint::Instruction; 4]) -> Self {
+        let mut p = EntryPlan {
+            head: [0; 6],
+            len: e.len() as u8,
+            mask: g.mask,
+            reads: [(0, 0, 0); 4],
+            n_reads: 0,
+            supplied: 0,
+        };
+        p.head.copy_from_slice(&e[..6]);
+        for (k, ins) in instructions.iter().enumerate() {
+            let w = ins.data_len();
+            if w == 0 || ins.reserved_bit() {
+                continue;
+            }
+            let r = usize::from(p.n_reads);
+            p.reads[r] = (k as u8, ins.0, w as u8);
+            if g.widths[k] != 0 {
+                p.supplied |= 1 << r;
+            }
+            p.n_reads += 1;
+        }
+        p
+    }
 }
 
 /// Where a request's verifier is: in the main option (`types: None`; offsets in the HBH
@@ -2051,6 +2151,51 @@ fn emit_entry(
     }
     // Zero padding (0-3 bytes) and the MAC field: `len - p` is 4 to 7, so two fixed 4-byte
     // stores cover it (a loop here became a call to memset per packet).
+    e[p..p + 4].fill(0);
+    e[len - 4..].copy_from_slice(&prev_mac);
+}
+
+/// Writes a new plaintext entry into `e` (exactly its length) in the layout `ep` planned:
+/// what [`emit_entry`] writes for the same items, header bytes taken from the plan. `values[r]`
+/// is the value of `ep.reads[r]` (every read of the plan was supplied).
+#[inline(always)]
+fn emit_planned(
+    e: &mut [u8],
+    ep: &EntryPlan,
+    nonce: Option<[u8; 12]>,
+    node_id: Option<u32>,
+    ctx: &HopContext,
+    values: &[u64; 4],
+    prev_mac: [u8; 4],
+) {
+    let len = e.len();
+    e[..6].copy_from_slice(&ep.head);
+    let mut p = NONCE_OFFSET;
+    if let Some(n) = nonce {
+        e[p..p + NONCE_LEN].copy_from_slice(&n);
+        p += NONCE_LEN;
+    }
+    if let Some(id) = node_id {
+        put_be(e, p, u64::from(id), 4);
+        p += 4;
+    }
+    for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
+        if ep.mask & bit != 0 {
+            put_be(e, p, u64::from(v), 2);
+            p += 2;
+        }
+    }
+    for (r, (&(_, _, w), &v)) in ep.reads[..usize::from(ep.n_reads)]
+        .iter()
+        .zip(values)
+        .enumerate()
+    {
+        if ep.supplied & (1 << r) != 0 {
+            let w = usize::from(w);
+            put_be(e, p, v, w);
+            p += w;
+        }
+    }
     e[p..p + 4].fill(0);
     e[len - 4..].copy_from_slice(&prev_mac);
 }

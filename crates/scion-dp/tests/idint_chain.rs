@@ -704,12 +704,12 @@ fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
 /// Processes `inputs` at router `r` (arriving on `ingress`) one by one with the stage `make`
 /// builds, and as one burst with another; asserts both give the same decisions, bytes and
 /// counters. Returns the decisions and the counters.
-fn burst_equals_singles<K: VerifierKeys>(
+fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
     rs: &[Router],
     r: usize,
     ingress: Ingress,
     inputs: &[Vec<u8>],
-    make: impl Fn() -> IdIntStage<K, Recorder, Counting>,
+    make: impl Fn() -> IdIntStage<K, S, Counting>,
 ) -> (Vec<(Disposition, Vec<u8>)>, scion_dp::idint::IdIntCounters) {
     use scion_dp::PacketSlot;
     let mut st = make();
@@ -851,6 +851,55 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     // The flipped E flag of the top entry is not malformed (the verifier will reject its MAC).
     assert_eq!(counters.pushed, 5);
     assert_eq!(counters.malformed, 1);
+}
+
+/// A source that measures its queue only every other time it is asked.
+struct Flaky {
+    asked: u32,
+}
+impl TelemetrySource for Flaky {
+    fn node_id(&self) -> Option<u32> {
+        Some(9)
+    }
+    fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        Some(c.now_ns & 0xffff_ffff_ffff)
+    }
+    fn queue(&mut self, _ifid: u16, m: QueueMetric) -> Option<u32> {
+        self.asked += 1;
+        (m == QueueMetric::QueueLen && self.asked.is_multiple_of(2)).then_some(self.asked)
+    }
+}
+
+#[test]
+fn a_flows_plan_lays_out_what_the_source_supplies_each_time() {
+    // The planning packet's source supplied its queue length; the next packet's does not, the
+    // one after does again: each entry holds exactly what was supplied for it, as when the
+    // packets are processed one by one.
+    let rs = routers();
+    let req = RequestBuilder {
+        stack_len_words: 64,
+        ..request(AggregationMode::Off, false)
+    };
+    let inputs: Vec<Vec<u8>> = (0..6).map(|_| request_packet(&rs, &req)).collect();
+    let (single, counters) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+        let s = stage(0, &rs);
+        IdIntStage::new(s.keys, Flaky { asked: 1 }, s.nonces)
+    });
+    assert_eq!(counters.pushed, 6);
+    // Entries with and without the queue length alternate (their lengths differ).
+    let lens: Vec<usize> = single
+        .iter()
+        .map(|(_, b)| {
+            let mut b = b.clone();
+            let r = hbh_range(&b);
+            let idint = IdInt::locate(&mut b[r]).unwrap().unwrap();
+            let top = idint.top().unwrap();
+            idint.entry_at(top.offset).unwrap().as_bytes().len()
+        })
+        .collect();
+    assert_ne!(lens[0], lens[1]);
+    assert_eq!(lens[0], lens[2]);
+    assert_eq!(lens[1], lens[3]);
 }
 
 /// The keys of a router's AS for every host but one.
