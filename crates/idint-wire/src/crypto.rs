@@ -207,9 +207,18 @@ impl<const L: usize> BlockCipherEncClosure for Lanes<'_, L> {
         let n_blocks = &self.n_blocks[..n];
         let most = usize::from(n_blocks.iter().copied().max().unwrap_or(0).max(1));
         let fewest = usize::from(n_blocks.iter().copied().min().unwrap_or(0));
-        self.macs.fill([0; 16]);
-        // Steps every message has (the common case: all alike) without per-message tests.
-        for row in &self.blocks[..fewest] {
+        // Steps every message has (the common case: all alike) without per-message tests;
+        // the first needs no chaining (zero IV).
+        if let Some(row) = self.blocks[..fewest].first() {
+            for (mac, block) in self.macs.iter_mut().zip(row) {
+                let mut x = Array::from(*block);
+                backend.encrypt_block_inplace(&mut x);
+                *mac = x.into();
+            }
+        } else {
+            self.macs.fill([0; 16]);
+        }
+        for row in self.blocks[..fewest].iter().skip(1) {
             for (mac, block) in self.macs.iter_mut().zip(row) {
                 let mut x = Array::from(xor_arrays(mac, block));
                 backend.encrypt_block_inplace(&mut x);

@@ -1685,6 +1685,7 @@ struct SealBatch {
     /// the keystream blocks.
     blocks: [[[u8; 16]; MAX_BURST]; BATCH_BLOCKS],
     ks: [[u8; 16]; MAX_BURST * BATCH_KS],
+    macs: [[u8; 16]; MAX_BURST],
 }
 
 impl core::fmt::Debug for SealBatch {
@@ -1779,6 +1780,7 @@ impl SealBatch {
             now_ns: 0,
             blocks: [[[0; 16]; MAX_BURST]; BATCH_BLOCKS],
             ks: [[0; 16]; MAX_BURST * BATCH_KS],
+            macs: [[0; 16]; MAX_BURST],
         })
     }
 
@@ -1884,19 +1886,24 @@ impl SealBatch {
             jobs,
             blocks,
             ks,
+            macs,
             now_ns,
             ids,
             ..
         } = self;
         let ids = &ids[..n_ids];
         let (jobs, now_ns) = (&jobs[..n], *now_ns);
+        let macs = &mut macs[..n];
         let enc_from = NONCE_OFFSET + NONCE_LEN;
         // The MAC inputs and counter blocks, read from the packets; an entry whose bytes are
-        // not there (not expected) is left alone.
+        // not there (not expected) is left alone. Bit `i` of `there` / `sealed`: job `i`.
         let mut n_blocks = [0u8; MAX_BURST];
         let mut n_ks = 0;
-        let mut there = [false; MAX_BURST];
+        let mut there = 0u32;
+        let h0 = jobs[0].handle;
+        let mut one_key = true;
         for (i, j) in jobs.iter().enumerate() {
+            one_key &= j.handle == h0;
             let Some(pkt) = pkts.get_mut(usize::from(j.slot)) else {
                 continue;
             };
@@ -1905,7 +1912,7 @@ impl SealBatch {
             if at + len > buf.len() {
                 continue;
             }
-            there[i] = true;
+            there |= 1 << i;
             n_blocks[i] = j.n_blocks;
             for (s, row) in blocks.iter_mut().enumerate().take(usize::from(j.n_blocks)) {
                 row[i] = load_block(buf, at + 16 * s, len - 16 * s);
@@ -1921,30 +1928,30 @@ impl SealBatch {
                 }
             }
         }
-        let mut macs = [[0u8; 16]; MAX_BURST];
-        let mut sealed = [false; MAX_BURST];
+        let mut sealed = 0u32;
         {
             let keys: &K = keys;
-            let h0 = jobs[0].handle;
-            let one_key = jobs.iter().all(|j| j.handle == h0);
             match keys.key(h0) {
                 // The common case (the burst's entries share a verifier): every chain and
                 // keystream block in one pass with the key schedule loaded once.
                 Some(k) if one_key => {
-                    cbc_mac_lanes(k, &blocks[..], &n_blocks, &mut macs[..n]);
+                    cbc_mac_lanes(k, &blocks[..], &n_blocks, macs);
                     encrypt_blocks(k, &mut ks[..n_ks]);
-                    sealed[..n].copy_from_slice(&there[..n]);
+                    sealed = there;
                 }
                 _ => {
                     // Step `s` advances every chain by one block, whatever their keys, so
                     // the AES computations of different entries overlap.
                     let mut ciphers: [Option<&Aes128Enc>; MAX_BURST] = [None; MAX_BURST];
                     for (i, j) in jobs.iter().enumerate() {
-                        if there[i] {
+                        if there & (1 << i) != 0 {
                             ciphers[i] = keys.key(j.handle);
-                            sealed[i] = ciphers[i].is_some();
+                            if ciphers[i].is_some() {
+                                sealed |= 1 << i;
+                            }
                         }
                     }
+                    macs.fill([0; 16]);
                     let steps = n_blocks.iter().copied().max().unwrap_or(0);
                     for (s, row) in blocks.iter().enumerate().take(usize::from(steps)) {
                         for i in 0..n {
@@ -1959,7 +1966,11 @@ impl SealBatch {
                     }
                     let mut from = 0;
                     for (i, j) in jobs.iter().enumerate() {
-                        let m = if there[i] { usize::from(j.n_ks) } else { 0 };
+                        let m = if there & (1 << i) != 0 {
+                            usize::from(j.n_ks)
+                        } else {
+                            0
+                        };
                         if let Some(k) = ciphers[i] {
                             encrypt_blocks(k, &mut ks[from..from + m]);
                         }
@@ -1971,11 +1982,15 @@ impl SealBatch {
         // A handle that went stale within the burst (a later lookup evicted its key): look the
         // key up again and seal that entry on its own.
         let mut from = 0;
-        let stale = sealed[..n] != there[..n];
-        for (i, j) in jobs.iter().enumerate().take(if stale { n } else { 0 }) {
-            let m = if there[i] { usize::from(j.n_ks) } else { 0 };
-            if there[i]
-                && !sealed[i]
+        for (i, j) in jobs
+            .iter()
+            .enumerate()
+            .take(if sealed != there { n } else { 0 })
+        {
+            let here = there & (1 << i) != 0;
+            let m = if here { usize::from(j.n_ks) } else { 0 };
+            if here
+                && sealed & (1 << i) == 0
                 && let Some(id) = ids.get(usize::from(j.id))
                 && let Some(k) = keys.as_host_key(id.ia(), &id.host(), now_ns)
             {
@@ -1987,14 +2002,14 @@ impl SealBatch {
                 }
                 macs[i] = mac;
                 encrypt_blocks(k, &mut ks[from..from + m]);
-                sealed[i] = true;
+                sealed |= 1 << i;
             }
             from += m;
         }
         let mut lost = 0;
         let mut from = 0;
         for (i, j) in jobs.iter().enumerate() {
-            if !there[i] {
+            if there & (1 << i) == 0 {
                 continue;
             }
             let m = usize::from(j.n_ks);
@@ -2008,7 +2023,7 @@ impl SealBatch {
             let Some(e) = buf.get_mut(at..at + len) else {
                 continue;
             };
-            if !sealed[i] {
+            if sealed & (1 << i) == 0 {
                 // Never leave unprotected values behind: the entry keeps its shape, carries
                 // zeros and a zero MAC (verifiers reject it).
                 e[NONCE_OFFSET..].fill(0);
