@@ -1010,9 +1010,10 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             batch.last = Some((id, handle));
         }
         if defer.is_some() && single_pad {
-            batch.plan = Some(FlowPlan {
+            let route = route_key(f, out);
+            batch.keep_plan(FlowPlan {
                 request,
-                route: route_key(f, out),
+                route,
                 top: read_u48(hbh, t),
                 s: s as u16,
                 t: t as u16,
@@ -1054,7 +1055,20 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             defer_slot,
             ..
         } = self;
-        let (Some(slot), Some(plan)) = (*defer_slot, batch.plan.as_ref()) else {
+        let Some(slot) = *defer_slot else {
+            return false;
+        };
+        if hbh.len() < 16 {
+            return false;
+        }
+        let (request, route) = (read_u128(hbh, 0), route_key(f, out));
+        let Some(k) = batch.plans.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.request == request && p.route == route)
+        }) else {
+            return false;
+        };
+        let Some(plan) = batch.plans[k].as_ref() else {
             return false;
         };
         let (t, free, end) = (
@@ -1065,8 +1079,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         // The same first 16 bytes give the same HBH length, stack bounds and TOS; the same
         // top entry header the same entry length and the same checks on it.
         if hbh.len() < end
-            || read_u128(hbh, 0) != plan.request
-            || route_key(f, out) != plan.route
             || read_u48(hbh, t) != plan.top
             || hbh[usize::from(plan.s)] != opt_type::IDINT_ENTRY
             || hbh[free..free + 2] != plan.pad
@@ -1095,7 +1107,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             let Some(id_ix) = batch.id_index(&id) else {
                 return false;
             };
-            if let Some(p) = batch.plan.as_mut() {
+            if let Some(p) = batch.plans[k].as_mut() {
                 p.id = id;
                 p.id_ix = id_ix;
                 p.handle = h;
@@ -1621,6 +1633,9 @@ fn read_u64(b: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(x)
 }
 
+/// Plans kept per burst.
+const PLANS: usize = 4;
+
 /// Entries up to this length are sealed in the burst pass (router entries are at most 64).
 const BATCH_ENTRY_MAX: usize = 80;
 const BATCH_BLOCKS: usize = BATCH_ENTRY_MAX / 16;
@@ -1674,8 +1689,11 @@ struct SealBatch {
     /// The verifier of the last deferred entry and its key: consecutive packets of a flow
     /// skip the key lookup.
     last: Option<(VerifierId, KeyHandle)>,
-    /// The last fast push's plan, for the next packets of its flow.
-    plan: Option<FlowPlan>,
+    /// The plans of the burst's last fast pushes with different requests or roles, for the
+    /// next packets of their flows (packets of a few flows interleave in a burst).
+    plans: [Option<FlowPlan>; PLANS],
+    /// Where the next new plan goes (round robin).
+    next_plan: usize,
     /// The verifiers of the burst's jobs (consecutive jobs of a verifier share an entry).
     ids: [VerifierId; MAX_BURST],
     n_ids: usize,
@@ -1774,7 +1792,8 @@ impl SealBatch {
             jobs: [SealJob::default(); MAX_BURST],
             n: 0,
             last: None,
-            plan: None,
+            plans: [None; PLANS],
+            next_plan: 0,
             ids: [NO_VERIFIER; MAX_BURST],
             n_ids: 0,
             now_ns: 0,
@@ -1814,6 +1833,23 @@ impl SealBatch {
             id,
             job.now_ns,
         )
+    }
+
+    /// Keeps `plan`: in place of the plan for the same request and roles, else of the oldest.
+    #[inline(always)]
+    fn keep_plan(&mut self, plan: FlowPlan) {
+        let k = match self.plans.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.request == plan.request && p.route == plan.route)
+        }) {
+            Some(k) => k,
+            None => {
+                let k = self.next_plan % PLANS;
+                self.next_plan = k + 1;
+                k
+            }
+        };
+        self.plans[k] = Some(plan);
     }
 
     /// The index of verifier `id` in [`Self::ids`]: the last one's if equal, else appended
@@ -1878,7 +1914,7 @@ impl SealBatch {
         use idint_wire::crypto::{cbc_mac_lanes, encrypt_blocks};
         // Handles are only trusted within the burst: never carry them over.
         self.last = None;
-        self.plan = None;
+        self.plans = [None; PLANS];
         let n_ids = core::mem::take(&mut self.n_ids);
         let n = core::mem::take(&mut self.n);
         if n == 0 {
