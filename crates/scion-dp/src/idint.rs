@@ -807,7 +807,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     /// room for the new entry, not ending at this router's sink. Checks exactly what
     /// `IdInt::locate` checks; anything else returns `false` before writing anything and the
     /// general path decides (tested and fuzzed for identical results).
-    #[inline(never)]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn fast_push(
         &mut self,
@@ -1095,16 +1095,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             let Some(id) = at.read(head, hbh) else {
                 return false;
             };
-            let found = match batch.recall(&id) {
-                Some(h) => Some(h),
-                None => keys.find(id.ia(), &id.host(), f.now_ns),
-            };
-            let Some(h) = found else {
+            // (Not `recall`: the plan's verifier is the one this flow saw last.)
+            let Some(h) = keys.find(id.ia(), &id.host(), f.now_ns) else {
                 counters.packets += 1;
                 counters.no_key += 1;
                 return true;
             };
-            let Some(id_ix) = batch.id_index(&id) else {
+            let Some(id_ix) = batch.push_id(&id) else {
                 return false;
             };
             if let Some(p) = batch.plans[k].as_mut() {
@@ -1112,7 +1109,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 p.id_ix = id_ix;
                 p.handle = h;
             }
-            batch.last = Some((id, h));
             (id_ix, h)
         };
         let ctx = HopContext {
@@ -1861,6 +1857,12 @@ impl SealBatch {
         {
             return Some(k as u8);
         }
+        self.push_id(id)
+    }
+
+    /// Appends verifier `id` to [`Self::ids`]; its index (`None` once the table is full).
+    #[inline(always)]
+    fn push_id(&mut self, id: &VerifierId) -> Option<u8> {
         let k = self.n_ids;
         *self.ids.get_mut(k)? = *id;
         self.n_ids = k + 1;
