@@ -9,12 +9,16 @@ use idint_wire::idint::{EntryRepr, IdInt, MainOptionRepr, Metadata, PushOutcome}
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(Some(idint)) = IdInt::locate(data) else { return };
+    let Ok(Some(idint)) = IdInt::locate(data) else {
+        return;
+    };
     let main = MainOptionRepr::parse(&idint.main()).expect("located main option parses");
     let mut emitted = vec![0u8; main.buffer_len()];
     main.emit(&mut emitted).expect("emit");
     for (_, e) in idint.entries() {
-        let _ = e.metadata().map(|m| m.slot_len_mismatch(&main.instructions));
+        let _ = e
+            .metadata()
+            .map(|m| m.slot_len_mismatch(&main.instructions));
         if let Ok(r) = EntryRepr::parse(&e) {
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(&mut b).expect("entry emits");
@@ -25,11 +29,16 @@ fuzz_target!(|data: &[u8]| {
     let stack = idint.stack_range();
     let mut copy = data.to_vec();
     let key = aes128(&[7; 16]);
-    let mut s = IdInt::locate(&mut copy[..]).expect("same bytes").expect("same bytes");
+    let mut s = IdInt::locate(&mut copy[..])
+        .expect("same bytes")
+        .expect("same bytes");
     let entry = EntryRepr {
         ingress: true,
         hop: 1,
-        metadata: Metadata { node_id: Some(1), ..Metadata::default() },
+        metadata: Metadata {
+            node_id: Some(1),
+            ..Metadata::default()
+        },
         nonce: Some([1; 12]),
         ..EntryRepr::default()
     };

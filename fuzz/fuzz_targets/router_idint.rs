@@ -125,6 +125,58 @@ fn with_request(input: &[u8], mode: AggregationMode, encrypt: bool) -> Vec<u8> {
     out
 }
 
+/// Processes two packets as one burst; each must come out (decision, bytes, counters) exactly
+/// as processing the two one after the other gives.
+fn pair_as_in_sequence(
+    router: &scion_dp::config::Router,
+    ingress: Ingress,
+    now_ns: u64,
+    packets: [&Vec<u8>; 2],
+    what: &str,
+) {
+    let mut seq = stage();
+    let mut expected = Vec::new();
+    for p in packets {
+        let mut b = vec![0u8; ROOM];
+        b[..p.len()].copy_from_slice(p);
+        let d = Processor::new(router).process_with(&mut b, p.len(), ingress, now_ns, &mut seq);
+        expected.push((d, b));
+    }
+    let mut bufs = packets.map(|p| {
+        let mut b = vec![0u8; ROOM];
+        b[..p.len()].copy_from_slice(p);
+        b
+    });
+    let mut sb = stage();
+    let [b0, b1] = &mut bufs;
+    let mut pair = [
+        PacketSlot {
+            buf: &mut b0[..],
+            len: packets[0].len(),
+            ingress,
+            disposition: None,
+        },
+        PacketSlot {
+            buf: &mut b1[..],
+            len: packets[1].len(),
+            ingress,
+            disposition: None,
+        },
+    ];
+    Processor::new(router).process_burst_with(&mut pair, now_ns, &mut sb);
+    for (k, (slot, (d, _))) in pair.iter().zip(expected.iter()).enumerate() {
+        assert_eq!(
+            slot.disposition,
+            Some(*d),
+            "{what}: packet {k} of the burst"
+        );
+    }
+    for (k, (b, (_, e))) in bufs.iter().zip(expected.iter()).enumerate() {
+        assert_eq!(b, e, "{what}: packet {k} wrote other bytes in the burst");
+    }
+    assert_eq!(sb.counters, seq.counters, "{what}");
+}
+
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
         return;
@@ -161,43 +213,16 @@ fuzz_target!(|data: &[u8]| {
 
     // The case's request unmutated, then the mutated packet, in one burst: the first one's
     // push leaves a plan for its flow, which the second must take only if it would decide
-    // exactly alike (each must come out as processing the two one after the other gives).
+    // exactly alike.
     if let Some(base) = unmutated.filter(|b| b.len() <= ROOM) {
-        let mut seq = stage();
-        let mut expected = Vec::new();
-        for p in [&base, &packet] {
-            let mut b = vec![0u8; ROOM];
-            b[..p.len()].copy_from_slice(p);
-            let d = Processor::new(router).process_with(&mut b, p.len(), ingress, file.now_ns, &mut seq);
-            expected.push((d, b));
-        }
-        let (mut b0, mut b1) = (vec![0u8; ROOM], vec![0u8; ROOM]);
-        b0[..base.len()].copy_from_slice(&base);
-        b1[..len].copy_from_slice(&packet);
-        let mut sb = stage();
-        let mut pair = [
-            PacketSlot {
-                buf: &mut b0[..],
-                len: base.len(),
-                ingress,
-                disposition: None,
-            },
-            PacketSlot {
-                buf: &mut b1[..],
-                len,
-                ingress,
-                disposition: None,
-            },
-        ];
-        Processor::new(router).process_burst_with(&mut pair, file.now_ns, &mut sb);
-        for (k, (slot, (d, _))) in pair.iter().zip(expected.iter()).enumerate() {
-            assert_eq!(slot.disposition, Some(*d), "packet {k} after the unmutated one");
-        }
-        assert_eq!(b0, expected[0].1, "unmutated packet wrote other bytes in the burst");
-        assert_eq!(b1, expected[1].1, "mutated packet after the unmutated one wrote other bytes");
-        assert_eq!(sb.counters, seq.counters);
+        pair_as_in_sequence(
+            router,
+            ingress,
+            file.now_ns,
+            [&base, &packet],
+            "unmutated, mutated",
+        );
     }
-
     let mut single = vec![0u8; ROOM];
     single[..len].copy_from_slice(&packet);
     let mut st = stage();
@@ -221,41 +246,15 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(sb.counters, st.counters);
 
-    // Two copies in one burst: the second meets the verifier key the first remembered, and
-    // both entries are sealed together at the end of the burst. Each must come out exactly as
-    // processing the two one after the other gives.
-    let mut seq = stage();
-    let mut firsts = [vec![0u8; ROOM], vec![0u8; ROOM]];
-    let mut expected = Vec::new();
-    for b in firsts.iter_mut() {
-        b[..len].copy_from_slice(&packet);
-        expected.push(Processor::new(router).process_with(b, len, ingress, file.now_ns, &mut seq));
-    }
-    let (mut b0, mut b1) = (vec![0u8; ROOM], vec![0u8; ROOM]);
-    b0[..len].copy_from_slice(&packet);
-    b1[..len].copy_from_slice(&packet);
-    let mut sb2 = stage();
-    let mut pair = [
-        PacketSlot {
-            buf: &mut b0[..],
-            len,
-            ingress,
-            disposition: None,
-        },
-        PacketSlot {
-            buf: &mut b1[..],
-            len,
-            ingress,
-            disposition: None,
-        },
-    ];
-    Processor::new(router).process_burst_with(&mut pair, file.now_ns, &mut sb2);
-    for (k, (slot, d)) in pair.iter().zip(expected.iter()).enumerate() {
-        assert_eq!(slot.disposition, Some(*d), "packet {k} of a burst of two");
-    }
-    assert_eq!(b0, firsts[0], "first of a burst of two wrote other bytes");
-    assert_eq!(b1, firsts[1], "second of a burst of two wrote other bytes");
-    assert_eq!(sb2.counters, seq.counters);
+    // Two copies in one burst: the second meets the verifier key and the plan the first left,
+    // and both entries are sealed together at the end of the burst.
+    pair_as_in_sequence(
+        router,
+        ingress,
+        file.now_ns,
+        [&packet, &packet],
+        "two copies",
+    );
 
     let mut general = vec![0u8; ROOM];
     general[..len].copy_from_slice(&packet);

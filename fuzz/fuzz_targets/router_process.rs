@@ -68,18 +68,29 @@ fuzz_target!(|data: &[u8]| {
     }];
     p.process_burst(&mut slots, file.now_ns);
     assert_eq!(slots[0].disposition, Some(d), "burst and single disagree");
-    assert_eq!(&burst[..], &single[..], "burst and single wrote different bytes");
+    assert_eq!(
+        &burst[..],
+        &single[..],
+        "burst and single wrote different bytes"
+    );
 
     let mut general = vec![0u8; ROOM];
     general[..len].copy_from_slice(&packet);
     let mut g = Processor::new(router).without_fast_path();
     let dg = g.process(&mut general, len, ingress, file.now_ns);
     assert_eq!(dg, d, "fast path and general pipeline disagree");
-    assert_eq!(&general[..], &single[..], "fast path and general pipeline wrote different bytes");
+    assert_eq!(
+        &general[..],
+        &single[..],
+        "fast path and general pipeline wrote different bytes"
+    );
 
     match d {
         Disposition::Forward { .. } | Disposition::Sibling { .. } | Disposition::Deliver { .. } => {
-            assert!(ScionHeader::new_checked(&single[..len]).is_ok(), "{d:?} unparsable");
+            assert!(
+                ScionHeader::new_checked(&single[..len]).is_ok(),
+                "{d:?} unparsable"
+            );
         }
         Disposition::Reply { len, .. } => {
             assert!(len <= 1232, "SCMP reply of {len} bytes");

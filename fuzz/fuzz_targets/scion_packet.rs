@@ -23,12 +23,16 @@ fuzz_target!(|data: &[u8]| {
     // RSV field and the padding of SVC addresses are not kept: they are ignored on receive.)
     let mut out = data[..scion.header_len()].to_vec();
     scion.emit(&mut out).expect("emit into exact buffer");
-    let again = ScionRepr::parse(&ScionHeader::new_checked(&out[..]).expect("re-check")).expect("re-parse");
+    let again =
+        ScionRepr::parse(&ScionHeader::new_checked(&out[..]).expect("re-check")).expect("re-parse");
     assert_eq!(again, scion);
     if let Ok(path) = PathRepr::parse(pkt.header.path_type(), pkt.header.path_bytes()) {
         let mut p = vec![0u8; path.buffer_len()];
         path.emit(&mut p).expect("path emits");
-        assert_eq!(PathRepr::parse(pkt.header.path_type(), &p).expect("re-parse"), path);
+        assert_eq!(
+            PathRepr::parse(pkt.header.path_type(), &p).expect("re-parse"),
+            path
+        );
     }
     if let PathView::Scion(p) = pkt.path {
         let m = p.meta();
@@ -53,7 +57,10 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(r) = ScmpRepr::parse(s.into_inner()) {
             let mut b = vec![0u8; r.buffer_len()];
             r.emit(&mut b).expect("scmp emits");
-            assert_eq!(ScmpRepr::parse(&b).expect("re-parse").type_code(), r.type_code());
+            assert_eq!(
+                ScmpRepr::parse(&b).expect("re-parse").type_code(),
+                r.type_code()
+            );
         }
     }
 });

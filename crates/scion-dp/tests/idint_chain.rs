@@ -652,7 +652,6 @@ fn bursts_whose_keys_evict_each_other_equal_single_packets() {
 /// same bytes, decisions and counters (single packets are sealed at once with the key just
 /// looked up). Returns the burst cache's evictions.
 fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
-    use scion_dp::PacketSlot;
     let rs = routers();
     let mut inputs = Vec::new();
     for i in 0..21u8 {
@@ -664,53 +663,27 @@ fn many_verifiers_in_one_burst(capacity: usize) -> u64 {
         }
         inputs.push(p);
     }
-    let mut single = Vec::new();
-    let mut st = stage_with_cache(0, &rs, capacity);
-    let mut p = Processor::new(&rs[0]);
-    for input in &inputs {
-        let mut b = input.clone();
-        let len = b.len();
-        let d = p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
-        single.push((d, b));
-    }
-    let mut sb = stage_with_cache(0, &rs, capacity);
-    let mut p = Processor::new(&rs[0]);
-    let mut bufs: Vec<Vec<u8>> = inputs.clone();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .map(|b| {
-            let len = b.len();
-            PacketSlot {
-                buf: b,
-                len,
-                ingress: Ingress::Internal,
-                disposition: None,
-            }
-        })
-        .collect();
-    p.process_burst_with(&mut slots, NOW, &mut sb);
-    let ds: Vec<_> = slots.iter().map(|s| s.disposition.unwrap()).collect();
-    drop(slots);
-    for (i, ((d, b), (db, bb))) in single.iter().zip(ds.iter().zip(&bufs)).enumerate() {
-        assert_eq!(d, db, "packet {i}");
-        assert_eq!(b, bb, "packet {i}");
-    }
-    assert_eq!(sb.counters, st.counters);
-    assert!(st.counters.pushed >= 16);
+    let (_, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+        stage_with_cache(0, &rs, capacity)
+    });
+    assert!(sb.counters.pushed >= 16);
     assert_eq!(sb.counters.no_key, 0);
     sb.keys.cache.stats().evictions
 }
 
+/// A packet's decision and bytes after a router.
+type Outcome = (Disposition, Vec<u8>);
+
 /// Processes `inputs` at router `r` (arriving on `ingress`) one by one with the stage `make`
 /// builds, and as one burst with another; asserts both give the same decisions, bytes and
-/// counters. Returns the decisions and the counters.
+/// counters. Returns the decisions and packets, and the burst's stage.
 fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
     rs: &[Router],
     r: usize,
     ingress: Ingress,
     inputs: &[Vec<u8>],
     make: impl Fn() -> IdIntStage<K, S, Counting>,
-) -> (Vec<(Disposition, Vec<u8>)>, scion_dp::idint::IdIntCounters) {
+) -> (Vec<Outcome>, IdIntStage<K, S, Counting>) {
     use scion_dp::PacketSlot;
     let mut st = make();
     let mut p = Processor::new(&rs[r]);
@@ -745,7 +718,7 @@ fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
         assert_eq!(b, bb, "packet {i}");
     }
     assert_eq!(sb.counters, st.counters);
-    (single, st.counters)
+    (single, sb)
 }
 
 /// Where the new entry of a fresh request goes in `pkt` (end of the source entry), as an
@@ -814,11 +787,10 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     inputs.push(plain);
     inputs.push(base.clone());
 
-    let (single, counters) =
-        burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
-    assert_eq!(counters.pushed, 13);
-    assert_eq!(counters.malformed, 2);
-    assert_eq!(counters.delayed, 1);
+    let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
+    assert_eq!(sb.counters.pushed, 13);
+    assert_eq!(sb.counters.malformed, 2);
+    assert_eq!(sb.counters.delayed, 1);
     // The burst's packets of the flow verify at the destination like any other.
     let mut first = single[1].1.clone();
     let len = first.len();
@@ -846,11 +818,11 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
         after_ra,
     ];
     let (ingress, want) = hops()[1];
-    let (single, counters) = burst_equals_singles(&rs, 1, ingress, &inputs, || stage(1, &rs));
+    let (single, sb) = burst_equals_singles(&rs, 1, ingress, &inputs, || stage(1, &rs));
     assert!(single.iter().all(|(d, _)| *d == want));
     // The flipped E flag of the top entry is not malformed (the verifier will reject its MAC).
-    assert_eq!(counters.pushed, 5);
-    assert_eq!(counters.malformed, 1);
+    assert_eq!(sb.counters.pushed, 5);
+    assert_eq!(sb.counters.malformed, 1);
 }
 
 /// A source that measures its queue only every other time it is asked.
@@ -881,11 +853,11 @@ fn a_flows_plan_lays_out_what_the_source_supplies_each_time() {
         ..request(AggregationMode::Off, false)
     };
     let inputs: Vec<Vec<u8>> = (0..6).map(|_| request_packet(&rs, &req)).collect();
-    let (single, counters) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+    let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
         let s = stage(0, &rs);
         IdIntStage::new(s.keys, Flaky { asked: 1 }, s.nonces)
     });
-    assert_eq!(counters.pushed, 6);
+    assert_eq!(sb.counters.pushed, 6);
     // Entries with and without the queue length alternate (their lengths differ).
     let lens: Vec<usize> = single
         .iter()
@@ -930,7 +902,7 @@ fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
         .iter()
         .map(|&h| request_packet_to(&rs, &req, Ipv4Addr::new(10, 4, 0, h)))
         .collect();
-    let (single, counters) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+    let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
         let s = stage(0, &rs);
         IdIntStage::new(
             AllBut(s.keys, Ipv4Addr::new(10, 4, 0, 9)),
@@ -938,8 +910,8 @@ fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
             s.nonces,
         )
     });
-    assert_eq!(counters.pushed, 8);
-    assert_eq!(counters.no_key, 2);
+    assert_eq!(sb.counters.pushed, 8);
+    assert_eq!(sb.counters.no_key, 2);
     // Without a key the packet's ID-INT options leave unchanged.
     let r = hbh_range(&inputs[6]);
     assert_eq!(single[6].1[r.clone()], inputs[6][r.clone()]);
@@ -948,46 +920,19 @@ fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
 
 #[test]
 fn bursts_write_the_same_telemetry_as_single_packets() {
-    use scion_dp::PacketSlot;
+    // Eight copies of a mode-1 encrypted request through RA, one by one and as one burst
+    // (fresh stages: the same nonce sequence).
     let rs = routers();
     let req = request(AggregationMode::PerAs, true);
-    let base = request_packet(&rs, &req);
-    // Single packets through RA.
-    let mut single = Vec::new();
-    let mut st = stage(0, &rs);
-    let mut p = Processor::new(&rs[0]);
-    for _ in 0..8 {
-        let mut b = base.clone();
-        let len = b.len();
-        p.process_with(&mut b, len, Ingress::Internal, NOW, &mut st);
-        single.push(b);
-    }
-    // The same packets as one burst through a fresh stage (same nonce sequence).
-    let mut st = stage(0, &rs);
-    let mut p = Processor::new(&rs[0]);
-    let mut bufs: Vec<Vec<u8>> = (0..8).map(|_| base.clone()).collect();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .map(|b| {
-            let len = b.len();
-            PacketSlot {
-                buf: b,
-                len,
-                ingress: Ingress::Internal,
-                disposition: None,
-            }
-        })
-        .collect();
-    p.process_burst_with(&mut slots, NOW, &mut st);
+    let inputs = vec![request_packet(&rs, &req); 8];
+    let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
     assert!(
-        slots
+        single
             .iter()
-            .all(|s| s.disposition == Some(Disposition::Forward { ifid: 1 }))
+            .all(|(d, _)| *d == Disposition::Forward { ifid: 1 })
     );
-    drop(slots);
-    assert_eq!(bufs, single);
-    assert_eq!(st.counters.pushed, 8);
-    assert_eq!(st.counters.encrypted, 8);
+    assert_eq!(sb.counters.pushed, 8);
+    assert_eq!(sb.counters.encrypted, 8);
 }
 
 mod infrastructure {
