@@ -181,8 +181,9 @@ pub fn cbc_mac_lanes<const L: usize>(
     });
 }
 
+/// `a ^ b` bytewise (one vector XOR).
 #[inline(always)]
-fn xor_arrays(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
+pub fn xor_arrays(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
     let mut out = [0u8; 16];
     for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
         *o = a ^ b;

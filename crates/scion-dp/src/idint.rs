@@ -65,7 +65,7 @@
 //! (tested, and fuzzed with mutated packets following an unmutated one).
 
 use aes::cipher::Array;
-use idint_wire::crypto::Aes128Enc;
+use idint_wire::crypto::{Aes128Enc, xor_arrays};
 use idint_wire::ext::opt_type;
 use idint_wire::idint::crypto::seal_entry;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, SlotValue, entry_len, flags as eflags};
@@ -1710,16 +1710,6 @@ impl core::fmt::Debug for SealBatch {
     }
 }
 
-/// `a ^ b` bytewise.
-#[inline(always)]
-fn xor_arrays(a: &[u8; 16], b: &[u8; 16]) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
-        *o = a ^ b;
-    }
-    out
-}
-
 /// `KEEP_MASK[k]`: `k` bytes of ones, then zeros.
 const KEEP_MASK: [[u8; 16]; 17] = {
     let mut t = [[0u8; 16]; 17];
@@ -2212,7 +2202,9 @@ fn emit_entry(
 
 /// Writes a new plaintext entry into `e` (exactly its length) in the layout `ep` planned:
 /// what [`emit_entry`] writes for the same items, header bytes taken from the plan. `values[r]`
-/// is the value of `ep.reads[r]` (every read of the plan was supplied).
+/// is the value of `ep.reads[r]` (every read of the plan was supplied). Kept apart from
+/// `emit_entry` on purpose: sharing the metadata writer between the two cost 25 instructions
+/// per packet on this path (callgrind, 8 B authenticated).
 #[inline(always)]
 fn emit_planned(
     e: &mut [u8],
