@@ -59,10 +59,12 @@
 //! entry waits in the packet with the previous MAC in its MAC field (exactly its MAC input),
 //! and the burst pass runs every entry's CBC-MAC and keystream interleaved (one key schedule
 //! load when the burst shares a verifier). The first well-formed push of a flow leaves a
-//! *plan* (its checks and decisions); the burst's next packets with the same request bytes,
-//! top entry, padding, verifier and roles are checked against it by comparing those bytes
-//! instead of walking the stack again. Results are identical to packet-by-packet processing
-//! (tested, and fuzzed with mutated packets following an unmutated one).
+//! *plan* (its checks, decisions and entry layout; up to 4 per burst); the burst's next
+//! packets with the same request bytes, roles, top entry, padding and verifier location are
+//! checked against it by comparing those bytes instead of walking the stack again (another
+//! verifier in the same place only costs its key lookup). Results are identical to
+//! packet-by-packet processing (tested, and fuzzed with mutated packets following an
+//! unmutated one).
 
 use aes::cipher::Array;
 use idint_wire::crypto::{Aes128Enc, xor_arrays};
@@ -1033,9 +1035,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         true
     }
 
-    /// A packet of the flow the burst's last fast push planned for: the bytes that push's
-    /// checks and decisions depended on are compared with the plan's instead of being walked
-    /// again; `false` (nothing written) if any differs.
+    /// A packet of a flow one of the burst's fast pushes planned for (same request bytes and
+    /// roles): the bytes that push's checks and decisions depended on are compared with the
+    /// plan's instead of being walked again; `false` (nothing written) if any differs.
     #[inline(always)]
     fn push_planned(
         &mut self,
