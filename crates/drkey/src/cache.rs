@@ -10,8 +10,10 @@
 
 use std::sync::Arc;
 
+use core::net::{Ipv4Addr, Ipv6Addr};
 use idint_wire::crypto::{Aes128Enc, aes128};
-use idint_wire::{HostAddr, IsdAsn};
+
+use idint_wire::{AddrType, HostAddr, IsdAsn, Svc};
 
 use crate::provider::{Level1Provider, ProviderError};
 use crate::{Epoch, Protocol, as_host};
@@ -29,12 +31,73 @@ pub struct KeyId {
     pub host: HostAddr,
 }
 
+/// A [`KeyId`] as integers, as lookups hash and compare it: no enum, so that a lookup inlined
+/// into its caller keeps the id in registers (an id stored in pieces and read back in other
+/// widths costs a store-forwarding stall per lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackedKeyId {
+    /// [`KeyId::src`].
+    pub src: u64,
+    /// [`KeyId::dst`].
+    pub dst: u64,
+    /// The host address bits (IPv4 and service addresses in the low bits).
+    pub host: [u64; 2],
+    /// [`KeyId::protocol`].
+    pub protocol: u16,
+    /// The host's kind: 1 IPv4, 2 IPv6, 3 service, `0x10 | type nibble` for other types.
+    pub kind: u8,
+}
+
+impl PackedKeyId {
+    /// The [`KeyId`] this packs.
+    pub fn key_id(&self) -> KeyId {
+        let bits = (u128::from(self.host[0]) << 64) | u128::from(self.host[1]);
+        let host = match self.kind {
+            1 => HostAddr::V4(Ipv4Addr::from(bits as u32)),
+            2 => HostAddr::V6(Ipv6Addr::from(bits)),
+            3 => HostAddr::Svc(Svc(bits as u16)),
+            k => HostAddr::Other {
+                addr_type: AddrType::from_nibble(k),
+                raw: bits.to_le_bytes(),
+            },
+        };
+        KeyId {
+            protocol: Protocol(self.protocol),
+            src: IsdAsn::from_u64(self.src),
+            dst: IsdAsn::from_u64(self.dst),
+            host,
+        }
+    }
+}
+
+impl KeyId {
+    /// This id as integers.
+    #[inline(always)]
+    pub fn packed(&self) -> PackedKeyId {
+        let (bits, kind) = match self.host {
+            HostAddr::V4(v) => (u128::from(u32::from(v)), 1),
+            HostAddr::V6(v) => (u128::from(v), 2),
+            HostAddr::Svc(v) => (u128::from(v.0), 3),
+            HostAddr::Other { raw, addr_type } => {
+                (u128::from_le_bytes(raw), 0x10 | addr_type.nibble())
+            }
+        };
+        PackedKeyId {
+            src: self.src.to_u64(),
+            dst: self.dst.to_u64(),
+            host: [(bits >> 64) as u64, bits as u64],
+            protocol: self.protocol.0,
+            kind,
+        }
+    }
+}
+
 /// One way of a set: everything a lookup reads or writes, in one cache line (the key
 /// schedules live apart, in [`KeyCache`]'s `ciphers`, touched only when a key is used).
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Way {
-    id: KeyId,
+    id: PackedKeyId,
     /// Validity window of the key (its epoch): `begin <= time < end`.
     begin: u32,
     end: u32,
@@ -49,11 +112,12 @@ struct Way {
 const _: () = assert!(core::mem::size_of::<Way>() == 64);
 
 const EMPTY: Way = Way {
-    id: KeyId {
-        protocol: Protocol(0),
-        src: IsdAsn::from_u64(0),
-        dst: IsdAsn::from_u64(0),
-        host: HostAddr::Svc(idint_wire::Svc(0)),
+    id: PackedKeyId {
+        src: 0,
+        dst: 0,
+        host: [0; 2],
+        protocol: 0,
+        kind: 0,
     },
     begin: 0,
     end: 0,
@@ -63,11 +127,15 @@ const EMPTY: Way = Way {
 
 impl Way {
     #[inline(always)]
-    fn holds(&self, id: &KeyId, time: u64) -> bool {
+    fn holds(&self, id: &PackedKeyId, time: u64) -> bool {
         self.generation != 0
             && u64::from(self.begin) <= time
             && time < u64::from(self.end)
-            && self.id == *id
+            && self.id.src == id.src
+            && self.id.dst == id.dst
+            && self.id.host == id.host
+            && self.id.protocol == id.protocol
+            && self.id.kind == id.kind
     }
 
     fn epoch(&self) -> Epoch {
@@ -120,28 +188,12 @@ pub struct KeyCache {
     stats: CacheStats,
 }
 
-#[inline]
-fn hash(id: &KeyId) -> u64 {
+#[inline(always)]
+fn hash(id: &PackedKeyId) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let (a, b) = match id.host {
-        HostAddr::V4(v) => (u64::from(u32::from(v)), 4),
-        HostAddr::V6(v) => {
-            let x = u128::from(v);
-            ((x as u64) ^ ((x >> 64) as u64).rotate_left(29), 6)
-        }
-        HostAddr::Svc(v) => (u64::from(v.0), 1),
-        HostAddr::Other { raw, addr_type } => {
-            let x = u128::from_le_bytes(raw);
-            (
-                (x as u64) ^ ((x >> 64) as u64),
-                u64::from(addr_type.nibble()),
-            )
-        }
-    };
-    let mut x =
-        id.src.to_u64() ^ id.dst.to_u64().rotate_left(17) ^ (u64::from(id.protocol.0) << 48);
-    x = (x ^ a).wrapping_mul(K);
-    x = (x ^ b).wrapping_mul(K);
+    let mut x = id.src ^ id.dst.rotate_left(17) ^ (u64::from(id.protocol) << 48);
+    x = (x ^ id.host[1] ^ id.host[0].rotate_left(29)).wrapping_mul(K);
+    x = (x ^ u64::from(id.kind)).wrapping_mul(K);
     (x ^ (x >> 29)) | 1
 }
 
@@ -181,7 +233,7 @@ impl KeyCache {
     /// on a miss.
     #[inline]
     pub fn get(&mut self, id: &KeyId, time: u64) -> Result<&Aes128Enc, ProviderError> {
-        let i = self.locate(id, time)?;
+        let i = self.locate(&id.packed(), time)?;
         Ok(&self.ciphers[i])
     }
 
@@ -189,6 +241,13 @@ impl KeyCache {
     /// the handles of many keys can then be resolved together with [`KeyCache::key`].
     #[inline(always)]
     pub fn find(&mut self, id: &KeyId, time: u64) -> Result<KeyHandle, ProviderError> {
+        self.find_packed(&id.packed(), time)
+    }
+
+    /// [`KeyCache::find`] for an id already in its integer form (the data plane's: it never
+    /// builds a [`KeyId`] on the hit path).
+    #[inline(always)]
+    pub fn find_packed(&mut self, id: &PackedKeyId, time: u64) -> Result<KeyHandle, ProviderError> {
         let i = self.locate(id, time)?;
         Ok(KeyHandle {
             index: i as u32,
@@ -207,7 +266,7 @@ impl KeyCache {
 
     /// The index of the way holding the key for `id` at `time`, deriving it on a miss.
     #[inline(always)]
-    fn locate(&mut self, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
+    fn locate(&mut self, id: &PackedKeyId, time: u64) -> Result<usize, ProviderError> {
         self.clock += 1;
         let set = (hash(id) as usize >> 1) & self.mask;
         let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
@@ -239,8 +298,8 @@ impl KeyCache {
     /// Derives the key for `id` at `time` into a way of `set` and returns that way's index.
     #[cold]
     #[inline(never)]
-    fn insert(&mut self, set: usize, id: &KeyId, time: u64) -> Result<usize, ProviderError> {
-        let (epoch, cipher) = self.derive(id, time)?;
+    fn insert(&mut self, set: usize, id: &PackedKeyId, time: u64) -> Result<usize, ProviderError> {
+        let (epoch, cipher) = self.derive(&id.key_id(), time)?;
         let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
         // Prefer an empty way, then one holding the same id (an expired epoch), then the LRU
         // one.
@@ -257,7 +316,7 @@ impl KeyCache {
     }
 
     /// Puts a key into way `i`, counting the eviction if the way was taken; returns `i`.
-    fn store(&mut self, i: usize, id: KeyId, epoch: Epoch, cipher: Aes128Enc) -> usize {
+    fn store(&mut self, i: usize, id: PackedKeyId, epoch: Epoch, cipher: Aes128Enc) -> usize {
         if self.ways[i].generation != 0 {
             self.stats.evictions += 1;
         }
@@ -276,7 +335,7 @@ impl KeyCache {
     /// For every cached key whose epoch ends within `window` seconds after `now`, derives the
     /// next epoch's key into the other way of its set. Returns how many keys were derived.
     pub fn prefetch_next_epoch(&mut self, now: u64, window: u64) -> usize {
-        let todo: Vec<(KeyId, u64)> = self
+        let todo: Vec<(PackedKeyId, u64)> = self
             .ways
             .iter()
             .filter(|w| {
@@ -298,8 +357,13 @@ impl KeyCache {
         n
     }
 
-    fn insert_beside(&mut self, set: usize, id: &KeyId, time: u64) -> Result<(), ProviderError> {
-        let (epoch, cipher) = self.derive(id, time)?;
+    fn insert_beside(
+        &mut self,
+        set: usize,
+        id: &PackedKeyId,
+        time: u64,
+    ) -> Result<(), ProviderError> {
+        let (epoch, cipher) = self.derive(&id.key_id(), time)?;
         let ways = &self.ways[WAYS * set..WAYS * set + WAYS];
         // An empty way, else the least recently used one that does not hold `id` (the current
         // epoch's key stays), else (every way holds `id`) the one with the oldest epoch.

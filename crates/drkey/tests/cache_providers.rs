@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use drkey::cache::{KeyCache, KeyId};
+use drkey::cache::{KeyCache, KeyId, PackedKeyId};
 use drkey::provider::{Level1Provider, LocalProvider, ProviderError, StaticProvider};
 use drkey::{Epoch, Protocol, as_host, level1, secret_value};
 use idint_wire::crypto::cbc_mac;
-use idint_wire::{HostAddr, IsdAsn};
+use idint_wire::{AddrType, HostAddr, IsdAsn, Svc};
 
 fn ia(s: &str) -> IsdAsn {
     s.parse().unwrap()
@@ -95,6 +95,69 @@ fn id(host: u8) -> KeyId {
         dst: ia("1-ff00:0:111"),
         host: HostAddr::V4([10, 0, 0, host].into()),
     }
+}
+
+#[test]
+fn every_kind_of_host_has_its_own_packed_id_and_key() {
+    let hosts = [
+        HostAddr::V4([10, 0, 0, 1].into()),
+        HostAddr::V6(std::net::Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0x0a00, 1)),
+        HostAddr::Svc(Svc(1)),
+        HostAddr::Other {
+            addr_type: AddrType::from_nibble(0x1),
+            raw: {
+                let mut r = [0u8; 16];
+                r[..8].copy_from_slice(&[10, 0, 0, 1, 0, 0, 0, 0]);
+                r
+            },
+        },
+    ];
+    let ids: Vec<KeyId> = hosts.iter().map(|&host| KeyId { host, ..id(1) }).collect();
+    let packed: Vec<PackedKeyId> = ids.iter().map(KeyId::packed).collect();
+    for (i, p) in packed.iter().enumerate() {
+        assert_eq!(p.key_id(), ids[i], "round trip of {:?}", ids[i].host);
+        for q in &packed[i + 1..] {
+            assert_ne!(
+                p, q,
+                "hosts with the same bits but of other kinds stay apart"
+            );
+        }
+    }
+    // Each is cached under its own key: the one a fresh derivation gives (a host type
+    // without a derivation is refused every time and never cached).
+    let provider = Arc::new(LocalProvider::new(ia("1-ff00:0:110"), &[5; 16], 3600).unwrap());
+    let (_, l1) = provider
+        .level1(Protocol::IDINT, ia("1-ff00:0:110"), ia("1-ff00:0:111"), T)
+        .unwrap();
+    let mut cache = KeyCache::new(provider, 64);
+    let probe = [3u8; 16];
+    let mut misses = Vec::new();
+    for _round in 0..2 {
+        for id in &ids {
+            match as_host(&l1.cipher(), &id.host) {
+                Ok(k) => {
+                    let want = cbc_mac(&k.cipher(), &probe);
+                    let h = cache.find_packed(&id.packed(), T).unwrap();
+                    assert_eq!(
+                        cbc_mac(cache.key(h).unwrap(), &probe),
+                        want,
+                        "{:?}",
+                        id.host
+                    );
+                    assert_eq!(cbc_mac(cache.get(id, T).unwrap(), &probe), want);
+                }
+                Err(_) => {
+                    assert!(matches!(id.host, HostAddr::Other { .. }));
+                    assert!(cache.find_packed(&id.packed(), T).is_err());
+                }
+            }
+        }
+        misses.push(cache.stats().misses);
+    }
+    // Round 1: 3 derivations and the refused type; round 2: only the refused type misses
+    // again.
+    assert_eq!(misses, [4, 5]);
+    assert_eq!(cache.len(), 3);
 }
 
 #[test]
