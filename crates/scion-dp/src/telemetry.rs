@@ -94,6 +94,11 @@ pub enum Environment {
 
 /// Everything a router can report about a packet and itself. Implemented by the I/O layer;
 /// every method defaults to "not measured".
+///
+/// Reads should be cheap and have no side effects a packet could observe: a method may be
+/// called more than once for the same packet (a full telemetry stack, for example, is only
+/// known after the values were read on the fast path, and the general path reads them
+/// again), and what is written comes from one of those calls.
 pub trait TelemetrySource {
     /// Node ID written for the bitmap item 0x8 (the router id of the topology).
     fn node_id(&self) -> Option<u32> {
