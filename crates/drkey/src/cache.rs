@@ -8,11 +8,10 @@
 //! evicts its least recently used entry. [`KeyCache::prefetch_next_epoch`] derives next-epoch
 //! keys ahead of an epoch change so the switch causes no misses.
 
+use core::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use core::net::{Ipv4Addr, Ipv6Addr};
 use idint_wire::crypto::{Aes128Enc, aes128};
-
 use idint_wire::{AddrType, HostAddr, IsdAsn, Svc};
 
 use crate::provider::{Level1Provider, ProviderError};
@@ -49,6 +48,19 @@ pub struct PackedKeyId {
 }
 
 impl PackedKeyId {
+    /// The id of an IPv4 (`v6 == false`; `addr` is the 32-bit address) or IPv6 host: what
+    /// [`KeyId::packed`] gives for the same host, without building a [`HostAddr`].
+    #[inline(always)]
+    pub fn ip(protocol: Protocol, src: IsdAsn, dst: IsdAsn, v6: bool, addr: u128) -> Self {
+        PackedKeyId {
+            src: src.to_u64(),
+            dst: dst.to_u64(),
+            host: [(addr >> 64) as u64, addr as u64],
+            protocol: protocol.0,
+            kind: if v6 { 2 } else { 1 },
+        }
+    }
+
     /// The [`KeyId`] this packs.
     pub fn key_id(&self) -> KeyId {
         let bits = (u128::from(self.host[0]) << 64) | u128::from(self.host[1]);

@@ -114,6 +114,15 @@ fn every_kind_of_host_has_its_own_packed_id_and_key() {
     ];
     let ids: Vec<KeyId> = hosts.iter().map(|&host| KeyId { host, ..id(1) }).collect();
     let packed: Vec<PackedKeyId> = ids.iter().map(KeyId::packed).collect();
+    let (v4, v6) = (u128::from(0x0a00_0001u32), 0xa00_0001u128);
+    assert_eq!(
+        PackedKeyId::ip(Protocol::IDINT, ids[0].src, ids[0].dst, false, v4),
+        packed[0]
+    );
+    assert_eq!(
+        PackedKeyId::ip(Protocol::IDINT, ids[0].src, ids[0].dst, true, v6),
+        packed[1]
+    );
     for (i, p) in packed.iter().enumerate() {
         assert_eq!(p.key_id(), ids[i], "round trip of {:?}", ids[i].host);
         for q in &packed[i + 1..] {

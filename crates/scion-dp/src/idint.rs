@@ -107,6 +107,19 @@ pub trait VerifierKeys {
     /// it is not available now (the packet then carries no entry from this router).
     fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle>;
 
+    /// [`VerifierKeys::find`] for an IPv4 (`v6 == false`: the address in the top 32 bits of
+    /// `host`) or IPv6 host given as integers, as the data plane holds it. The default builds
+    /// the [`HostAddr`] and calls `find`.
+    #[inline(always)]
+    fn find_ip(&mut self, ia: IsdAsn, v6: bool, host: u128, now_ns: u64) -> Option<KeyHandle> {
+        let h = if v6 {
+            HostAddr::V6(core::net::Ipv6Addr::from(host))
+        } else {
+            HostAddr::V4(core::net::Ipv4Addr::from((host >> 96) as u32))
+        };
+        self.find(ia, &h, now_ns)
+    }
+
     /// The key a handle from [`VerifierKeys::find`] names, or `None` once it is not held any
     /// more (a later `find` evicted it); never a different key.
     fn key(&self, handle: KeyHandle) -> Option<&Aes128Enc>;
@@ -160,6 +173,18 @@ impl VerifierKeys for DrkeyKeys {
             host: *host,
         };
         let h = self.cache.find(&id, now_ns / 1_000_000_000).ok()?;
+        Some(KeyHandle {
+            index: h.index,
+            generation: h.generation,
+        })
+    }
+
+    /// The packed id straight from the integers (no [`HostAddr`] built and taken apart).
+    #[inline(always)]
+    fn find_ip(&mut self, ia: IsdAsn, v6: bool, host: u128, now_ns: u64) -> Option<KeyHandle> {
+        let addr = if v6 { host } else { host >> 96 };
+        let id = drkey::cache::PackedKeyId::ip(drkey::Protocol::IDINT, self.local, ia, v6, addr);
+        let h = self.cache.find_packed(&id, now_ns / 1_000_000_000).ok()?;
         Some(KeyHandle {
             index: h.index,
             generation: h.generation,
@@ -942,7 +967,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         };
         let found = match recalled {
             Some(h) => Some(h),
-            None => keys.find(id.ia(), &id.host(), ctx.now_ns),
+            None => keys.find_ip(id.ia(), id.v6(), id.host, ctx.now_ns),
         };
         let Some(handle) = found else {
             counters.packets += 1;
@@ -1097,7 +1122,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 return false;
             };
             // (Not `recall`: the plan's verifier is the one this flow saw last.)
-            let Some(h) = keys.find(id.ia(), &id.host(), f.now_ns) else {
+            let Some(h) = keys.find_ip(id.ia(), id.v6(), id.host, f.now_ns) else {
                 counters.packets += 1;
                 counters.no_key += 1;
                 return true;
@@ -1450,6 +1475,10 @@ impl VerifierId {
 
     fn ia(&self) -> IsdAsn {
         IsdAsn::from_u64(self.ia)
+    }
+
+    fn v6(&self) -> bool {
+        self.ty == AddrType::IPV6.nibble()
     }
 
     fn host(&self) -> HostAddr {
