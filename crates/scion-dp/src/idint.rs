@@ -81,7 +81,7 @@ use alloc::boxed::Box;
 
 use crate::config::Router;
 use crate::outcome::{Disposition, DropReason, Ingress};
-use crate::process::{BurstPacket, MAX_BURST};
+use crate::process::{BurstPacket, MAX_BURST, read_u64};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 /// A key found by [`VerifierKeys::find`]: a name the implementation gives out (for a cache,
@@ -1654,12 +1654,6 @@ fn read_u48(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x[..6].copy_from_slice(&b[at..at + 6]);
     u64::from_le_bytes(x)
-}
-
-fn read_u64(b: &[u8], at: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x.copy_from_slice(&b[at..at + 8]);
-    u64::from_be_bytes(x)
 }
 
 /// Plans kept per burst.

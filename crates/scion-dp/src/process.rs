@@ -357,8 +357,9 @@ impl Hop {
     }
 }
 
+/// `buf[at..at + 8]` big-endian (in bounds: callers checked).
 #[inline(always)]
-fn read_u64(buf: &[u8], at: usize) -> u64 {
+pub(crate) fn read_u64(buf: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&buf[at..at + 8]);
     u64::from_be_bytes(b)
