@@ -7,17 +7,19 @@
 #   scripts/services.sh env                                    (prints the endpoints)
 #
 # State lives in $IDINT_SERVICES_DIR (default /tmp/idint-services). Ports can be overridden with
-# IDINT_PG_PORT (55432), IDINT_VM_PORT (58428), IDINT_INFLUX_PORT (58086). `start` waits until
+# IDINT_PG_PORT (25432), IDINT_VM_PORT (28428), IDINT_INFLUX_PORT (28086). `start` waits until
 # every service answers and prints the endpoints as shell assignments:
-#   IDINT_PG_URL=postgresql://collector:collector@127.0.0.1:55432/collector
-#   IDINT_VM_URL=http://127.0.0.1:58428
-#   IDINT_INFLUX_URL=http://127.0.0.1:58086
+#   IDINT_PG_URL=postgresql://collector:collector@127.0.0.1:25432/collector
+#   IDINT_VM_URL=http://127.0.0.1:28428
+#   IDINT_INFLUX_URL=http://127.0.0.1:28086
+# The default ports (and the tests' private ones) sit below Linux's ephemeral range (32768-60999):
+# a port in that range can be taken at any moment by some client's outgoing connection.
 set -euo pipefail
 
 DIR=${IDINT_SERVICES_DIR:-/tmp/idint-services}
-PG_PORT=${IDINT_PG_PORT:-55432}
-VM_PORT=${IDINT_VM_PORT:-58428}
-IX_PORT=${IDINT_INFLUX_PORT:-58086}
+PG_PORT=${IDINT_PG_PORT:-25432}
+VM_PORT=${IDINT_VM_PORT:-28428}
+IX_PORT=${IDINT_INFLUX_PORT:-28086}
 IX_RPC_PORT=$((IX_PORT + 2))
 PGBIN=/usr/lib/postgresql/15/bin
 
@@ -38,6 +40,18 @@ http_ok() { curl -fsS -o /dev/null "$1"; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# Fails with the reason when something already listens on 127.0.0.1:$1 (checked before starting
+# a service there, so a clash is reported as such instead of as a service that never got ready).
+port_free() {
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+        die "127.0.0.1:$1 is already in use by another process (choose another port, see the header)"
+    fi
+}
+
+# Succeeds when the service whose state is in directory $1 was started on port $2 (a running
+# instance on another port is restarted by the callers).
+same_port() { [ "$(cat "$1/port" 2>/dev/null)" = "$2" ]; }
+
 start_postgres() {
     [ -x "$PGBIN/initdb" ] || die "PostgreSQL 15 not installed (scripts/setup.sh installs it)"
     local d="$DIR/pg"
@@ -47,7 +61,12 @@ start_postgres() {
         runuser -u postgres -- "$PGBIN/initdb" -D "$d/data" -U postgres -A trust --no-sync \
             -E UTF8 --locale=C.UTF-8 >"$d/initdb.log" 2>&1 || die "initdb failed: $(tail -3 "$d/initdb.log")"
     fi
+    if runuser -u postgres -- "$PGBIN/pg_ctl" -D "$d/data" status >/dev/null 2>&1 && ! same_port "$d" "$PG_PORT"; then
+        stop_postgres
+    fi
     if ! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$d/data" status >/dev/null 2>&1; then
+        port_free "$PG_PORT"
+        echo "$PG_PORT" >"$d/port"
         runuser -u postgres -- "$PGBIN/pg_ctl" -D "$d/data" -l "$d/pg.log" -w -t 30 \
             -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$d -c fsync=off -c max_connections=200" \
             start >/dev/null 9>&- || die "postgres did not start: $(tail -5 "$d/pg.log")"
@@ -73,7 +92,10 @@ start_victoria() {
     command -v victoria-metrics >/dev/null || die "victoria-metrics not installed (scripts/setup.sh installs it)"
     local d="$DIR/vm"
     mkdir -p "$d"
+    alive "$d/pid" && ! same_port "$d" "$VM_PORT" && stop_pidfile "$d/pid"
     if ! alive "$d/pid"; then
+        port_free "$VM_PORT"
+        echo "$VM_PORT" >"$d/port"
         victoria-metrics -storageDataPath="$d/data" -httpListenAddr="127.0.0.1:$VM_PORT" \
             -retentionPeriod=100y -loggerLevel=WARN -search.disableCache \
             -search.latencyOffset=0s >"$d/vm.log" 2>&1 9>&- &
@@ -86,7 +108,11 @@ start_influx() {
     command -v influxd >/dev/null || die "influxd not installed (scripts/setup.sh installs influxdb)"
     local d="$DIR/influx"
     mkdir -p "$d"
+    alive "$d/pid" && ! same_port "$d" "$IX_PORT" && stop_pidfile "$d/pid"
     if ! alive "$d/pid"; then
+        port_free "$IX_PORT"
+        port_free "$IX_RPC_PORT"
+        echo "$IX_PORT" >"$d/port"
         env INFLUXDB_REPORTING_DISABLED=true INFLUXDB_BIND_ADDRESS="127.0.0.1:$IX_RPC_PORT" \
             INFLUXDB_META_DIR="$d/meta" INFLUXDB_DATA_DIR="$d/data" INFLUXDB_DATA_WAL_DIR="$d/wal" \
             INFLUXDB_HTTP_BIND_ADDRESS="127.0.0.1:$IX_PORT" INFLUXDB_HTTP_LOG_ENABLED=false \

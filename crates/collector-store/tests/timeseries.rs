@@ -226,7 +226,7 @@ async fn influxdb() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics_outage() {
-    let s = Services::private("vm-outage", 56100, &["victoria"]);
+    let s = Services::private("vm-outage", 26100, &["victoria"]);
     let _c = Cleanup(&s);
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
     outage(vm, &s, "victoria").await;
@@ -234,7 +234,7 @@ async fn victoria_metrics_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxdb_outage() {
-    let s = Services::private("influx-outage", 56200, &["influx"]);
+    let s = Services::private("influx-outage", 26200, &["influx"]);
     let _c = Cleanup(&s);
     let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
         .await

@@ -63,7 +63,7 @@ async fn fresh_db(s: &Services) -> TopologyDb {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_and_quarantine_cap() {
-    let s = Services::private("pg-roundtrip", 56300, &["postgres"]);
+    let s = Services::private("pg-roundtrip", 26300, &["postgres"]);
     let _c = Cleanup(&s);
     let db = fresh_db(&s).await;
     // ISD-ASes with the top bit set survive the signed BIGINT.
@@ -158,7 +158,7 @@ async fn round_trip_and_quarantine_cap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_survives_a_restart() {
-    let s = Services::private("pg-restart", 56400, &["postgres"]);
+    let s = Services::private("pg-restart", 26400, &["postgres"]);
     let _c = Cleanup(&s);
     let db = fresh_db(&s).await;
     let wb = WriteBehind::spawn(db.clone(), 1000);

@@ -308,10 +308,10 @@ async fn round_trip(backend: &str, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics_and_postgres_lose_nothing_accepted_across_restarts() {
-    round_trip("victoria", 55_610).await;
+    round_trip("victoria", 25_610).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxdb_and_postgres_lose_nothing_accepted_across_restarts() {
-    round_trip("influx", 55_620).await;
+    round_trip("influx", 25_620).await;
 }

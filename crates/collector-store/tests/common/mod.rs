@@ -21,7 +21,7 @@ fn script() -> PathBuf {
 impl Services {
     /// The shared instance (default ports), started if needed; never stopped by tests.
     pub fn shared(which: &[&str]) -> Services {
-        Self::start_in("/tmp/idint-services", 55432, 58428, 58086, which)
+        Self::start_in("/tmp/idint-services", 25432, 28428, 28086, which)
     }
 
     /// A private instance (own directory and ports) that a test may stop and restart.
