@@ -1,8 +1,8 @@
 //! Bursts of the ID-INT benchmark packet through the transit router, with or without the
 //! ID-INT stage, for `perf record` and `valgrind --tool=callgrind` (deterministic
 //! instruction counts): `cargo run --release -p benches --example idint-loop -- 8|42 auth|enc
-//! N [plain|many]` (`many`: each packet of a burst to another destination host, so every
-//! entry has another verifier key).
+//! N [plain|many|single]` (`many`: each packet of a burst to another destination host, so every
+//! entry has another verifier key; `single`: one packet per call instead of bursts).
 
 use benches::idint_fixture::{request, stage, to_host, with_request};
 use scion_dp::{PacketSlot, Processor};
@@ -19,6 +19,7 @@ fn main() {
     let variant = args.next();
     let plain = variant.as_deref() == Some("plain");
     let many = variant.as_deref() == Some("many");
+    let single = variant.as_deref() == Some("single");
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/vectors/scion/router_cases.json"
@@ -56,7 +57,12 @@ fn main() {
             b[..len].copy_from_slice(std::hint::black_box(input));
             s.buf = &mut b[..];
         }
-        if plain {
+        if single {
+            for s in slots.iter_mut() {
+                let d = p.process_with(s.buf, len, case.ingress, file.now_ns, &mut st);
+                s.disposition = Some(d);
+            }
+        } else if plain {
             p.process_burst(&mut slots, file.now_ns);
         } else {
             p.process_burst_with(&mut slots, file.now_ns, &mut st);
