@@ -497,6 +497,7 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::crypto::aes128;
+    use crate::idint::entry::flags::C;
     use proptest::prelude::*;
     use std::vec::Vec;
 
@@ -507,16 +508,12 @@ mod tests {
         let len = out.len();
         let mac = entry_mac(key, &out, prev);
         out[len - MAC_LEN..].copy_from_slice(&mac);
-        if out[2] & flags_c() != 0 {
+        if out[2] & C != 0 {
             let mut nonce = [0u8; NONCE_LEN];
             nonce.copy_from_slice(&out[NONCE_OFFSET..NONCE_OFFSET + NONCE_LEN]);
             ctr_apply(key, &nonce, &mut out[NONCE_OFFSET + NONCE_LEN..]);
         }
         out
-    }
-
-    fn flags_c() -> u8 {
-        crate::idint::entry::flags::C
     }
 
     proptest! {
@@ -533,7 +530,7 @@ mod tests {
             prop_assume!(!encrypted || len >= NONCE_OFFSET + NONCE_LEN + MAC_LEN);
             let mut bytes: Vec<u8> = (0..len).map(|i| fill[i % 32] ^ i as u8).collect();
             bytes[1] = (len - 2) as u8;
-            bytes[2] = if encrypted { bytes[2] | flags_c() } else { bytes[2] & !flags_c() };
+            bytes[2] = if encrypted { bytes[2] | C } else { bytes[2] & !C };
             let key = aes128(&k);
             let want = sealed_by_definition(&key, &bytes, prev);
             let mut got = bytes.clone();
