@@ -1036,7 +1036,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if defer.is_some() {
             batch.last = Some((id, handle));
         }
-        if defer.is_some() && single_pad {
+        // The entry's verifier is the table's last one if the entry was deferred.
+        let deferred = defer.is_some() && batch.n_ids > 0 && batch.ids[batch.n_ids - 1] == id;
+        if single_pad {
             let route = route_key(f, out);
             batch.keep_plan(FlowPlan {
                 request,
@@ -1053,16 +1055,19 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 at,
                 id,
                 id_ix: batch.n_ids.saturating_sub(1) as u8,
+                burst: if deferred { batch.burst } else { NO_BURST },
                 handle,
+                found_ns: ctx.now_ns,
                 entry: EntryPlan::new(&hbh[free..e_end], &g, &instructions),
             });
         }
         true
     }
 
-    /// A packet of a flow one of the burst's fast pushes planned for (same request bytes and
-    /// roles): the bytes that push's checks and decisions depended on are compared with the
-    /// plan's instead of being walked again; `false` (nothing written) if any differs.
+    /// A packet of a flow an earlier fast push planned for (same request bytes and roles, in
+    /// this burst, an earlier one or an earlier single packet): the bytes that push's checks
+    /// and decisions depended on are compared with the plan's instead of being walked again;
+    /// `false` (nothing written) if any differs.
     #[inline(always)]
     fn push_planned(
         &mut self,
@@ -1082,9 +1087,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             defer_slot,
             ..
         } = self;
-        let Some(slot) = *defer_slot else {
-            return false;
-        };
+        let defer = *defer_slot;
         if hbh.len() < 16 {
             return false;
         }
@@ -1113,29 +1116,56 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
-        let (id_ix, handle) = if at.holds(head, hbh, &plan.id) {
-            (plan.id_ix, plan.handle)
+        let same = at.holds(head, hbh, &plan.id);
+        // The common case: the plan's verifier, its key found at this very time and (for a
+        // deferred entry) its index in this burst's verifier table. Nothing to update.
+        let (id, handle, id_ix) = if same
+            && plan.found_ns == f.now_ns
+            && (defer.is_none() || plan.burst == batch.burst)
+        {
+            (plan.id, plan.handle, plan.id_ix)
         } else {
-            // A verifier of the same kind in the same place (another destination host, say):
-            // everything holds but the key.
-            let Some(id) = at.read(head, hbh) else {
-                return false;
+            // Another verifier of the same kind in the same place (another destination host,
+            // say): everything holds but the key.
+            let id = if same {
+                plan.id
+            } else {
+                let Some(id) = at.read(head, hbh) else {
+                    return false;
+                };
+                id
             };
-            // (Not `recall`: the plan's verifier is the one this flow saw last.)
-            let Some(h) = keys.find_ip(id.ia(), id.v6(), id.host, f.now_ns) else {
-                counters.packets += 1;
-                counters.no_key += 1;
-                return true;
+            // The plan's key if it was found for this verifier at this very time, else
+            // looked up (a later time may fall into another key epoch; not `recall`: the
+            // plan's verifier is the one this flow saw last).
+            let handle = if same && plan.found_ns == f.now_ns {
+                plan.handle
+            } else {
+                let Some(h) = keys.find_ip(id.ia(), id.v6(), id.host, f.now_ns) else {
+                    counters.packets += 1;
+                    counters.no_key += 1;
+                    return true;
+                };
+                h
             };
-            let Some(id_ix) = batch.push_id(&id) else {
-                return false;
+            // A deferred entry names its verifier by its index in the burst's table.
+            let (id_ix, burst) = match defer {
+                Some(_) if same && plan.burst == batch.burst => (plan.id_ix, plan.burst),
+                Some(_) => match batch.push_id(&id) {
+                    Some(ix) => (ix, batch.burst),
+                    None => return false,
+                },
+                None if same => (plan.id_ix, plan.burst),
+                None => (0, NO_BURST),
             };
             if let Some(p) = batch.plans[k].as_mut() {
                 p.id = id;
+                p.handle = handle;
+                p.found_ns = f.now_ns;
                 p.id_ix = id_ix;
-                p.handle = h;
+                p.burst = burst;
             }
-            (id_ix, h)
+            (id, handle, id_ix)
         };
         let ctx = HopContext {
             ingress_if: f.ingress.ifid(),
@@ -1230,12 +1260,15 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             );
         }
         counters.packets += 1;
-        // Queued as it is (a job is free: one per packet of the burst); an entry too long to
-        // batch is sealed now.
-        if len > BATCH_ENTRY_MAX
-            || !batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
-        {
-            let id = batch.ids[usize::from(id_ix)];
+        // Queued as it is (a job is free: one per packet of the burst); a single packet's
+        // entry, or one too long to batch, is sealed now.
+        let queued = match defer {
+            Some(slot) if len <= BATCH_ENTRY_MAX => {
+                batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
+            }
+            _ => false,
+        };
+        if !queued {
             let job = Seal {
                 defer: None,
                 at: hl + free,
@@ -1518,9 +1551,14 @@ struct FlowPlan {
     role: Role,
     at: VerifierAt,
     id: VerifierId,
-    /// `id`'s index in the burst's verifier table.
+    /// `id`'s index in the verifier table of burst number `burst` (meaningless in any
+    /// other burst: the table is refilled per burst).
     id_ix: u8,
+    burst: u64,
+    /// `id`'s key, found at `found_ns`: trusted only at that same time (a later packet may
+    /// fall into another key epoch), and only while the store still holds it (its handle).
     handle: KeyHandle,
+    found_ns: u64,
     entry: EntryPlan,
 }
 
@@ -1656,8 +1694,11 @@ fn read_u48(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(x)
 }
 
-/// Plans kept per burst.
+/// Plans kept.
 const PLANS: usize = 4;
+
+/// A [`FlowPlan::burst`] no burst has.
+const NO_BURST: u64 = u64::MAX;
 
 /// Entries up to this length are sealed in the burst pass (router entries are at most 64).
 const BATCH_ENTRY_MAX: usize = 80;
@@ -1712,9 +1753,13 @@ struct SealBatch {
     /// The verifier of the last deferred entry and its key: consecutive packets of a flow
     /// skip the key lookup.
     last: Option<(VerifierId, KeyHandle)>,
-    /// The plans of the burst's last fast pushes with different requests or roles, for the
-    /// next packets of their flows (packets of a few flows interleave in a burst).
+    /// The plans of the last fast pushes with different requests or roles, for the next
+    /// packets of their flows (packets of a few flows interleave in a burst), kept from burst
+    /// to burst and for single packets: a plan's key is looked up again whenever the time
+    /// differs from when it was found.
     plans: [Option<FlowPlan>; PLANS],
+    /// Number of the current burst (the verifier table `ids` belongs to it).
+    burst: u64,
     /// Where the next new plan goes (round robin).
     next_plan: usize,
     /// The verifiers of the burst's jobs (consecutive jobs of a verifier share an entry).
@@ -1806,6 +1851,7 @@ impl SealBatch {
             n: 0,
             last: None,
             plans: [None; PLANS],
+            burst: 0,
             next_plan: 0,
             ids: [NO_VERIFIER; MAX_BURST],
             n_ids: 0,
@@ -1931,9 +1977,11 @@ impl SealBatch {
     fn run<P: BurstPacket, K: VerifierKeys>(&mut self, keys: &mut K, pkts: &mut [P]) -> u64 {
         use aes::cipher::BlockCipherEncrypt;
         use idint_wire::crypto::{cbc_mac_lanes, encrypt_blocks};
-        // Handles are only trusted within the burst: never carry them over.
+        // The last verifier's handle is only trusted within the burst; plans keep theirs
+        // with the time they were found (see `FlowPlan::found_ns`), and their indices into
+        // the verifier table with the burst they belong to.
         self.last = None;
-        self.plans = [None; PLANS];
+        self.burst += 1;
         let n_ids = core::mem::take(&mut self.n_ids);
         let n = core::mem::take(&mut self.n);
         if n == 0 {

@@ -685,16 +685,26 @@ fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
     make: impl Fn() -> IdIntStage<K, S, Counting>,
 ) -> (Vec<Outcome>, IdIntStage<K, S, Counting>) {
     use scion_dp::PacketSlot;
-    let mut st = make();
-    let mut p = Processor::new(&rs[r]);
-    let single: Vec<_> = inputs
-        .iter()
-        .map(|input| {
-            let mut b = input.clone();
-            let len = b.len();
-            (p.process_with(&mut b, len, ingress, NOW, &mut st), b)
-        })
-        .collect();
+    // One by one through the general path (no plans), and through the fast path (plans
+    // kept from packet to packet): the same.
+    let one_by_one = |mut st: IdIntStage<K, S, Counting>| {
+        let mut p = Processor::new(&rs[r]);
+        let out: Vec<_> = inputs
+            .iter()
+            .map(|input| {
+                let mut b = input.clone();
+                let len = b.len();
+                (p.process_with(&mut b, len, ingress, NOW, &mut st), b)
+            })
+            .collect();
+        (out, st)
+    };
+    let (general, sg) = one_by_one(make().without_fast_path());
+    let (single, st) = one_by_one(make());
+    for (i, (g, s)) in general.iter().zip(&single).enumerate() {
+        assert_eq!(g, s, "packet {i}: general path vs planned single packets");
+    }
+    assert_eq!(sg.counters, st.counters);
     let mut sb = make();
     let mut p = Processor::new(&rs[r]);
     let mut bufs: Vec<Vec<u8>> = inputs.to_vec();
@@ -874,6 +884,20 @@ fn a_flows_plan_lays_out_what_the_source_supplies_each_time() {
     assert_eq!(lens[1], lens[3]);
 }
 
+/// One key for every verifier at every time.
+struct Pinned(Aes128Enc);
+impl VerifierKeys for Pinned {
+    fn find(&mut self, _: IsdAsn, _: &HostAddr, _: u64) -> Option<KeyHandle> {
+        Some(KeyHandle {
+            index: 0,
+            generation: 1,
+        })
+    }
+    fn key(&self, _: KeyHandle) -> Option<&Aes128Enc> {
+        Some(&self.0)
+    }
+}
+
 /// The keys of a router's AS for every host but one.
 struct AllBut(DrkeyKeys, Ipv4Addr);
 impl VerifierKeys for AllBut {
@@ -916,6 +940,77 @@ fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
     let r = hbh_range(&inputs[6]);
     assert_eq!(single[6].1[r.clone()], inputs[6][r.clone()]);
     assert_ne!(single[5].1[r.clone()], inputs[5][r]);
+}
+
+#[test]
+fn a_plan_kept_from_earlier_packets_seals_with_the_key_of_each_packets_time() {
+    // A flow's plan outlives its packet (single packets) and its burst. A packet of the flow
+    // in the next DRKey epoch must be sealed with that epoch's key, exactly as by a stage that
+    // never saw the flow, and not with the key the plan found.
+    use scion_dp::PacketSlot;
+    let rs = routers();
+    let req = RequestBuilder {
+        stack_len_words: 64,
+        ..request(AggregationMode::Off, false)
+    };
+    let input = request_packet(&rs, &req);
+    let len = input.len();
+    // NOW is 1600 s into an epoch of 3600 s.
+    let later = NOW + 2001 * 1_000_000_000;
+    let once = |st: &mut IdIntStage<DrkeyKeys, Recorder, Counting>, at: u64| {
+        let mut b = input.clone();
+        let d = Processor::new(&rs[0]).process_with(&mut b, len, Ingress::Internal, at, st);
+        assert_eq!(d, Disposition::Forward { ifid: 1 });
+        b
+    };
+    let burst = |st: &mut IdIntStage<DrkeyKeys, Recorder, Counting>, at: u64| {
+        let mut bufs = vec![input.clone(); 3];
+        let mut slots: Vec<PacketSlot<'_>> = bufs
+            .iter_mut()
+            .map(|b| PacketSlot {
+                buf: b,
+                len,
+                ingress: Ingress::Internal,
+                disposition: None,
+            })
+            .collect();
+        Processor::new(&rs[0]).process_burst_with(&mut slots, at, st);
+        drop(slots);
+        bufs
+    };
+    let fresh = once(&mut stage(0, &rs), later);
+    let fresh_general = once(&mut stage(0, &rs).without_fast_path(), later);
+    assert_eq!(fresh, fresh_general);
+    let now = once(&mut stage(0, &rs), NOW);
+    // What the NOW epoch's key would give later: another MAC (so the checks below can fail).
+    let pinned = |st: IdIntStage<DrkeyKeys, Recorder, Counting>| {
+        IdIntStage::new(Pinned(as_key(ROUTER_AS[0])), st.source, st.nonces)
+    };
+    let mut b = input.clone();
+    Processor::new(&rs[0]).process_with(
+        &mut b,
+        len,
+        Ingress::Internal,
+        later,
+        &mut pinned(stage(0, &rs)),
+    );
+    assert_ne!(b, fresh);
+    // The same entry but for its 4-byte MAC.
+    let diff: Vec<usize> = (0..len).filter(|&i| b[i] != fresh[i]).collect();
+    assert!(diff.last().unwrap() - diff[0] < 4, "{diff:?}");
+    // Single packets: a plan from NOW, used at NOW and then later.
+    let mut st = stage(0, &rs);
+    assert_eq!(once(&mut st, NOW), now);
+    assert_eq!(once(&mut st, NOW), now);
+    assert_eq!(once(&mut st, later), fresh);
+    assert_eq!(st.counters.pushed, 3);
+    // Bursts: the plan of a burst at NOW used by the next burst, later.
+    let mut st = stage(0, &rs);
+    assert!(burst(&mut st, NOW).iter().all(|b| *b == now));
+    assert!(burst(&mut st, later).iter().all(|b| *b == fresh));
+    // And a single packet after the bursts, back at NOW.
+    assert_eq!(once(&mut st, NOW), now);
+    assert_eq!(st.counters.pushed, 7);
 }
 
 #[test]
