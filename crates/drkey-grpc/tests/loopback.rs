@@ -185,12 +185,12 @@ fn blocking_provider_fetches_once_per_epoch() {
 
 #[test]
 fn server_down_is_an_error_within_the_timeout() {
-    // A port nothing listens on: bind, learn the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on, held for the whole test (bound, never listening: a
+    // connection attempt is refused, and no other process can take the port meanwhile).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let port = held.local_addr().unwrap().as_socket().unwrap().port();
     let p =
         ControlServiceProvider::new(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2))
             .unwrap();

@@ -191,10 +191,16 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     // Bound before any thread starts, so a taken port fails cleanly.
     let control = match config.http {
         None => None,
-        Some(addr) => Some(
-            crate::http::bind(addr)
-                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?,
-        ),
+        Some(addr) => {
+            let l = crate::http::bind(addr)
+                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+            // The address actually bound (port 0 in the configuration: one the OS chose).
+            let at = l
+                .local_addr()
+                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+            eprintln!("idint-router: control endpoints on http://{at} (/metrics, /health)");
+            Some(l)
+        }
     };
 
     // Report export: one SP/SC ring per worker, drained by the exporter thread.

@@ -6,7 +6,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::net::{TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,10 +35,6 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
     collector
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    let http_addr = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
     let now = now_s();
     let keep = inbound(now, Some(request(now, true, false)), b"deliver me");
     let consume = inbound(now, Some(request(now, true, true)), b"consume me");
@@ -57,16 +53,34 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
         outp.display()
     );
     let extra = format!(
-        "\n[[neighbor]]\nip = \"{LOCAL_HOST}\"\nmac = \"02:00:00:00:10:60\"\n\n[export]\ncollector = \"{}\"\nrouter_number = 5\nflush_ms = 10\n\n[control]\nhttp = \"{http_addr}\"\n",
+        "\n[[neighbor]]\nip = \"{LOCAL_HOST}\"\nmac = \"02:00:00:00:10:60\"\n\n[export]\ncollector = \"{}\"\nrouter_number = 5\nflush_ms = 10\n\n[control]\nhttp = \"127.0.0.1:0\"\n",
         collector.local_addr().unwrap()
     );
     let cfg = write_config(dir.path(), &[vdev], "net_pcap0", &extra);
-    let child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
         .args(["--config", cfg.to_str().unwrap(), "--duration", "4"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The router binds the control port the OS gives it and says which one on stderr.
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if let Some(rest) = line.split("control endpoints on http://").nth(1) {
+                let _ = addr_tx.send(rest.split(' ').next().unwrap_or_default().to_string());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let Ok(http_addr) = addr_rx.recv_timeout(Duration::from_secs(10)) else {
+        let _ = child.kill();
+        panic!("no control address named: {}", stderr.join().unwrap());
+    };
 
     // Control endpoints while it runs.
     let deadline = Instant::now() + Duration::from_millis(3000);
@@ -142,11 +156,8 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
         reports.extend(batch.reports);
     }
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = stderr.join().unwrap();
+    assert!(out.status.success(), "{stderr}");
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(reports.len(), 2, "{summary:#}");
     let key = as_key_for(now, router_config().local_ia, LOCAL_HOST);
