@@ -242,7 +242,8 @@ pub struct Config {
     pub energy: crate::worker::EnergyFigures,
     /// Infrastructure-mode sink: report export to a collector.
     pub export: Option<ExportSettings>,
-    /// Loopback address of the `/metrics` and `/health` endpoints.
+    /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
+    /// the router names the bound address on stderr at start).
     pub http: Option<SocketAddr>,
 }
 
