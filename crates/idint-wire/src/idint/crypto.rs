@@ -141,13 +141,16 @@ fn seal_with<const MAX_BLOCKS: usize>(
         None => 0,
     };
     let full = cbc_mac_and_keystream(key, &blocks[..n], &mut ks[..nks]);
-    entry.set_mac(first4(full));
-    if nks > 0 {
-        let part = entry.encrypted_part_mut();
-        for (chunk, k) in part.chunks_mut(16).zip(ks.iter()) {
-            for (d, k) in chunk.iter_mut().zip(k.iter()) {
-                *d ^= k;
-            }
+    let mac = first4(full);
+    entry.set_mac(mac);
+    if nks == 0 {
+        // Not encrypted: the MAC on the wire is the one just written.
+        return mac;
+    }
+    let part = entry.encrypted_part_mut();
+    for (chunk, k) in part.chunks_mut(16).zip(ks.iter()) {
+        for (d, k) in chunk.iter_mut().zip(k.iter()) {
+            *d ^= k;
         }
     }
     entry.mac()
