@@ -1,9 +1,9 @@
 //! Arbitrary packets, or mutations of reference router cases carrying an ID-INT request,
 //! through routers R and C of `router_cases.json` with the ID-INT stage (sink role on).
 //! Checks: no panic; single and burst processing agree byte for byte (same nonces), for one
-//! packet, for two copies in one burst (the remembered key, sealing together), and for the
-//! unmutated request followed by its mutation (the flow plan the first leaves), and so do
-//! the straight-line push path and the general path; packets
+//! packet, and the general path (no plans) agrees with single packets, one burst and two
+//! bursts for two copies (the remembered key, sealing together) and for the unmutated
+//! request followed by its mutation (the flow plan the first leaves); packets
 //! that leave keep their length; a packet that got an entry still holds a well-formed stack.
 //!
 //! Input: byte 0 = selector (bit 0 router, bits 1-2 ingress kind, bits 3-4 aggregation mode,
@@ -125,8 +125,10 @@ fn with_request(input: &[u8], mode: AggregationMode, encrypt: bool) -> Vec<u8> {
     out
 }
 
-/// Processes two packets as one burst; each must come out (decision, bytes, counters) exactly
-/// as processing the two one after the other gives.
+/// Processes two packets one after the other through the general path (no plans): the
+/// reference. The fast path must give exactly that (decisions, bytes, counters) for the two
+/// as single packets (a plan the first leaves serves the second), as one burst, and as two
+/// bursts of one (the plan outlives its burst).
 fn pair_as_in_sequence(
     router: &scion_dp::config::Router,
     ingress: Ingress,
@@ -134,47 +136,66 @@ fn pair_as_in_sequence(
     packets: [&Vec<u8>; 2],
     what: &str,
 ) {
-    let mut seq = stage();
-    let mut expected = Vec::new();
-    for p in packets {
-        let mut b = vec![0u8; ROOM];
-        b[..p.len()].copy_from_slice(p);
-        let d = Processor::new(router).process_with(&mut b, p.len(), ingress, now_ns, &mut seq);
-        expected.push((d, b));
+    let buffers = || {
+        packets.map(|p| {
+            let mut b = vec![0u8; ROOM];
+            b[..p.len()].copy_from_slice(p);
+            b
+        })
+    };
+    let one_by_one = |mut st: IdIntStage<Keys, Source, Seq, Count>| {
+        let mut bufs = buffers();
+        let mut ds = Vec::new();
+        for (b, p) in bufs.iter_mut().zip(packets) {
+            ds.push(Processor::new(router).process_with(b, p.len(), ingress, now_ns, &mut st));
+        }
+        (ds, bufs, st.counters)
+    };
+    let (ds, expected, counters) = one_by_one(stage().without_fast_path());
+    let check = |how: &str, got: (Vec<Disposition>, [Vec<u8>; 2], _)| {
+        assert_eq!(got.0, ds, "{what}, {how}: decisions");
+        for k in 0..2 {
+            assert_eq!(got.1[k], expected[k], "{what}, {how}: bytes of packet {k}");
+        }
+        assert_eq!(got.2, counters, "{what}, {how}: counters");
+    };
+    check("single packets", one_by_one(stage()));
+    fn slots<'a>(
+        bufs: &'a mut [Vec<u8>],
+        packets: &[&Vec<u8>],
+        ingress: Ingress,
+    ) -> Vec<PacketSlot<'a>> {
+        bufs.iter_mut()
+            .zip(packets)
+            .map(|(b, p)| PacketSlot {
+                buf: &mut b[..],
+                len: p.len(),
+                ingress,
+                disposition: None,
+            })
+            .collect()
     }
-    let mut bufs = packets.map(|p| {
-        let mut b = vec![0u8; ROOM];
-        b[..p.len()].copy_from_slice(p);
-        b
-    });
+    let decisions = |s: &[PacketSlot<'_>]| -> Vec<Disposition> {
+        s.iter().map(|s| s.disposition.expect("decided")).collect()
+    };
+    // One burst of both.
     let mut sb = stage();
-    let [b0, b1] = &mut bufs;
-    let mut pair = [
-        PacketSlot {
-            buf: &mut b0[..],
-            len: packets[0].len(),
-            ingress,
-            disposition: None,
-        },
-        PacketSlot {
-            buf: &mut b1[..],
-            len: packets[1].len(),
-            ingress,
-            disposition: None,
-        },
-    ];
+    let mut bufs = buffers();
+    let mut pair = slots(&mut bufs, &packets, ingress);
     Processor::new(router).process_burst_with(&mut pair, now_ns, &mut sb);
-    for (k, (slot, (d, _))) in pair.iter().zip(expected.iter()).enumerate() {
-        assert_eq!(
-            slot.disposition,
-            Some(*d),
-            "{what}: packet {k} of the burst"
-        );
+    let d = decisions(&pair);
+    drop(pair);
+    check("one burst", (d, bufs, sb.counters));
+    // Two bursts of one, the same stage.
+    let mut sb = stage();
+    let mut bufs = buffers();
+    let mut d = Vec::new();
+    for k in 0..2 {
+        let mut one = slots(&mut bufs[k..k + 1], &packets[k..k + 1], ingress);
+        Processor::new(router).process_burst_with(&mut one, now_ns, &mut sb);
+        d.extend(decisions(&one));
     }
-    for (k, (b, (_, e))) in bufs.iter().zip(expected.iter()).enumerate() {
-        assert_eq!(b, e, "{what}: packet {k} wrote other bytes in the burst");
-    }
-    assert_eq!(sb.counters, seq.counters, "{what}");
+    check("two bursts", (d, bufs, sb.counters));
 }
 
 fuzz_target!(|data: &[u8]| {
