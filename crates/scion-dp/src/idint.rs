@@ -59,12 +59,14 @@
 //! entry waits in the packet with the previous MAC in its MAC field (exactly its MAC input),
 //! and the burst pass runs every entry's CBC-MAC and keystream interleaved (one key schedule
 //! load when the burst shares a verifier). The first well-formed push of a flow leaves a
-//! *plan* (its checks, decisions and entry layout; up to 4 per burst); the burst's next
-//! packets with the same request bytes, roles, top entry, padding and verifier location are
-//! checked against it by comparing those bytes instead of walking the stack again (another
-//! verifier in the same place only costs its key lookup). Results are identical to
-//! packet-by-packet processing (tested, and fuzzed with mutated packets following an
-//! unmutated one).
+//! *plan* (its checks, decisions and entry layout; the last 4 are kept); the flow's next
+//! packets (in the burst, in later bursts, or single packets) with the same request bytes,
+//! roles, top entry, padding and verifier location are checked against it by comparing those
+//! bytes instead of walking the stack again (another verifier in the same place only costs
+//! its key lookup). A plan's key is trusted only at the time it was found: a packet at
+//! another time looks its key up again, since it may fall into another DRKey epoch. Results
+//! are identical to packet-by-packet processing through the general path (tested, and
+//! fuzzed with mutated packets following an unmutated one, in one burst, in two and singly).
 
 use aes::cipher::Array;
 use idint_wire::crypto::{Aes128Enc, xor_arrays};
