@@ -344,15 +344,15 @@ impl KeyCache {
         i
     }
 
-    /// For every cached key whose epoch ends within `window` seconds after `now`, derives the
+    /// For every cached key whose epoch ends within `window` seconds after `now` (the sum
+    /// saturates: a huge `window` means every key whose epoch ends after `now`), derives the
     /// next epoch's key into the other way of its set. Returns how many keys were derived.
     pub fn prefetch_next_epoch(&mut self, now: u64, window: u64) -> usize {
+        let until = now.saturating_add(window);
         let todo: Vec<(PackedKeyId, u64)> = self
             .ways
             .iter()
-            .filter(|w| {
-                w.generation != 0 && u64::from(w.end) > now && u64::from(w.end) <= now + window
-            })
+            .filter(|w| w.generation != 0 && u64::from(w.end) > now && u64::from(w.end) <= until)
             .map(|w| (w.id, u64::from(w.end)))
             .collect();
         let mut n = 0;
@@ -399,4 +399,29 @@ fn lru(ways: &[Way], eligible: impl Fn(&Way) -> bool) -> usize {
         .filter(|&k| eligible(&ways[k]))
         .min_by_key(|&k| ways[k].stamp)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::LocalProvider;
+
+    #[test]
+    fn prefetch_with_a_huge_window_saturates() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let p = Arc::new(LocalProvider::new(ia, &[7u8; 16], 3600).unwrap());
+        let mut c = KeyCache::new(p, 8);
+        let id = KeyId {
+            protocol: Protocol::IDINT,
+            src: ia,
+            dst: ia,
+            host: HostAddr::V4(Ipv4Addr::new(1, 2, 3, 4)),
+        };
+        c.get(&id, 1_700_000_000).unwrap();
+        assert_eq!(c.prefetch_next_epoch(1_700_000_000, u64::MAX), 1);
+        assert_eq!(c.prefetch_next_epoch(u64::MAX, u64::MAX), 0);
+        let next = Epoch::containing(1_700_000_000, 3600).unwrap().end;
+        c.get(&id, u64::from(next)).unwrap();
+        assert_eq!(c.stats().misses, 1);
+    }
 }

@@ -47,9 +47,12 @@ impl Epoch {
         Epoch::new(u32::try_from(begin).ok()?, u32::try_from(begin + d).ok()?)
     }
 
-    /// The following epoch of the same length.
+    /// The following epoch of the same length, or `None` if it would end after 2106 or this
+    /// window is empty or inverted (`end <= begin`, which [`Epoch::new`] refuses but the public
+    /// fields allow): it has no length to repeat.
     pub fn next(&self) -> Option<Self> {
-        Epoch::new(self.end, self.end.checked_add(self.end - self.begin)?)
+        let len = self.end.checked_sub(self.begin)?;
+        Epoch::new(self.end, self.end.checked_add(len)?)
     }
 }
 
@@ -74,5 +77,23 @@ mod tests {
         assert!(Epoch::containing(0, MAX_DURATION + 1).is_none());
         assert!(Epoch::new(5, 5).is_none());
         assert!(Epoch::containing(u64::from(u32::MAX), 3600).is_none());
+    }
+
+    #[test]
+    fn next_of_an_invalid_or_last_epoch_is_none() {
+        assert_eq!(Epoch { begin: 10, end: 5 }.next(), None);
+        assert_eq!(Epoch { begin: 7, end: 7 }.next(), None);
+        assert_eq!(
+            Epoch {
+                begin: 0,
+                end: u32::MAX
+            }
+            .next(),
+            None
+        );
+        assert_eq!(
+            Epoch { begin: 10, end: 15 }.next(),
+            Some(Epoch { begin: 15, end: 20 })
+        );
     }
 }

@@ -107,17 +107,25 @@ impl LocalProvider {
     }
 
     fn sv(&self, protocol: Protocol, epoch: Epoch) -> Result<Key, ProviderError> {
-        let mut svs = self
-            .svs
-            .lock()
-            .map_err(|_| ProviderError::Config("poisoned".into()))?;
+        // The map is only a cache of values that can be derived again: if a panic ever
+        // poisoned the lock, start from an empty cache instead of failing every later call.
+        let mut svs = self.svs.lock().unwrap_or_else(|poisoned| {
+            let mut svs = poisoned.into_inner();
+            svs.clear();
+            self.svs.clear_poison();
+            svs
+        });
         if let Some(k) = svs.get(&(protocol, epoch)) {
             return Ok(k.clone());
         }
         let k = secret_value(&self.secret, protocol, epoch)
             .map_err(|e| ProviderError::Config(e.to_string()))?;
-        // Keep the previous, current and next epochs' values at most per protocol.
-        svs.retain(|(p, e), _| *p != protocol || e.end + 2 * self.epoch_secs >= epoch.begin);
+        // Drop this protocol's values of epochs that ended more than two epochs before this
+        // one began (in u64: epochs may end as late as 2106, where u32 sums overflow).
+        let horizon = 2 * u64::from(self.epoch_secs);
+        svs.retain(|(p, e), _| {
+            *p != protocol || u64::from(e.end) + horizon >= u64::from(epoch.begin)
+        });
         svs.insert((protocol, epoch), k.clone());
         Ok(k)
     }
@@ -229,5 +237,44 @@ impl Level1Provider for StaticProvider {
                 protocol,
                 time,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_provider_survives_epochs_near_2106() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let p = LocalProvider::new(ia, &[7u8; 16], 360).unwrap();
+        let (late, _) = p.level1(Protocol::IDINT, ia, ia, 4_294_966_700).unwrap();
+        assert_eq!(late, Epoch::containing(4_294_966_700, 360).unwrap());
+        // An earlier epoch afterwards: evicting the late value must not overflow (it used to
+        // panic under the lock and poison it for good).
+        let (now, k1) = p.level1(Protocol::IDINT, ia, ia, 1_700_000_000).unwrap();
+        assert_eq!(now, Epoch::containing(1_700_000_000, 360).unwrap());
+        let (_, k2) = p.level1(Protocol::IDINT, ia, ia, 1_700_000_001).unwrap();
+        assert_eq!(k1, k2);
+        assert!(
+            p.level1(Protocol::IDINT, ia, ia, u64::from(u32::MAX))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_poisoned_cache_is_reset() {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let p = LocalProvider::new(ia, &[7u8; 16], 360).unwrap();
+        let (_, k1) = p.level1(Protocol::IDINT, ia, ia, 1_700_000_000).unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _guard = p.svs.lock();
+            panic!("poison the lock");
+        }));
+        assert!(r.is_err());
+        assert!(p.svs.is_poisoned());
+        let (_, k2) = p.level1(Protocol::IDINT, ia, ia, 1_700_000_000).unwrap();
+        assert_eq!(k1, k2);
+        assert!(!p.svs.is_poisoned());
     }
 }

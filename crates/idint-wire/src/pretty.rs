@@ -367,7 +367,7 @@ impl Display for ScmpLine<'_, '_> {
                     quote.len()
                 )
             }
-            ScmpRepr::PacketTooBig { mtu, quote } => {
+            ScmpRepr::PacketTooBig { mtu, quote, .. } => {
                 write!(f, "Packet Too Big MTU={mtu} quote={}B", quote.len())
             }
             ScmpRepr::ParameterProblem {
@@ -400,6 +400,7 @@ impl Display for ScmpLine<'_, '_> {
                 id,
                 seq,
                 data,
+                ..
             } => write!(
                 f,
                 "Echo {} id={id} seq={seq} data={}B",
@@ -412,6 +413,7 @@ impl Display for ScmpLine<'_, '_> {
                 seq,
                 ia,
                 interface,
+                ..
             } => write!(
                 f,
                 "Traceroute {} id={id} seq={seq} {ia} interface={interface}",

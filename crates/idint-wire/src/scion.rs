@@ -398,9 +398,10 @@ impl ScionRepr {
         COMMON_LEN + 16 + self.dst_host.len() + self.src_host.len()
     }
 
-    /// Whole SCION header length including the path.
+    /// Whole SCION header length including the path (saturating at `usize::MAX` for an
+    /// absurd `path_len`, which [`Self::emit`] then refuses).
     pub const fn header_len(&self) -> usize {
-        self.address_end() + self.path_len
+        self.address_end().saturating_add(self.path_len)
     }
 
     /// Bytes written by [`Self::emit`] (common + address header; the path is emitted
@@ -505,6 +506,22 @@ mod tests {
         repr.dst_host.emit(&mut buf[28..]).unwrap();
         repr.src_host.emit(&mut buf[44..]).unwrap();
         assert_eq!(buf, HDR);
+    }
+
+    #[test]
+    fn huge_path_len_is_refused() {
+        let b = golden();
+        let mut repr = ScionRepr::parse(&ScionHeader::new_checked(&b[..]).unwrap()).unwrap();
+        for path_len in [usize::MAX, usize::MAX - 47, 1024] {
+            repr.path_len = path_len;
+            let mut out = [0x5au8; 48];
+            assert_eq!(
+                repr.emit(&mut out),
+                Err(Error::invalid(Layer::Common, "HdrLen"))
+            );
+            assert_eq!(out, [0x5a; 48]);
+        }
+        assert_eq!(repr.address_end(), 48);
     }
 
     #[test]

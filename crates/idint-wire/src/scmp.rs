@@ -35,32 +35,53 @@ pub mod msg_type {
     pub const TRACEROUTE_REPLY: u8 = 131;
 }
 
-/// Parameter Problem codes.
+/// Parameter Problem codes (the SCMP specification's names; the wire value in brackets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[allow(missing_docs)]
 pub enum ParamProblemCode {
+    /// (0) A header field is erroneous; the pointer names it.
     ErroneousHeaderField,
+    /// (1) Unknown NextHdr type.
     UnknownNextHdr,
+    /// (16) Invalid common header.
     InvalidCommonHeader,
+    /// (17) Unknown SCION version.
     UnknownScionVersion,
+    /// (18) FlowID required but zero.
     FlowIdRequired,
+    /// (19) Invalid packet size (lengths disagree with the packet).
     InvalidPacketSize,
+    /// (20) Unknown path type.
     UnknownPathType,
+    /// (21) Unknown address format (address type/length).
     UnknownAddressFormat,
+    /// (32) Invalid address header.
     InvalidAddressHeader,
+    /// (33) Invalid source address.
     InvalidSourceAddress,
+    /// (34) Invalid destination address.
     InvalidDestinationAddress,
+    /// (35) Non-local delivery: the destination is not in this AS.
     NonLocalDelivery,
+    /// (48) Invalid path.
     InvalidPath,
+    /// (49) Unknown ConsIngress interface in the current hop field.
     UnknownHopFieldIngress,
+    /// (50) Unknown ConsEgress interface in the current hop field.
     UnknownHopFieldEgress,
+    /// (51) Invalid hop field MAC.
     InvalidHopFieldMac,
+    /// (52) Path expired.
     PathExpired,
+    /// (53) Invalid segment change.
     InvalidSegmentChange,
+    /// (64) Invalid extension header.
     InvalidExtensionHeader,
+    /// (65) Unknown hop-by-hop option.
     UnknownHbhOption,
+    /// (66) Unknown end-to-end option.
     UnknownE2eOption,
-    /// A code this crate does not name.
+    /// A code this crate does not name. [`From<u8>`] never gives it for a named code, and
+    /// [`ScmpRepr::emit`] refuses it with one.
     Unknown(u8),
 }
 
@@ -194,6 +215,10 @@ pub const fn block_len(t: u8) -> usize {
 
 /// An SCMP message with its type-specific fields. `quote`/`data` borrow the rest of the
 /// message.
+///
+/// Every field of the message is kept except the checksum and the reserved bytes of the
+/// type-specific block (emitted as zero), so `parse(emit(x)) == x` for every `x` that emits.
+/// The Code of types that define none is kept as it came (`code`, 0 on the wire normally).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScmpRepr<'a> {
     /// Destination Unreachable (codes 0-6).
@@ -205,6 +230,8 @@ pub enum ScmpRepr<'a> {
     },
     /// Packet Too Big.
     PacketTooBig {
+        /// Code (0).
+        code: u8,
         /// MTU of the link the packet did not fit.
         mtu: u16,
         /// Quoted offending packet.
@@ -221,6 +248,8 @@ pub enum ScmpRepr<'a> {
     },
     /// External Interface Down.
     ExternalInterfaceDown {
+        /// Code (0).
+        code: u8,
         /// ISD-AS of the router.
         ia: IsdAsn,
         /// Interface that is down.
@@ -230,6 +259,8 @@ pub enum ScmpRepr<'a> {
     },
     /// Internal Connectivity Down.
     InternalConnectivityDown {
+        /// Code (0).
+        code: u8,
         /// ISD-AS of the router.
         ia: IsdAsn,
         /// Ingress interface.
@@ -243,6 +274,8 @@ pub enum ScmpRepr<'a> {
     Echo {
         /// true for a reply.
         reply: bool,
+        /// Code (0).
+        code: u8,
         /// Identifier.
         id: u16,
         /// Sequence number.
@@ -254,6 +287,8 @@ pub enum ScmpRepr<'a> {
     Traceroute {
         /// true for a reply.
         reply: bool,
+        /// Code (0).
+        code: u8,
         /// Identifier.
         id: u16,
         /// Sequence number.
@@ -262,8 +297,11 @@ pub enum ScmpRepr<'a> {
         ia: IsdAsn,
         /// Interface of the replying router.
         interface: u64,
+        /// Bytes after the 20-byte block (none in a well-formed message; kept, not dropped).
+        data: &'a [u8],
     },
-    /// Any other type, kept raw.
+    /// A type without a variant of its own, kept raw. [`Self::emit`] refuses the types that
+    /// have one (every type with a [`block_len`] above 0).
     Other {
         /// Type.
         msg_type: u8,
@@ -285,6 +323,7 @@ impl<'a> ScmpRepr<'a> {
         Ok(match t {
             msg_type::DEST_UNREACHABLE => ScmpRepr::DestinationUnreachable { code, quote: rest },
             msg_type::PACKET_TOO_BIG => ScmpRepr::PacketTooBig {
+                code,
                 mtu: read_u16(body, 2),
                 quote: rest,
             },
@@ -294,11 +333,13 @@ impl<'a> ScmpRepr<'a> {
                 quote: rest,
             },
             msg_type::EXTERNAL_INTERFACE_DOWN => ScmpRepr::ExternalInterfaceDown {
+                code,
                 ia: IsdAsn::from_u64(read_u64(body, 0)),
                 interface: read_u64(body, 8),
                 quote: rest,
             },
             msg_type::INTERNAL_CONNECTIVITY_DOWN => ScmpRepr::InternalConnectivityDown {
+                code,
                 ia: IsdAsn::from_u64(read_u64(body, 0)),
                 ingress: read_u64(body, 8),
                 egress: read_u64(body, 16),
@@ -306,16 +347,19 @@ impl<'a> ScmpRepr<'a> {
             },
             msg_type::ECHO_REQUEST | msg_type::ECHO_REPLY => ScmpRepr::Echo {
                 reply: t == msg_type::ECHO_REPLY,
+                code,
                 id: read_u16(body, 0),
                 seq: read_u16(body, 2),
                 data: rest,
             },
             msg_type::TRACEROUTE_REQUEST | msg_type::TRACEROUTE_REPLY => ScmpRepr::Traceroute {
                 reply: t == msg_type::TRACEROUTE_REPLY,
+                code,
                 id: read_u16(body, 0),
                 seq: read_u16(body, 2),
                 ia: IsdAsn::from_u64(read_u64(body, 4)),
                 interface: read_u64(body, 12),
+                data: rest,
             },
             _ => ScmpRepr::Other {
                 msg_type: t,
@@ -329,25 +373,29 @@ impl<'a> ScmpRepr<'a> {
     pub fn type_code(&self) -> (u8, u8) {
         match *self {
             ScmpRepr::DestinationUnreachable { code, .. } => (msg_type::DEST_UNREACHABLE, code),
-            ScmpRepr::PacketTooBig { .. } => (msg_type::PACKET_TOO_BIG, 0),
+            ScmpRepr::PacketTooBig { code, .. } => (msg_type::PACKET_TOO_BIG, code),
             ScmpRepr::ParameterProblem { code, .. } => (msg_type::PARAMETER_PROBLEM, code.into()),
-            ScmpRepr::ExternalInterfaceDown { .. } => (msg_type::EXTERNAL_INTERFACE_DOWN, 0),
-            ScmpRepr::InternalConnectivityDown { .. } => (msg_type::INTERNAL_CONNECTIVITY_DOWN, 0),
-            ScmpRepr::Echo { reply, .. } => (
+            ScmpRepr::ExternalInterfaceDown { code, .. } => {
+                (msg_type::EXTERNAL_INTERFACE_DOWN, code)
+            }
+            ScmpRepr::InternalConnectivityDown { code, .. } => {
+                (msg_type::INTERNAL_CONNECTIVITY_DOWN, code)
+            }
+            ScmpRepr::Echo { reply, code, .. } => (
                 if reply {
                     msg_type::ECHO_REPLY
                 } else {
                     msg_type::ECHO_REQUEST
                 },
-                0,
+                code,
             ),
-            ScmpRepr::Traceroute { reply, .. } => (
+            ScmpRepr::Traceroute { reply, code, .. } => (
                 if reply {
                     msg_type::TRACEROUTE_REPLY
                 } else {
                     msg_type::TRACEROUTE_REQUEST
                 },
-                0,
+                code,
             ),
             ScmpRepr::Other { msg_type, code, .. } => (msg_type, code),
         }
@@ -360,21 +408,43 @@ impl<'a> ScmpRepr<'a> {
             | ScmpRepr::ParameterProblem { quote, .. }
             | ScmpRepr::ExternalInterfaceDown { quote, .. }
             | ScmpRepr::InternalConnectivityDown { quote, .. } => quote,
-            ScmpRepr::Echo { data, .. } => data,
-            ScmpRepr::Traceroute { .. } => &[],
+            ScmpRepr::Echo { data, .. } | ScmpRepr::Traceroute { data, .. } => data,
             ScmpRepr::Other { body, .. } => body,
         }
     }
 
     /// Bytes of the whole message.
     pub fn buffer_len(&self) -> usize {
-        let (t, _) = self.type_code();
-        HEADER_LEN + block_len(t) + self.tail().len()
+        match *self {
+            ScmpRepr::Other { body, .. } => HEADER_LEN + body.len(),
+            _ => HEADER_LEN + block_len(self.type_code().0) + self.tail().len(),
+        }
+    }
+
+    /// Checks what [`Self::emit`] refuses: [`ScmpRepr::Other`] with a type that has its own
+    /// variant (it would parse back as that variant) and a Parameter Problem
+    /// [`ParamProblemCode::Unknown`] holding a code that has a name (it would parse back as
+    /// the named code).
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            ScmpRepr::Other { msg_type, .. } if block_len(msg_type) != 0 => {
+                Err(Error::invalid(Layer::Scmp, "Type"))
+            }
+            ScmpRepr::ParameterProblem {
+                code: ParamProblemCode::Unknown(c),
+                ..
+            } if !matches!(ParamProblemCode::from(c), ParamProblemCode::Unknown(_)) => {
+                Err(Error::invalid(Layer::Scmp, "Code"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Writes the message to the start of `b` with a zero checksum (fill it afterwards with
-    /// [`ScmpPacket::fill_checksum`]).
+    /// [`ScmpPacket::fill_checksum`]). Fails, writing nothing, if [`Self::validate`] does or
+    /// `b` is shorter than [`Self::buffer_len`].
     pub fn emit(&self, b: &mut [u8]) -> Result<()> {
+        self.validate()?;
         let len = self.buffer_len();
         need(Layer::Scmp, b, len)?;
         let (t, code) = self.type_code();
@@ -424,12 +494,8 @@ impl<'a> ScmpRepr<'a> {
             }
             ScmpRepr::Other { .. } => {}
         }
-        let tail = self.tail();
-        let start = block_len(t);
-        if start + tail.len() != body.len() {
-            return Err(Error::invalid(Layer::Scmp, "length"));
-        }
-        body[start..].copy_from_slice(tail);
+        // `len` is exactly header, block and tail (`buffer_len`), so the tail fills the rest.
+        body[block_len(t)..].copy_from_slice(self.tail());
         Ok(())
     }
 }
@@ -461,10 +527,12 @@ mod tests {
     fn traceroute_and_truncation() {
         let r = ScmpRepr::Traceroute {
             reply: true,
+            code: 0,
             id: 7,
             seq: 9,
             ia: IsdAsn::from_u64(0x0001_ff00_0000_0110),
             interface: 3,
+            data: &[],
         };
         let mut buf = [0u8; 24];
         r.emit(&mut buf).unwrap();
@@ -473,5 +541,70 @@ mod tests {
             assert!(ScmpRepr::parse(&buf[..cut]).is_err());
         }
         assert!(r.emit(&mut [0u8; 23]).is_err());
+    }
+
+    #[test]
+    fn other_with_a_type_that_has_a_variant_is_refused() {
+        let body = [1u8, 2, 3, 4];
+        for t in [1, 2, 4, 5, 6, 128, 129, 130, 131] {
+            let r = ScmpRepr::Other {
+                msg_type: t,
+                code: 0,
+                body: &body,
+            };
+            let mut b = [0xeeu8; 32];
+            assert_eq!(r.emit(&mut b), Err(Error::invalid(Layer::Scmp, "Type")));
+            assert_eq!(b, [0xee; 32], "type {t}");
+        }
+        // A type without a variant is written as it is and parses back.
+        let r = ScmpRepr::Other {
+            msg_type: 200,
+            code: 3,
+            body: &body,
+        };
+        let mut b = [0xeeu8; 8];
+        assert_eq!(r.buffer_len(), 8);
+        r.emit(&mut b).unwrap();
+        assert_eq!(b, [200, 3, 0, 0, 1, 2, 3, 4]);
+        assert_eq!(ScmpRepr::parse(&b).unwrap(), r);
+        // So is a Parameter Problem `Unknown` holding a named code.
+        let r = ScmpRepr::ParameterProblem {
+            code: ParamProblemCode::Unknown(51),
+            pointer: 0,
+            quote: &[],
+        };
+        let mut b = [0xeeu8; 8];
+        assert_eq!(r.emit(&mut b), Err(Error::invalid(Layer::Scmp, "Code")));
+        assert_eq!(b, [0xee; 8]);
+    }
+
+    #[test]
+    fn code_and_trailing_bytes_are_kept() {
+        // Packet Too Big with code 7 and reserved bytes aabb: the code survives, the reserved
+        // bytes are written as zero.
+        let raw = [2u8, 7, 0, 0, 0xaa, 0xbb, 5, 0xdc];
+        let p = ScmpRepr::parse(&raw).unwrap();
+        assert_eq!(p.type_code(), (2, 7));
+        let mut b = [0u8; 8];
+        p.emit(&mut b).unwrap();
+        assert_eq!(b, [2, 7, 0, 0, 0, 0, 5, 0xdc]);
+        assert_eq!(ScmpRepr::parse(&b).unwrap(), p);
+        let mut tr = [0u8; 27];
+        tr[..4].copy_from_slice(&[130, 9, 0, 0]);
+        tr[24..].copy_from_slice(&[1, 2, 3]);
+        let mut ext = [0u8; 20];
+        ext[..2].copy_from_slice(&[5, 4]);
+        let mut internal = [0u8; 28];
+        internal[..2].copy_from_slice(&[6, 2]);
+        let echo = [129u8, 1, 0, 0, 0, 7, 0, 8, 0xff];
+        for raw in [&tr[..], &ext[..], &internal[..], &echo[..]] {
+            let p = ScmpRepr::parse(raw).unwrap();
+            assert_eq!(p.type_code(), (raw[0], raw[1]));
+            assert_eq!(p.buffer_len(), raw.len());
+            let mut b = [0xeeu8; 28];
+            p.emit(&mut b[..raw.len()]).unwrap();
+            assert_eq!(&b[..raw.len()], raw);
+            assert_eq!(ScmpRepr::parse(&b[..raw.len()]).unwrap(), p);
+        }
     }
 }

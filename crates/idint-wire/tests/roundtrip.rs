@@ -172,11 +172,11 @@ proptest! {
         for r in [
             ScmpRepr::ParameterProblem { code: ParamProblemCode::from(code), pointer: ptr, quote: &data },
             ScmpRepr::DestinationUnreachable { code: code % 7, quote: &data },
-            ScmpRepr::PacketTooBig { mtu: ptr, quote: &data },
-            ScmpRepr::ExternalInterfaceDown { ia, interface: ifid, quote: &data },
-            ScmpRepr::InternalConnectivityDown { ia, ingress: ifid, egress: !ifid, quote: &data },
-            ScmpRepr::Echo { reply: code % 2 == 0, id, seq, data: &data },
-            ScmpRepr::Traceroute { reply: code % 2 == 1, id, seq, ia, interface: ifid },
+            ScmpRepr::PacketTooBig { code, mtu: ptr, quote: &data },
+            ScmpRepr::ExternalInterfaceDown { code, ia, interface: ifid, quote: &data },
+            ScmpRepr::InternalConnectivityDown { code, ia, ingress: ifid, egress: !ifid, quote: &data },
+            ScmpRepr::Echo { reply: code % 2 == 0, code, id, seq, data: &data },
+            ScmpRepr::Traceroute { reply: code % 2 == 1, code, id, seq, ia, interface: ifid, data: &data },
         ] {
             let mut buf = vec![0u8; r.buffer_len()];
             r.emit(&mut buf).unwrap();

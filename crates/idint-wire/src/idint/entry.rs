@@ -85,13 +85,31 @@ impl Metadata {
         self.len() == 0
     }
 
-    /// Decodes `b` (exactly the metadata bytes) for a mask and slot lengths.
+    /// Checks that every present slot is 2, 4, 6 or 8 bytes long (what ML can encode).
+    pub fn validate(&self) -> Result<()> {
+        if self
+            .slots
+            .iter()
+            .flatten()
+            .all(|s| valid_slot_len(s.len) && s.len != 0)
+        {
+            Ok(())
+        } else {
+            Err(Error::invalid(Layer::IdIntEntry, "ML"))
+        }
+    }
+
+    /// Decodes `b` (exactly the metadata bytes) for a mask and slot lengths in bytes (each 0,
+    /// 2, 4, 6 or 8; anything else is an invalid ML).
     ///
     /// Every field is decoded into a local and the value built once at the end: filling a
     /// default value field by field and returning it made the caller copy it out with wide
     /// loads right after the narrow stores (a store-forwarding stall per entry).
     #[inline]
     pub fn parse(mask: u8, slot_lens: [u8; 4], b: &[u8]) -> Result<Self> {
+        if !slot_lens.iter().all(|&l| valid_slot_len(l)) {
+            return Err(Error::invalid(Layer::IdIntEntry, "ML"));
+        }
         need(Layer::IdIntEntry, b, metadata_len(mask, slot_lens))?;
         let mut at = 0;
         let mut item = |bit: u8, size: usize| {
@@ -133,8 +151,10 @@ impl Metadata {
         })
     }
 
-    /// Encodes into the start of `b`; returns the bytes written.
+    /// Encodes into the start of `b`; returns the bytes written. Fails (writing nothing) if
+    /// [`Self::validate`] does or `b` is too short.
     pub fn emit(&self, b: &mut [u8]) -> Result<usize> {
+        self.validate()?;
         let len = self.len();
         need(Layer::IdIntEntry, b, len)?;
         let mut at = 0;
@@ -151,9 +171,6 @@ impl Metadata {
         }
         for s in self.slots.iter().flatten() {
             let n = usize::from(s.len);
-            if !matches!(n, 2 | 4 | 6 | 8) {
-                return Err(Error::invalid(Layer::IdIntEntry, "ML"));
-            }
             b[at..at + n].copy_from_slice(&s.value.to_be_bytes()[8 - n..]);
             at += n;
         }
@@ -169,6 +186,12 @@ impl Metadata {
             .position(|(s, i)| s.is_some_and(|s| usize::from(s.len) != i.data_len()))
             .map(|p| p + 1)
     }
+}
+
+/// Whether `len` bytes is a slot length ML can encode (0 = absent, 2, 4, 6 or 8).
+#[inline(always)]
+const fn valid_slot_len(len: u8) -> bool {
+    len <= 8 && len.is_multiple_of(2)
 }
 
 /// Bytes of bitmap metadata for each Mask value.
@@ -441,13 +464,21 @@ impl EntryRepr {
         entry_len(self.nonce.is_some(), self.metadata.len())
     }
 
-    /// Writes the entry to the start of `b`.
-    pub fn emit(&self, b: &mut [u8]) -> Result<()> {
-        let len = self.buffer_len();
-        need(Layer::IdIntEntry, b, len)?;
+    /// Checks the fields [`Self::emit`] cannot encode: Hop above 63 and slots that are not
+    /// 2, 4, 6 or 8 bytes long.
+    pub fn validate(&self) -> Result<()> {
         if self.hop > 63 {
             return Err(Error::invalid(Layer::IdIntEntry, "Hop"));
         }
+        self.metadata.validate()
+    }
+
+    /// Writes the entry to the start of `b`. Fails (writing nothing) if [`Self::validate`]
+    /// does or `b` is shorter than [`Self::buffer_len`].
+    pub fn emit(&self, b: &mut [u8]) -> Result<()> {
+        self.validate()?;
+        let len = self.buffer_len();
+        need(Layer::IdIntEntry, b, len)?;
         b[0] = opt_type::IDINT_ENTRY;
         b[1] = (len - 2) as u8;
         b[2] = self.flags();
@@ -520,6 +551,59 @@ mod tests {
         let mut bad = ENTRY;
         bad[4] = 0xf4; // mask claims 10 bytes of bitmap items: metadata no longer fits
         assert!(Entry::new_checked(&bad[..]).is_err());
+    }
+
+    #[test]
+    fn metadata_parse_refuses_slot_lengths_ml_cannot_encode() {
+        let ml = Err(Error::invalid(Layer::IdIntEntry, "ML"));
+        assert_eq!(Metadata::parse(0, [9, 0, 0, 0], &[0; 9]), ml);
+        assert_eq!(Metadata::parse(0, [0, 0, 0, 255], &[0; 255]), ml);
+        assert_eq!(Metadata::parse(0, [0, 14, 0, 0], &[0; 14]), ml);
+        assert_eq!(Metadata::parse(0, [3, 0, 0, 0], &[0; 3]), ml);
+        let m = Metadata::parse(0, [8, 0, 0, 2], &[1; 10]).unwrap();
+        assert_eq!(
+            m.slots[0],
+            Some(SlotValue {
+                len: 8,
+                value: 0x0101_0101_0101_0101
+            })
+        );
+        assert_eq!(
+            m.slots[3],
+            Some(SlotValue {
+                len: 2,
+                value: 0x0101
+            })
+        );
+    }
+
+    #[test]
+    fn invalid_entries_emit_nothing() {
+        let mut bad_slot = EntryRepr::default();
+        bad_slot.metadata.node_id = Some(7);
+        for len in [0, 3, 10] {
+            bad_slot.metadata.slots[1] = Some(SlotValue { len, value: 1 });
+            let mut b = [0xa5u8; 64];
+            assert_eq!(
+                bad_slot.emit(&mut b),
+                Err(Error::invalid(Layer::IdIntEntry, "ML"))
+            );
+            assert_eq!(
+                bad_slot.metadata.emit(&mut b).map(|_| ()),
+                bad_slot.validate()
+            );
+            assert_eq!(b, [0xa5; 64], "slot length {len}");
+        }
+        let bad_hop = EntryRepr {
+            hop: 64,
+            ..EntryRepr::default()
+        };
+        let mut b = [0xa5u8; 64];
+        assert_eq!(
+            bad_hop.emit(&mut b),
+            Err(Error::invalid(Layer::IdIntEntry, "Hop"))
+        );
+        assert_eq!(b, [0xa5; 64]);
     }
 
     #[test]

@@ -287,17 +287,28 @@ impl MainOptionRepr {
         }
     }
 
-    /// Writes the option to the start of `b`.
-    pub fn emit(&self, b: &mut [u8]) -> Result<()> {
-        let len = self.buffer_len();
-        need(Layer::IdIntMain, b, len)?;
+    /// Checks the fields [`Self::emit`] cannot encode: DelayHops above 63, InstF above 0xf,
+    /// an aggregation function without a code ([`AggregationFunction::code`]), a source
+    /// timestamp of 2^48 ns or more, and a third-party verifier host that is not IPv4/IPv6.
+    pub fn validate(&self) -> Result<()> {
+        self.verifier_bits().map(|_| ())
+    }
+
+    /// (Vrf, VT/VL) after the checks of [`Self::validate`].
+    fn verifier_bits(&self) -> Result<(u8, u8)> {
         if self.delay_hops > 63 {
             return Err(Error::invalid(Layer::IdIntMain, "DelayHops"));
         }
         if self.inst_bitmap > 0xf {
             return Err(Error::invalid(Layer::IdIntMain, "InstF"));
         }
-        let (vrf, vtype) = match self.verifier {
+        if self.aggregation.iter().any(|a| a.code().is_none()) {
+            return Err(Error::invalid(Layer::IdIntMain, "AF"));
+        }
+        if self.source_timestamp >> 48 != 0 {
+            return Err(Error::invalid(Layer::IdIntMain, "source timestamp"));
+        }
+        Ok(match self.verifier {
             Verifier::ThirdParty { host, .. } => match host.addr_type() {
                 t @ (AddrType::IPV4 | AddrType::IPV6) => (0u8, t.nibble()),
                 _ => {
@@ -309,7 +320,15 @@ impl MainOptionRepr {
             },
             Verifier::Destination => (1, 0),
             Verifier::Source => (2, 0),
-        };
+        })
+    }
+
+    /// Writes the option to the start of `b`. Fails, writing nothing, if [`Self::validate`]
+    /// does or `b` is shorter than [`Self::buffer_len`].
+    pub fn emit(&self, b: &mut [u8]) -> Result<()> {
+        let (vrf, vtype) = self.verifier_bits()?;
+        let len = self.buffer_len();
+        need(Layer::IdIntMain, b, len)?;
         b[0] = opt_type::IDINT_MAIN;
         b[1] = (len - 2) as u8;
         b[2] = (u8::from(self.infrastructure) * flags::I)
@@ -329,9 +348,6 @@ impl MainOptionRepr {
         for (i, inst) in self.instructions.iter().enumerate() {
             b[10 + i] = inst.0;
         }
-        if self.source_timestamp >> 48 != 0 {
-            return Err(Error::invalid(Layer::IdIntMain, "source timestamp"));
-        }
         write_u48(b, 14, self.source_timestamp);
         write_u16(b, 20, self.source_port);
         if let Verifier::ThirdParty { ia, host } = self.verifier {
@@ -339,5 +355,48 @@ impl MainOptionRepr {
             host.emit(&mut b[30..])?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::idint::RequestBuilder;
+
+    #[test]
+    fn invalid_options_emit_nothing() {
+        let good = RequestBuilder::new(1).main_option();
+        let mut cases = [good; 5];
+        cases[0].source_timestamp = 1 << 48;
+        cases[1].aggregation[0] = AggregationFunction::Unknown(2);
+        cases[2].aggregation[1] = AggregationFunction::Unknown(9);
+        cases[3].aggregation[3] = AggregationFunction::Unknown(0);
+        cases[4].delay_hops = 64;
+        let fields = ["source timestamp", "AF", "AF", "AF", "DelayHops"];
+        for (r, field) in cases.iter().zip(fields) {
+            let mut b = [0xa5u8; BASE_LEN];
+            assert_eq!(r.emit(&mut b), Err(Error::invalid(Layer::IdIntMain, field)));
+            assert_eq!(r.validate(), Err(Error::invalid(Layer::IdIntMain, field)));
+            assert_eq!(b, [0xa5; BASE_LEN], "{field}");
+        }
+    }
+
+    #[test]
+    fn aggregation_functions_round_trip() {
+        let mut r = RequestBuilder::new(1).main_option();
+        for k in 0..8u8 {
+            let af = AggregationFunction::from(k);
+            assert_eq!(af.code(), Some(k));
+            r.aggregation = [
+                af,
+                AggregationFunction::Unknown(5),
+                af,
+                AggregationFunction::Sum,
+            ];
+            let mut b = [0u8; BASE_LEN];
+            r.emit(&mut b).unwrap();
+            let back = MainOptionRepr::parse(&MainOption::new_checked(&b[..]).unwrap()).unwrap();
+            assert_eq!(back, r);
+        }
     }
 }

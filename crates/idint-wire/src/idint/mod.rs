@@ -79,8 +79,24 @@ pub enum AggregationFunction {
     Max,
     /// 4: sum (wrapping in the slot width).
     Sum,
-    /// 5-7: unassigned.
+    /// 5-7: unassigned. [`From<u8>`] only gives it for those codes; the main option's
+    /// emitter refuses any other value (it would parse back as another variant).
     Unknown(u8),
+}
+
+impl AggregationFunction {
+    /// The 3-bit AFn code, or `None` for an `Unknown` value outside 5-7.
+    pub const fn code(self) -> Option<u8> {
+        match self {
+            AggregationFunction::First => Some(0),
+            AggregationFunction::Last => Some(1),
+            AggregationFunction::Min => Some(2),
+            AggregationFunction::Max => Some(3),
+            AggregationFunction::Sum => Some(4),
+            AggregationFunction::Unknown(o @ 5..=7) => Some(o),
+            AggregationFunction::Unknown(_) => None,
+        }
+    }
 }
 
 impl From<u8> for AggregationFunction {
@@ -96,6 +112,8 @@ impl From<u8> for AggregationFunction {
     }
 }
 
+/// The 3-bit code; an `Unknown` value outside 5-7 gives its low 3 bits (see
+/// [`AggregationFunction::code`] for the checked conversion).
 impl From<AggregationFunction> for u8 {
     fn from(v: AggregationFunction) -> u8 {
         match v {

@@ -95,9 +95,11 @@ impl RequestBuilder {
     }
 
     /// Writes a complete HBH header (NextHdr = `next_header`) holding the request to the start
-    /// of `buf`; returns its length. The source MAC is left zero (see `idint::crypto`).
+    /// of `buf`; returns its length. The source MAC is left zero (see `idint::crypto`). On
+    /// error nothing is written.
     pub fn emit_hbh(&self, buf: &mut [u8], next_header: u8) -> Result<usize> {
         let main = self.main_option();
+        main.validate()?;
         let main_len = main.buffer_len();
         let stack_len = usize::from(self.stack_len_words) * 4;
         let total = self.hbh_len();
@@ -105,6 +107,7 @@ impl RequestBuilder {
             return Err(Error::invalid(Layer::IdIntMain, "StackLen"));
         }
         let source = self.source_entry();
+        source.validate()?;
         if source.buffer_len() > stack_len {
             return Err(Error::NoSpace {
                 layer: Layer::IdIntStack,
@@ -115,6 +118,7 @@ impl RequestBuilder {
         if buf.len() < total {
             return Err(Error::truncated(Layer::HopByHop, total, buf.len()));
         }
+        // Both options are valid and fit: nothing below fails.
         buf[0] = next_header;
         buf[1] = (total / 4 - 1) as u8;
         main.emit(&mut buf[2..])?;
@@ -141,5 +145,32 @@ impl RequestBuilder {
             _ => Error::invalid(Layer::IdIntEntry, "source entry"),
         })?;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::idint::entry::SlotValue;
+
+    #[test]
+    fn invalid_requests_write_nothing() {
+        let mut late = RequestBuilder::new(1 << 48);
+        late.stack_len_words = 8;
+        let mut bad_slot = RequestBuilder::new(1);
+        bad_slot.stack_len_words = 8;
+        bad_slot.source_metadata.slots[0] = Some(SlotValue { len: 3, value: 1 });
+        let mut bad_af = RequestBuilder::new(1);
+        bad_af.stack_len_words = 8;
+        bad_af.aggregation[2] = AggregationFunction::Unknown(1);
+        for (r, err) in [
+            (late, Error::invalid(Layer::IdIntMain, "source timestamp")),
+            (bad_slot, Error::invalid(Layer::IdIntEntry, "ML")),
+            (bad_af, Error::invalid(Layer::IdIntMain, "AF")),
+        ] {
+            let mut b = [0xa5u8; 64];
+            assert_eq!(r.emit_hbh(&mut b, 17), Err(err));
+            assert_eq!(b, [0xa5; 64], "{err}");
+        }
     }
 }

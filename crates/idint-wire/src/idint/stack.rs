@@ -311,13 +311,16 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
 
     /// Appends `entry` where the padding starts, re-writes the padding after it and points TOS
     /// at it. If it does not fit, sets X and writes nothing else. The first entry of a stack
-    /// must be the source entry and no later entry may be one; otherwise nothing is written
-    /// and the error says so.
+    /// must be the source entry and no later entry may be one, and the entry must pass
+    /// [`EntryRepr::validate`]; otherwise nothing is written (X included) and the error says
+    /// so.
     pub fn push(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
+        entry.validate()?;
         let len = entry.buffer_len();
         if entry.source != (self.used_len() == 0) {
             return Err(Error::invalid(Layer::IdIntStack, "source entry position"));
         }
+        // The entry is valid: from here on nothing fails after the first write.
         let outcome = self.reserve(len)?;
         if let PushOutcome::Pushed { offset } = outcome {
             entry.emit(&mut self.buffer.as_mut()[offset..offset + len])?;
@@ -360,10 +363,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     }
 
     /// `len` bytes at `offset` of the HBH header, writable (for an entry made room for with
-    /// [`Self::reserve`]).
+    /// [`Self::reserve`]). The range is clamped to the end of the stack: it is shorter than
+    /// `len` if it would reach past the stack, and empty if `offset` is at or after its end.
     pub fn bytes_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
         let end = self.stack_range().end;
-        &mut self.buffer.as_mut()[offset..(offset + len).min(end)]
+        let start = offset.min(end);
+        &mut self.buffer.as_mut()[start..offset.saturating_add(len).min(end)]
     }
 }
 
@@ -388,9 +393,11 @@ impl<T: AsRef<[u8]>> IdInt<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> IdInt<T> {
     /// Replaces the newest (TOS) entry by `entry`, which may be longer or shorter, and
     /// re-writes the padding after it; TOS is unchanged. If the new entry does not fit in the
-    /// stack, sets X and writes nothing else. Replacing the source entry, or writing a source
-    /// entry above it, is refused with an error.
+    /// stack, sets X and writes nothing else. Replacing the source entry, writing a source
+    /// entry above it, or an entry that fails [`EntryRepr::validate`] is refused with an error
+    /// and nothing is written.
     pub fn replace_tos(&mut self, entry: &EntryRepr) -> Result<PushOutcome> {
+        entry.validate()?;
         let stack = self.stack_range();
         let Some((at, old)) = self.tos_entry() else {
             return Err(Error::invalid(Layer::IdIntStack, "no entry to replace"));
@@ -440,5 +447,95 @@ impl<'a> Iterator for Entries<'a> {
         let at = self.pos;
         self.pos += e.total_len();
         Some((at, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::idint::RequestBuilder;
+    use crate::idint::entry::SlotValue;
+    use std::vec;
+    use std::vec::Vec;
+
+    /// An HBH header with a request of `words` stack words (source entry only).
+    fn request(words: u8) -> Vec<u8> {
+        let mut r = RequestBuilder::new(1000);
+        r.stack_len_words = words;
+        let mut b = vec![0u8; r.hbh_len()];
+        r.emit_hbh(&mut b, 17).unwrap();
+        b
+    }
+
+    fn bad_entries() -> [(EntryRepr, Error); 3] {
+        let mut three = EntryRepr::default();
+        three.metadata.slots[0] = Some(SlotValue { len: 3, value: 1 });
+        let mut ten = EntryRepr::default();
+        ten.metadata.slots[2] = Some(SlotValue { len: 10, value: 1 });
+        let ml = Error::invalid(Layer::IdIntEntry, "ML");
+        [
+            (
+                EntryRepr {
+                    hop: 64,
+                    nonce: Some([0; 12]),
+                    ..EntryRepr::default()
+                },
+                Error::invalid(Layer::IdIntEntry, "Hop"),
+            ),
+            (three, ml),
+            (ten, ml),
+        ]
+    }
+
+    #[test]
+    fn push_of_an_invalid_entry_changes_nothing() {
+        // 20 words: room to spare; 3 words: only the source entry fits (the push would set X).
+        for words in [20, 3] {
+            for (e, err) in bad_entries() {
+                let mut b = request(words);
+                let orig = b.clone();
+                let mut s = IdInt::locate(&mut b[..]).unwrap().unwrap();
+                let used = s.used_len();
+                assert_eq!(s.push(&e), Err(err));
+                assert_eq!(s.used_len(), used);
+                assert_eq!(b, orig, "{words} words, {e:?}");
+                IdInt::locate(&b[..]).unwrap().unwrap().check().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn replace_tos_with_an_invalid_entry_changes_nothing() {
+        // 8 words: the 24-byte entry with Hop 64 would not fit either (the replace would set X).
+        for words in [20, 8] {
+            let mut b = request(words);
+            let mut s = IdInt::locate(&mut b[..]).unwrap().unwrap();
+            let first = EntryRepr {
+                hop: 1,
+                ..EntryRepr::default()
+            };
+            assert!(matches!(s.push(&first), Ok(PushOutcome::Pushed { .. })));
+            let orig = b.clone();
+            for (e, err) in bad_entries() {
+                let mut s = IdInt::locate(&mut b[..]).unwrap().unwrap();
+                assert_eq!(s.replace_tos(&e), Err(err));
+                assert_eq!(b, orig, "{words} words, {e:?}");
+                IdInt::locate(&b[..]).unwrap().unwrap().check().unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_mut_clamps_to_the_stack() {
+        let mut b = request(20);
+        let mut s = IdInt::locate(&mut b[..]).unwrap().unwrap();
+        let end = s.stack_range().end;
+        assert_eq!(s.bytes_mut(end - 4, 4).len(), 4);
+        assert_eq!(s.bytes_mut(end - 4, 8).len(), 4);
+        assert!(s.bytes_mut(end, 4).is_empty());
+        assert!(s.bytes_mut(1000, 4).is_empty());
+        assert!(s.bytes_mut(usize::MAX, usize::MAX).is_empty());
+        assert_eq!(s.bytes_mut(end - 1, usize::MAX).len(), 1);
     }
 }

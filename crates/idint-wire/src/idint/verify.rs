@@ -252,21 +252,27 @@ impl<const N: usize> ReplayWindow<N> {
     }
 
     /// The full Unix time (ns) of a 48-bit timestamp received at `now_ns`, if it is fresh.
+    ///
+    /// Of the two candidates `back` ns before and `ahead` ns after `now_ns`, only times from
+    /// 0 to `u64::MAX` count: a timestamp that could only lie before the Unix epoch is in the
+    /// future, and one that could only lie after `u64::MAX` ns is refused as
+    /// [`ReplayError::Future`] (no panic at either end of the clock).
     pub fn fresh(&self, ts48: u64, now_ns: u64) -> Result<u64, ReplayError> {
         let now48 = now_ns % WRAP;
         let back = (now48.wrapping_sub(ts48 % WRAP)) % WRAP;
         let ahead = WRAP - back;
-        if back != 0 && ahead <= self.skew_ns {
-            return Ok(now_ns + ahead);
+        let past = now_ns.checked_sub(back);
+        if back != 0
+            && ahead <= self.skew_ns
+            && let Some(t) = now_ns.checked_add(ahead)
+        {
+            return Ok(t);
         }
-        if back > self.window_ns {
-            return Err(if ahead < WRAP / 2 {
-                ReplayError::Future { ahead_ns: ahead }
-            } else {
-                ReplayError::Stale { age_ns: back }
-            });
+        match past {
+            Some(t) if back <= self.window_ns => Ok(t),
+            Some(_) if ahead >= WRAP / 2 => Err(ReplayError::Stale { age_ns: back }),
+            _ => Err(ReplayError::Future { ahead_ns: ahead }),
         }
-        Ok(now_ns - back)
     }
 
     fn home(full: u64, port: u16) -> usize {
@@ -332,6 +338,33 @@ mod tests {
         // Just after a wrap of the 48-bit counter.
         let now = 5 * WRAP + 3 * S;
         assert_eq!(w.fresh(ts(now - 4 * S), now), Ok(now - 4 * S));
+    }
+
+    #[test]
+    fn freshness_at_both_ends_of_the_clock() {
+        let w = ReplayWindow::<8>::new(60 * S, S);
+        // 6 ns "ago" would be before the Unix epoch: the only candidate is ~2^48 ns ahead.
+        assert_eq!(
+            w.fresh(WRAP - 1, 5),
+            Err(ReplayError::Future { ahead_ns: WRAP - 6 })
+        );
+        assert_eq!(w.fresh(5, 5), Ok(5));
+        assert_eq!(w.fresh(2, 5), Ok(2));
+        // Within the skew: fine unless it lies after u64::MAX ns.
+        assert_eq!(w.fresh(3, 1), Ok(3));
+        assert_eq!(
+            w.fresh(0, u64::MAX),
+            Err(ReplayError::Future { ahead_ns: 1 })
+        );
+        assert_eq!(w.fresh(u64::MAX % WRAP, u64::MAX), Ok(u64::MAX));
+        assert_eq!(w.fresh((u64::MAX - 7) % WRAP, u64::MAX), Ok(u64::MAX - 7));
+        // A window wider than the clock so far.
+        let wide = ReplayWindow::<8>::new(u64::MAX, 0);
+        assert_eq!(
+            wide.fresh(WRAP - 1, 5),
+            Err(ReplayError::Future { ahead_ns: WRAP - 6 })
+        );
+        assert_eq!(wide.fresh(0, 5), Ok(0));
     }
 
     #[test]

@@ -112,8 +112,10 @@ impl EpicPathRepr {
     pub const fn buffer_len(&self) -> usize {
         EPIC_PREFIX_LEN + self.scion.buffer_len()
     }
-    /// Writes the path to the start of `b`.
+    /// Writes the path to the start of `b`. Fails, writing nothing, if the embedded path's
+    /// meta header is invalid ([`super::PathMeta::validate`]) or `b` is too short.
     pub fn emit(&self, b: &mut [u8]) -> Result<()> {
+        self.scion.meta.validate()?;
         need(Layer::Epic, b, self.buffer_len())?;
         let mut v = EpicPath::new_unchecked(&mut *b);
         v.set_pkt_id(self.epic_ts, self.counter);

@@ -77,9 +77,22 @@ impl PathMeta {
         META_LEN + INFO_LEN * self.num_infos() + HOP_LEN * self.num_hops()
     }
 
-    /// Checks the structural rules: at least one hop, no zero SegLen before a non-zero one,
-    /// at most 64 hops, CurrINF and CurrHF inside the path.
+    /// Checks the structural rules: every field fits its bit width (CurrINF 2 bits, CurrHF,
+    /// reserved and each SegLen 6 bits), at least one hop, no zero SegLen before a non-zero
+    /// one, at most 64 hops, CurrINF and CurrHF inside the path.
     pub const fn validate(&self) -> Result<()> {
+        if self.seg_len[0] > 0x3f || self.seg_len[1] > 0x3f || self.seg_len[2] > 0x3f {
+            return Err(Error::invalid(Layer::PathMeta, "SegLen"));
+        }
+        if self.curr_inf > 3 {
+            return Err(Error::invalid(Layer::PathMeta, "CurrINF"));
+        }
+        if self.curr_hf > 0x3f {
+            return Err(Error::invalid(Layer::PathMeta, "CurrHF"));
+        }
+        if self.reserved > 0x3f {
+            return Err(Error::invalid(Layer::PathMeta, "RSV"));
+        }
         let n = self.num_infos();
         if n == 0 {
             return Err(Error::invalid(Layer::PathMeta, "SegLen"));
@@ -552,6 +565,67 @@ mod tests {
         for cut in 0..PATH.len() {
             assert!(ScionPath::new_checked(&PATH[..cut]).is_err());
         }
+    }
+
+    #[test]
+    fn fields_wider_than_their_bits_are_refused() {
+        let seg64 = PathMeta {
+            seg_len: [64, 0, 0],
+            ..Default::default()
+        };
+        let cases = [
+            (seg64, "SegLen"),
+            (
+                PathMeta {
+                    seg_len: [0, 0x40, 0],
+                    ..Default::default()
+                },
+                "SegLen",
+            ),
+            (
+                PathMeta {
+                    seg_len: [1, 0, 0],
+                    reserved: 0x40,
+                    ..Default::default()
+                },
+                "RSV",
+            ),
+        ];
+        for (meta, field) in cases {
+            assert_eq!(meta.validate(), Err(Error::invalid(Layer::PathMeta, field)));
+            let r = ScionPathRepr {
+                meta,
+                infos: [InfoField::default(); MAX_INFOS],
+                hops: [HopField::default(); MAX_HOPS],
+            };
+            let mut b = [0xa5u8; 4 + 3 * INFO_LEN + 130 * HOP_LEN];
+            assert!(r.emit(&mut b).is_err());
+            assert!(b.iter().all(|&x| x == 0xa5));
+            let e = super::super::EpicPathRepr {
+                epic_ts: 1,
+                counter: 2,
+                phvf: [3; 4],
+                lhvf: [4; 4],
+                scion: r,
+            };
+            assert!(e.emit(&mut b).is_err());
+            assert!(b.iter().all(|&x| x == 0xa5), "EPIC {meta:?}");
+        }
+        // The widest valid values still emit and parse back.
+        let meta = PathMeta {
+            curr_inf: 2,
+            curr_hf: 63,
+            reserved: 0x3f,
+            seg_len: [62, 1, 1],
+        };
+        let r = ScionPathRepr {
+            meta,
+            infos: [InfoField::default(); MAX_INFOS],
+            hops: [HopField::default(); MAX_HOPS],
+        };
+        let mut b = [0u8; 4 + 3 * INFO_LEN + 64 * HOP_LEN];
+        r.emit(&mut b).unwrap();
+        assert_eq!(ScionPathRepr::parse(&b).unwrap(), r);
     }
 
     #[test]
