@@ -5,13 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use idint_wire::IsdAsn;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::counters::{RejectReason, Transport};
@@ -41,6 +43,75 @@ fn not_found(msg: impl Into<String>) -> ApiError {
 
 type ApiResult = Result<axum::Json<Value>, ApiError>;
 
+/// Query parameters; a query string that does not parse is a 400 JSON error.
+struct Q<T>(T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Q<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Query::try_from_uri(&parts.uri)
+            .map(|Query(t)| Q(t))
+            .map_err(|e| bad(e.body_text()))
+    }
+}
+
+/// A path segment as text; one that does not decode (not UTF-8) is a 400 JSON error.
+struct Segment(String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Segment {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        Path::<String>::from_request_parts(parts, s)
+            .await
+            .map(|Path(p)| Segment(p))
+            .map_err(|e| ApiError(e.status(), e.body_text()))
+    }
+}
+
+/// A request body (up to axum's default limit); a body that cannot be read or is too large
+/// is a JSON error with the status axum gives it.
+struct RawBody(Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, s: &S) -> Result<Self, ApiError> {
+        Bytes::from_request(req, s)
+            .await
+            .map(RawBody)
+            .map_err(|e| ApiError(e.status(), e.body_text()))
+    }
+}
+
+/// Why a body was not read.
+enum ReadError {
+    /// Larger than the limit (bytes seen so far).
+    TooLarge(usize),
+    /// The connection failed (e.g. a body shorter than its Content-Length).
+    Failed(String),
+}
+
+/// Reads a body of at most `max` bytes, refusing it as soon as it grows larger.
+async fn read_body(mut body: Body, max: usize) -> Result<Vec<u8>, ReadError> {
+    use axum::body::HttpBody as _;
+    let mut out = Vec::new();
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let frame = frame.map_err(|e| ReadError::Failed(e.to_string()))?;
+        if let Ok(d) = frame.into_data() {
+            let n = out.len().saturating_add(d.len());
+            if n > max {
+                return Err(ReadError::TooLarge(n));
+            }
+            out.extend_from_slice(&d);
+        }
+    }
+    Ok(out)
+}
+
 /// The API's routes.
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -65,6 +136,12 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/admin/paths", post(import_paths))
         .route("/api/v1/admin/keys", post(import_keys))
         .fallback(|| async { not_found("no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            ApiError(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method not allowed on this endpoint (see /openapi.json)".into(),
+            )
+        })
         .with_state(state)
 }
 
@@ -114,39 +191,78 @@ async fn prometheus(State(s): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 
-async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let c = &s.shared.counters;
-    if body.len() > s.max_batch_bytes {
-        c.malformed(Transport::Http, crate::counters::MalformedReason::TooLarge);
-        return ApiError(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "batch of {} bytes exceeds {}",
-                body.len(),
-                s.max_batch_bytes
-            ),
-        )
-        .into_response();
-    }
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let format = if ct.starts_with("application/json") {
-        Format::Json
-    } else if ct.is_empty()
-        || ct.starts_with("application/x-protobuf")
-        || ct.starts_with("application/protobuf")
-        || ct.starts_with("application/octet-stream")
-    {
-        Format::Protobuf
-    } else {
-        return ApiError(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("content type {ct:?}: use application/x-protobuf or application/json"),
-        )
-        .into_response();
+/// The batch format of a `Content-Type` (none: protobuf). Media types compare
+/// case-insensitively; parameters are allowed.
+fn batch_format(h: &HeaderMap) -> Result<Format, ApiError> {
+    let Some(v) = h.get(header::CONTENT_TYPE) else {
+        return Ok(Format::Protobuf);
     };
+    let use_these = "use application/x-protobuf or application/json";
+    let ct = v.to_str().map_err(|_| {
+        ApiError(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("content type is not ASCII: {use_these}"),
+        )
+    })?;
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match essence.as_str() {
+        "application/json" => Ok(Format::Json),
+        "" | "application/x-protobuf" | "application/protobuf" | "application/octet-stream" => {
+            Ok(Format::Protobuf)
+        }
+        _ => Err(ApiError(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("content type {ct:?}: {use_these}"),
+        )),
+    }
+}
+
+async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    let c = &s.shared.counters;
+    let too_large = |what: String| {
+        c.malformed(Transport::Http, crate::counters::MalformedReason::TooLarge);
+        ApiError(StatusCode::PAYLOAD_TOO_LARGE, what).into_response()
+    };
+    let max = s.max_batch_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > max as u64) {
+        return too_large(format!(
+            "batch of {n} bytes exceeds ingest.max_batch_bytes {max}"
+        ));
+    }
+    let format = match batch_format(&headers) {
+        Ok(f) => f,
+        Err(e) => return e.into_response(),
+    };
+    let body = match read_body(body, max).await {
+        Ok(b) => b,
+        Err(ReadError::TooLarge(n)) => {
+            return too_large(format!(
+                "batch of more than {} bytes exceeds ingest.max_batch_bytes {max}",
+                n - 1
+            ));
+        }
+        Err(ReadError::Failed(e)) => return bad(format!("reading the body: {e}")).into_response(),
+    };
+    let max_reports = s.max_batch_reports;
+    let reports_too_many = |n: usize| {
+        format!("batch of {n} reports exceeds ingest.max_batch_reports {max_reports}: split it")
+    };
+    // Counted before decoding: prost would allocate every report first.
+    if format == Format::Protobuf {
+        let n = crate::wire::count_reports(&body);
+        if n > max_reports {
+            return too_large(reports_too_many(n));
+        }
+    }
     let batch = match decode_batch(&body, format) {
         Ok(b) => b,
         Err((reason, msg)) => {
@@ -154,7 +270,11 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Bytes) -> R
             return bad(msg).into_response();
         }
     };
+    drop(body);
     let n = batch.reports.len();
+    if n > max_reports {
+        return too_large(reports_too_many(n));
+    }
     match s.queue.try_batch(batch) {
         Ok(()) => {
             c.http_batches.fetch_add(1, Relaxed);
@@ -187,6 +307,9 @@ fn parse_ia(s: &str) -> Result<IsdAsn, ApiError> {
 }
 
 fn parse_path_id(s: &str) -> Result<u64, ApiError> {
+    if s.len() != 16 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad(format!("bad path id {s:?} (16 hex digits)")));
+    }
     u64::from_str_radix(s, 16).map_err(|_| bad(format!("bad path id {s:?} (16 hex digits)")))
 }
 
@@ -221,7 +344,7 @@ async fn list_ases(State(s): State<AppState>) -> ApiResult {
     Ok(axum::Json(json!({ "ases": v })))
 }
 
-async fn get_as(State(s): State<AppState>, Path(ia): Path<String>) -> ApiResult {
+async fn get_as(State(s): State<AppState>, Segment(ia): Segment) -> ApiResult {
     let ia = parse_ia(&ia)?;
     let t = s.shared.topology.snapshot();
     let a = t
@@ -304,7 +427,7 @@ fn path_json(s: &AppState, p: &crate::topology::PathInfo) -> Value {
     v
 }
 
-async fn list_paths(State(s): State<AppState>, Query(q): Query<PathFilter>) -> ApiResult {
+async fn list_paths(State(s): State<AppState>, Q(q): Q<PathFilter>) -> ApiResult {
     let src = q.src.as_deref().map(parse_ia).transpose()?;
     let dst = q.dst.as_deref().map(parse_ia).transpose()?;
     let t = s.shared.topology.snapshot();
@@ -317,7 +440,7 @@ async fn list_paths(State(s): State<AppState>, Query(q): Query<PathFilter>) -> A
     Ok(axum::Json(json!({ "paths": v })))
 }
 
-async fn get_path(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult {
+async fn get_path(State(s): State<AppState>, Segment(id): Segment) -> ApiResult {
     let id = parse_path_id(&id)?;
     let t = s.shared.topology.snapshot();
     let p = t
@@ -359,7 +482,7 @@ fn default_objective() -> String {
     "latency".into()
 }
 
-async fn rank_paths(State(s): State<AppState>, Query(q): Query<RankQuery>) -> ApiResult {
+async fn rank_paths(State(s): State<AppState>, Q(q): Q<RankQuery>) -> ApiResult {
     let (src, dst) = (parse_ia(&q.src)?, parse_ia(&q.dst)?);
     let m = objective(&q.objective)?;
     let t = s.shared.topology.snapshot();
@@ -424,7 +547,38 @@ fn parse_measurement(s: &str) -> Result<Measurement, ApiError> {
     })
 }
 
-/// A filter over metric keys from query parameters.
+const SCOPES: [Scope; 5] = [
+    Scope::Hop,
+    Scope::Router,
+    Scope::Link,
+    Scope::Queue,
+    Scope::Path,
+];
+
+/// The key filters a scope takes.
+fn filters_of(scope: Scope) -> &'static [&'static str] {
+    match scope {
+        Scope::Hop => &["path", "hop"],
+        Scope::Path => &["path"],
+        Scope::Router => &["ia", "node"],
+        Scope::Link => &["ia", "ifid"],
+        Scope::Queue => &["ia", "node", "ifid"],
+    }
+}
+
+fn scope_name(s: Scope) -> &'static str {
+    match s {
+        Scope::Hop => "hop",
+        Scope::Router => "router",
+        Scope::Link => "link",
+        Scope::Queue => "queue",
+        Scope::Path => "path",
+    }
+}
+
+/// A filter over metric keys from query parameters. A key matches when its scope takes every
+/// filter given and the filters match; a filter the requested scope does not take, or
+/// filters no scope takes together, are a 400 (the same rule for every source).
 fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiError> {
     let scope = q.scope.as_deref().map(parse_scope).transpose()?;
     let m = q
@@ -432,6 +586,38 @@ fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiEr
         .as_deref()
         .map(parse_measurement)
         .transpose()?;
+    let given: Vec<&str> = [
+        ("ia", q.ia.is_some()),
+        ("node", q.node.is_some()),
+        ("ifid", q.ifid.is_some()),
+        ("path", q.path.is_some()),
+        ("hop", q.hop.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(n, g)| g.then_some(n))
+    .collect();
+    let takes = |s: Scope| given.iter().all(|g| filters_of(s).contains(g));
+    match scope {
+        Some(sc) => {
+            if let Some(g) = given.iter().find(|g| !filters_of(sc).contains(g)) {
+                return Err(bad(format!(
+                    "{g} does not apply to scope {} (it takes {})",
+                    scope_name(sc),
+                    filters_of(sc).join(", ")
+                )));
+            }
+        }
+        None => {
+            if !SCOPES.into_iter().any(takes) {
+                return Err(bad(format!(
+                    "no scope takes {} together (hop: path, hop; path: path; router: ia, node; \
+                     link: ia, ifid; queue: ia, node, ifid)",
+                    given.join(", ")
+                )));
+            }
+        }
+    }
+    let applies: [bool; 5] = SCOPES.map(takes);
     let ia =
         q.ia.as_deref()
             .map(parse_ia)
@@ -443,6 +629,10 @@ fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiEr
         let [a, b, c] = k.ids;
         scope.is_none_or(|s| k.scope == s)
             && m.is_none_or(|m| k.measurement == m)
+            && SCOPES
+                .iter()
+                .position(|s| *s == k.scope)
+                .is_some_and(|i| applies[i])
             && match k.scope {
                 Scope::Hop => path.is_none_or(|p| a == p) && hop.is_none_or(|h| b == h),
                 Scope::Path => path.is_none_or(|p| a == p),
@@ -459,7 +649,7 @@ fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiEr
     })
 }
 
-async fn telemetry(State(s): State<AppState>, Query(q): Query<KeyQuery>) -> ApiResult {
+async fn telemetry(State(s): State<AppState>, Q(q): Q<KeyQuery>) -> ApiResult {
     let f = key_filter(&q)?;
     Ok(axum::Json(json!({ "telemetry": current(&s, f) })))
 }
@@ -498,33 +688,59 @@ impl HistoryQuery {
     }
 }
 
-async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> ApiResult {
-    let f = key_filter(&q.key())?;
-    if let (Some(store), Some(scope), Some(m)) =
-        (&s.history, q.scope.as_deref(), q.measurement.as_deref())
-    {
-        return store_history(
-            store.as_ref(),
-            &q,
-            parse_scope(scope)?,
-            parse_measurement(m)?,
-        )
-        .await;
-    }
+/// Most steps per series a bucketed history query may ask for.
+pub const MAX_HISTORY_STEPS: u64 = 10_000;
+
+/// The validated time range of a history query: (from, to, step in ns, aggregation). The
+/// same rules hold for the in-memory and the time-series store source.
+fn history_range(q: &HistoryQuery) -> Result<(u64, u64, Option<u64>, String), ApiError> {
     let to = q.to.unwrap_or_else(now_ns);
     let from = q.from.unwrap_or(to.saturating_sub(3_600_000_000_000));
     if from > to {
         return Err(bad("from is after to"));
     }
-    let agg = q.agg.as_deref().unwrap_or("avg");
-    if !matches!(agg, "avg" | "min" | "max" | "last") {
+    let agg = q.agg.clone().unwrap_or_else(|| "avg".into());
+    if !matches!(agg.as_str(), "avg" | "min" | "max" | "last") {
         return Err(bad(format!(
             "unknown aggregation {agg:?} (avg, min, max, last)"
         )));
     }
-    let step = q.step_ms.map(|s| s.saturating_mul(1_000_000));
-    if step == Some(0) {
-        return Err(bad("step_ms must be > 0"));
+    let step = match q.step_ms {
+        None => None,
+        Some(0) => return Err(bad("step_ms must be > 0")),
+        Some(ms) => {
+            let ns = ms
+                .checked_mul(1_000_000)
+                .ok_or_else(|| bad(format!("step_ms {ms} is too large")))?;
+            let steps = (to - from) / ns + 1;
+            if steps > MAX_HISTORY_STEPS {
+                return Err(bad(format!(
+                    "from..to in steps of {ms} ms is {steps} steps; at most \
+                     {MAX_HISTORY_STEPS}: use a larger step_ms or a shorter range"
+                )));
+            }
+            Some(ns)
+        }
+    };
+    Ok((from, to, step, agg))
+}
+
+async fn history(State(s): State<AppState>, Q(q): Q<HistoryQuery>) -> ApiResult {
+    let f = key_filter(&q.key())?;
+    let (from, to, step, agg) = history_range(&q)?;
+    if let (Some(store), Some(scope), Some(m)) =
+        (&s.history, q.scope.as_deref(), q.measurement.as_deref())
+    {
+        let range = crate::metrics::HistoryQuery {
+            scope: parse_scope(scope)?,
+            measurement: parse_measurement(m)?,
+            tags: Vec::new(),
+            from_ns: from,
+            to_ns: to,
+            step_ns: step.unwrap_or(0),
+            agg,
+        };
+        return store_history(store.as_ref(), &q, range).await;
     }
     let series: Vec<Value> = s
         .shared
@@ -539,7 +755,7 @@ async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> Ap
                 .copied();
             let values: Vec<(u64, f64)> = match step {
                 None => pts.collect(),
-                Some(st) => bucket(pts, from, st, agg),
+                Some(st) => bucket(pts, from, st, &agg),
             };
             let tags: BTreeMap<_, _> = k.tags().into_iter().collect();
             json!({
@@ -555,26 +771,14 @@ async fn history(State(s): State<AppState>, Query(q): Query<HistoryQuery>) -> Ap
 }
 
 /// History from the time-series store (every written value, not only the recent ones kept in
-/// memory).
+/// memory); `range` is validated, its tags are filled in here from the key filters.
 async fn store_history(
     store: &dyn crate::metrics::HistoryStore,
     q: &HistoryQuery,
-    scope: Scope,
-    m: Measurement,
+    mut range: crate::metrics::HistoryQuery,
 ) -> ApiResult {
-    let to = q.to.unwrap_or_else(now_ns);
-    let from = q.from.unwrap_or(to.saturating_sub(3_600_000_000_000));
-    if from > to {
-        return Err(bad("from is after to"));
-    }
-    let agg = q.agg.clone().unwrap_or_else(|| "avg".into());
-    if !matches!(agg.as_str(), "avg" | "min" | "max" | "last") {
-        return Err(bad(format!(
-            "unknown aggregation {agg:?} (avg, min, max, last)"
-        )));
-    }
     let k = &q.key();
-    let mut tags = Vec::new();
+    let tags = &mut range.tags;
     if let Some(ia) = &k.ia {
         tags.push(("ia".to_string(), parse_ia(ia)?.to_string()));
     }
@@ -590,17 +794,9 @@ async fn store_history(
     if let Some(h) = k.hop {
         tags.push(("hop".into(), h.to_string()));
     }
-    let step_ns = q.step_ms.unwrap_or(0).saturating_mul(1_000_000);
+    let (scope, m, from, to) = (range.scope, range.measurement, range.from_ns, range.to_ns);
     let series = store
-        .query(crate::metrics::HistoryQuery {
-            scope,
-            measurement: m,
-            tags,
-            from_ns: from,
-            to_ns: to,
-            step_ns,
-            agg,
-        })
+        .query(range)
         .await
         .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, format!("time-series store: {e}")))?;
     let series: Vec<Value> = series
@@ -658,9 +854,12 @@ struct SlaQuery {
     window_s: Option<u64>,
 }
 
-async fn sla(State(s): State<AppState>, Query(q): Query<SlaQuery>) -> ApiResult {
+async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
     let id = parse_path_id(&q.path)?;
     let m = objective(&q.objective)?;
+    if !q.max.is_finite() {
+        return Err(bad(format!("max must be a finite number, not {}", q.max)));
+    }
     if !s.shared.topology.snapshot().paths.contains_key(&id) {
         return Err(not_found(format!("path {id:016x} unknown")));
     }
@@ -701,7 +900,7 @@ struct QuarantineQuery {
     limit: Option<usize>,
 }
 
-async fn quarantine(State(s): State<AppState>, Query(q): Query<QuarantineQuery>) -> ApiResult {
+async fn quarantine(State(s): State<AppState>, Q(q): Q<QuarantineQuery>) -> ApiResult {
     let reason = match q.reason.as_deref() {
         None => None,
         Some(r) => Some(
@@ -750,7 +949,11 @@ fn admin(s: &AppState, h: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn import_topology(State(s): State<AppState>, h: HeaderMap, body: Bytes) -> ApiResult {
+async fn import_topology(
+    State(s): State<AppState>,
+    h: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult {
     admin(&s, &h)?;
     let text = std::str::from_utf8(&body).map_err(|_| bad("body is not UTF-8"))?;
     let n = s
@@ -761,26 +964,55 @@ async fn import_topology(State(s): State<AppState>, h: HeaderMap, body: Bytes) -
     Ok(axum::Json(json!({"changes": n})))
 }
 
-async fn import_paths(State(s): State<AppState>, h: HeaderMap, body: Bytes) -> ApiResult {
-    admin(&s, &h)?;
-    let ds: Vec<PathDescription> = match serde_json::from_slice::<Vec<PathDescription>>(&body) {
-        Ok(v) => v,
-        Err(_) => vec![
-            serde_json::from_slice(&body).map_err(|e| bad(format!("path description(s): {e}")))?,
-        ],
-    };
-    let mut ids = Vec::new();
-    for d in &ds {
-        let p = s.shared.topology.import_path(d).map_err(|e| bad(e.0))?;
-        ids.push(format!("{:016x}", p.id));
+/// Path descriptions from JSON: one object or an array of them (each element's error named).
+pub fn parse_path_descriptions(body: &[u8]) -> Result<Vec<PathDescription>, String> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("path description(s): {e}"))?;
+    match v {
+        Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| serde_json::from_value(x).map_err(|e| format!("path {i}: {e}")))
+            .collect(),
+        Value::Object(_) => serde_json::from_value(v)
+            .map(|d| vec![d])
+            .map_err(|e| format!("path description: {e}")),
+        _ => Err("want a path description ({\"hops\": [...]}) or an array of them".into()),
     }
+}
+
+async fn import_paths(
+    State(s): State<AppState>,
+    h: HeaderMap,
+    RawBody(body): RawBody,
+) -> ApiResult {
+    admin(&s, &h)?;
+    let ds = parse_path_descriptions(&body).map_err(bad)?;
+    let ids: Vec<String> = s
+        .shared
+        .topology
+        .import_paths(&ds)
+        .map_err(|e| bad(e.0))?
+        .iter()
+        .map(|p| format!("{:016x}", p.id))
+        .collect();
     Ok(axum::Json(json!({"paths": ids})))
 }
 
-async fn import_keys(State(s): State<AppState>, h: HeaderMap, body: Bytes) -> ApiResult {
+async fn import_keys(State(s): State<AppState>, h: HeaderMap, RawBody(body): RawBody) -> ApiResult {
     admin(&s, &h)?;
     let keys: Vec<ImportedKey> =
         serde_json::from_slice(&body).map_err(|e| bad(format!("keys: {e}")))?;
+    for (i, k) in keys.iter().enumerate() {
+        if let Ok(dst) = k.dst_ia.parse::<IsdAsn>()
+            && dst != s.local_ia
+        {
+            return Err(bad(format!(
+                "key {i}: dst_ia {dst} is not this collector's AS {} (it verifies with keys \
+                 K(src -> {}) only)",
+                s.local_ia, s.local_ia
+            )));
+        }
+    }
     let n = s.imported.import(&keys).map_err(bad)?;
     Ok(axum::Json(
         json!({"imported": n, "local_ia": s.local_ia.to_string()}),
@@ -794,6 +1026,9 @@ async fn openapi() -> axum::Json<Value> {
 /// The OpenAPI 3.0 document of this API.
 pub fn openapi_document() -> Value {
     let q = |name: &str, desc: &str, required: bool| json!({"name": name, "in": "query", "required": required, "description": desc, "schema": {"type": "string"}});
+    let qt = |name: &str, desc: &str, required: bool, schema: Value| json!({"name": name, "in": "query", "required": required, "description": desc, "schema": schema});
+    let uint =
+        |max: u64| json!({"type": "integer", "format": "int64", "minimum": 0, "maximum": max});
     let p = |name: &str, desc: &str| json!({"name": name, "in": "path", "required": true, "description": desc, "schema": {"type": "string"}});
     let ok = |desc: &str| json!({"200": {"description": desc}, "4XX": {"$ref": "#/components/responses/Error"}});
     let get = |summary: &str, params: Vec<Value>, resp: Value| json!({"get": {"summary": summary, "parameters": params, "responses": resp}});
@@ -811,17 +1046,27 @@ pub fn openapi_document() -> Value {
                 false,
             ),
             q("ia", "ISD-AS (router, link, queue)", false),
-            q("node", "router node id", false),
-            q("ifid", "interface id", false),
-            q("path", "path id (16 hex digits)", false),
-            q("hop", "AS hop index on the path", false),
+            qt("node", "router node id", false, uint(u64::from(u32::MAX))),
+            qt("ifid", "interface id", false, uint(u64::from(u16::MAX))),
+            qt(
+                "path",
+                "path id (16 hex digits)",
+                false,
+                json!({"type": "string", "pattern": "^[0-9a-fA-F]{16}$"}),
+            ),
+            qt("hop", "AS hop index on the path", false, uint(u64::MAX)),
         ]
     };
     let mut hist = key_params();
     hist.extend([
-        q("from", "start, Unix ns", false),
-        q("to", "end, Unix ns", false),
-        q("step_ms", "bucket width, ms", false),
+        qt("from", "start, Unix ns", false, uint(u64::MAX)),
+        qt("to", "end, Unix ns", false, uint(u64::MAX)),
+        qt(
+            "step_ms",
+            &format!("bucket width, ms (> 0; at most {MAX_HISTORY_STEPS} buckets)"),
+            false,
+            json!({"type": "integer", "format": "int64", "minimum": 1}),
+        ),
         q("agg", "avg, min, max or last", false),
     ]);
     json!({
@@ -841,7 +1086,8 @@ pub fn openapi_document() -> Value {
             "/api/v1/reports": {"post": {"summary": "Ingest a ReportBatch (protobuf idint.report.v1.ReportBatch, or JSON)",
                 "requestBody": {"required": true, "content": {"application/x-protobuf": {}, "application/json": {}}},
                 "responses": {"202": {"description": "queued"}, "400": {"$ref": "#/components/responses/Error"},
-                              "413": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}}},
+                              "413": {"$ref": "#/components/responses/Error"}, "415": {"$ref": "#/components/responses/Error"},
+                              "503": {"$ref": "#/components/responses/Error"}}}},
             "/api/v1/ases": get("ISD-ASes", vec![], ok("list")),
             "/api/v1/ases/{ia}": get("One ISD-AS with its routers, interfaces and telemetry", vec![p("ia", "ISD-AS")], ok("AS")),
             "/api/v1/routers": get("Border routers with current telemetry", vec![], ok("list")),
@@ -849,11 +1095,11 @@ pub fn openapi_document() -> Value {
             "/api/v1/paths": get("Paths with current telemetry", vec![q("src", "source ISD-AS", false), q("dst", "destination ISD-AS", false)], ok("list")),
             "/api/v1/paths/unknown": get("Paths seen in reports that map to no known ASes", vec![], ok("list")),
             "/api/v1/paths/rank": get("Paths between two ISD-ASes ranked by an objective", vec![q("src", "source ISD-AS", true), q("dst", "destination ISD-AS", true), q("objective", "latency, utilisation, queue, carbon or energy", false)], ok("ranking")),
-            "/api/v1/paths/{id}": get("One path with per-hop telemetry", vec![p("id", "path id (16 hex digits)")], ok("path")),
+            "/api/v1/paths/{id}": get("One path with per-hop telemetry", vec![json!({"name": "id", "in": "path", "required": true, "description": "path id (16 hex digits)", "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{16}$"}})], ok("path")),
             "/api/v1/telemetry": get("Current values of matching metric keys", key_params(), ok("values")),
             "/api/v1/telemetry/history": get("Written values of matching keys over a time range, optionally bucketed", hist, ok("series")),
-            "/api/v1/sla": get("Violations of a path objective over a window", vec![q("path", "path id", true), q("objective", "latency, utilisation, queue, carbon or energy", false), q("max", "bound in the measurement's unit", true), q("window_s", "window, s (default 300)", false)], ok("check")),
-            "/api/v1/quarantine": get("Rejected reports with reasons", vec![q("reason", "reject reason", false), q("limit", "most entries", false)], ok("list")),
+            "/api/v1/sla": get("Violations of a path objective over a window", vec![qt("path", "path id (16 hex digits)", true, json!({"type": "string", "pattern": "^[0-9a-fA-F]{16}$"})), q("objective", "latency, utilisation, queue, carbon or energy", false), qt("max", "bound in the measurement's unit (finite)", true, json!({"type": "number"})), qt("window_s", "window, s (default 300)", false, uint(u64::MAX))], ok("check")),
+            "/api/v1/quarantine": get("Rejected reports with reasons", vec![q("reason", "reject reason", false), qt("limit", "most entries (default 100, at most 10000)", false, uint(u64::MAX))], ok("list")),
             "/api/v1/admin/topology": admin_post("Import a SCION topology.json", "application/json"),
             "/api/v1/admin/paths": admin_post("Import path descriptions ({hops: [{ia, ingress, egress}]})", "application/json"),
             "/api/v1/admin/keys": admin_post("Import level-1 keys ([{src_ia, dst_ia, protocol, epoch_begin, epoch_end, key_hex}])", "application/json"),

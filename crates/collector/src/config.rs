@@ -73,8 +73,14 @@ pub struct IngestConfig {
     pub udp_listen: Option<SocketAddr>,
     /// Batches the ingest queue holds; beyond, HTTP answers 503 and UDP drops are counted.
     pub queue_batches: usize,
-    /// Largest accepted batch, bytes.
+    /// Largest accepted batch, bytes (HTTP bodies and UDP datagrams).
     pub max_batch_bytes: usize,
+    /// Most reports in one batch; larger batches are refused (HTTP 413, counted as
+    /// `too_large`).
+    pub max_batch_reports: usize,
+    /// Decoded reports the ingest queues hold at most over all workers; beyond, HTTP answers
+    /// 503 and UDP drops are counted (bounds the queues' memory with `queue_batches`).
+    pub queue_reports: usize,
     /// Batches a worker takes from the queue at once.
     pub worker_chunk: usize,
     /// UDP socket receive buffer, bytes (the kernel caps it at `net.core.rmem_max`).
@@ -90,6 +96,8 @@ impl Default for IngestConfig {
             udp_listen: None,
             queue_batches: 4096,
             max_batch_bytes: 1 << 20,
+            max_batch_reports: 4096,
+            queue_reports: 1 << 18,
             worker_chunk: 64,
             udp_recv_buffer: 4 << 20,
             workers: 1,
@@ -260,12 +268,24 @@ impl Config {
             .isd_as
             .parse::<idint_wire::IsdAsn>()
             .map_err(|_| ConfigError(format!("collector.isd_as {:?}", self.collector.isd_as)))?;
-        if self.ingest.queue_batches == 0
-            || self.ingest.worker_chunk == 0
-            || self.ingest.workers == 0
+        let i = &self.ingest;
+        if i.queue_batches == 0
+            || i.worker_chunk == 0
+            || i.workers == 0
+            || i.max_batch_bytes == 0
+            || i.max_batch_reports == 0
+            || i.queue_reports == 0
         {
             return Err(ConfigError(
-                "ingest.queue_batches, ingest.worker_chunk and ingest.workers must be > 0".into(),
+                "ingest.queue_batches, ingest.worker_chunk, ingest.workers, \
+                 ingest.max_batch_bytes, ingest.max_batch_reports and ingest.queue_reports must \
+                 be > 0"
+                    .into(),
+            ));
+        }
+        if i.max_batch_reports > i.queue_reports {
+            return Err(ConfigError(
+                "ingest.max_batch_reports must not exceed ingest.queue_reports".into(),
             ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 /// One imported level-1 key K(src -> dst) (same JSON shape as `drkey`'s static key files).
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
 pub struct ImportedKey {
     /// Issuing AS, e.g. `1-ff00:0:111`.
     pub src_ia: String,

@@ -37,9 +37,14 @@ pub enum Job {
 
 /// The ingest queues of the pipeline workers. With several workers every report goes to the
 /// worker of its source (source AS and host), so replay suppression sees all of a source's
-/// reports; a batch is queued whole or not at all.
+/// reports; a batch is queued whole or not at all. Decoded reports waiting in the queues are
+/// bounded by a report budget as well as by the queues' batch slots.
 pub struct Dispatcher {
     shards: Vec<mpsc::Sender<Job>>,
+    /// Decoded reports queued and not yet processed.
+    queued: Arc<AtomicUsize>,
+    /// Most decoded reports queued at once.
+    max_queued: usize,
 }
 
 /// Every queue that would take the batch is full.
@@ -77,8 +82,37 @@ impl Dispatcher {
         self.shards[0].try_send(Job::Raw(bytes)).map_err(send_error)
     }
 
-    /// Queues a decoded batch, split by source over the workers; all or nothing.
+    /// A dispatcher over these queues holding at most `max_queued` decoded reports.
+    pub fn new(shards: Vec<mpsc::Sender<Job>>, max_queued: usize) -> Self {
+        Dispatcher {
+            shards,
+            queued: Arc::new(AtomicUsize::new(0)),
+            max_queued,
+        }
+    }
+
+    /// Decoded reports queued and not yet processed.
+    pub fn queued_reports(&self) -> usize {
+        self.queued.load(Relaxed)
+    }
+
+    /// Queues a decoded batch, split by source over the workers; all or nothing. Refused
+    /// (`Full`) when a queue is full or the report budget would be exceeded.
     pub fn try_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
+        let k = batch.reports.len();
+        let before = self.queued.fetch_add(k, Relaxed);
+        if before.saturating_add(k) > self.max_queued {
+            self.queued.fetch_sub(k, Relaxed);
+            return Err(DispatchError::Full);
+        }
+        let r = self.send_batch(batch);
+        if r.is_err() {
+            self.queued.fetch_sub(k, Relaxed);
+        }
+        r
+    }
+
+    fn send_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
         let n = self.shards.len();
         if n == 1 {
             return self.shards[0]
@@ -149,6 +183,8 @@ pub struct AppState {
     pub queue: Arc<Dispatcher>,
     /// Largest accepted batch, bytes.
     pub max_batch_bytes: usize,
+    /// Most reports in one batch.
+    pub max_batch_reports: usize,
     /// Admin bearer token.
     pub admin_token: Option<Arc<str>>,
     /// Workers running; ready when all are.
@@ -254,14 +290,12 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
     }
     for f in &cfg.topology.paths {
         let text = std::fs::read_to_string(f).map_err(|e| err(format!("{}: {e}", f.display())))?;
-        let ds: Vec<PathDescription> =
-            serde_json::from_str(&text).map_err(|e| err(format!("{}: {e}", f.display())))?;
-        for d in &ds {
-            shared
-                .topology
-                .import_path(d)
-                .map_err(|e| err(format!("{}: {e}", f.display())))?;
-        }
+        let ds: Vec<PathDescription> = crate::api::parse_path_descriptions(text.as_bytes())
+            .map_err(|e| err(format!("{}: {e}", f.display())))?;
+        shared
+            .topology
+            .import_paths(&ds)
+            .map_err(|e| err(format!("{}: {e}", f.display())))?;
     }
 
     let n = cfg.ingest.workers;
@@ -273,6 +307,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
     };
     let mut shards = Vec::with_capacity(n);
     let mut workers = Vec::with_capacity(n);
+    let queued = Arc::new(AtomicUsize::new(0));
     for i in 0..n {
         let (tx, rx) = mpsc::channel::<Job>(cfg.ingest.queue_batches.div_ceil(n));
         shards.push(tx);
@@ -280,14 +315,19 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         let pipeline = Pipeline::new(shared.clone(), keys, replay);
         let ready = ready.clone();
         let chunk = cfg.ingest.worker_chunk;
+        let queued = queued.clone();
         workers.push(
             std::thread::Builder::new()
                 .name(format!("collector-pipeline-{i}"))
-                .spawn(move || worker(pipeline, rx, chunk, ready))
+                .spawn(move || worker(pipeline, rx, chunk, ready, queued))
                 .map_err(err)?,
         );
     }
-    let tx = Arc::new(Dispatcher { shards });
+    let tx = Arc::new(Dispatcher {
+        shards,
+        queued,
+        max_queued: cfg.ingest.queue_reports,
+    });
     // Ready once the workers run.
     for _ in 0..200 {
         if ready.load(Relaxed) == n {
@@ -306,7 +346,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
                 sock,
                 tx.clone(),
                 shared.clone(),
-                cfg.ingest.max_batch_bytes,
+                (cfg.ingest.max_batch_bytes, cfg.ingest.max_batch_reports),
                 stop_rx.clone(),
             )));
             info!(%addr, "UDP ingest listening");
@@ -323,6 +363,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         imported,
         queue: tx.clone(),
         max_batch_bytes: cfg.ingest.max_batch_bytes,
+        max_batch_reports: cfg.ingest.max_batch_reports,
         admin_token: cfg.api.admin_token.as_deref().map(Arc::from),
         ready,
         workers: n,
@@ -400,7 +441,7 @@ async fn udp_loop(
     sock: UdpSocket,
     tx: Arc<Dispatcher>,
     shared: Shared,
-    max: usize,
+    (max, max_reports): (usize, usize),
     mut stop: watch::Receiver<bool>,
 ) {
     let mut buf = vec![0u8; 65_536];
@@ -417,7 +458,7 @@ async fn udp_loop(
                     }
                 };
                 c.udp_datagrams.fetch_add(1, Relaxed);
-                if n > max {
+                if n > max || crate::wire::count_reports(&buf[..n]) > max_reports {
                     c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
                     continue;
                 }
@@ -440,7 +481,13 @@ async fn udp_loop(
     }
 }
 
-fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc<AtomicUsize>) {
+fn worker(
+    mut p: Pipeline,
+    mut rx: mpsc::Receiver<Job>,
+    chunk: usize,
+    ready: Arc<AtomicUsize>,
+    queued: Arc<AtomicUsize>,
+) {
     ready.fetch_add(1, Relaxed);
     let mut jobs = Vec::with_capacity(chunk);
     'outer: loop {
@@ -465,6 +512,7 @@ fn worker(mut p: Pipeline, mut rx: mpsc::Receiver<Job>, chunk: usize, ready: Arc
                 }
                 Job::Decoded(b) => {
                     p.process_batch(&b, now);
+                    queued.fetch_sub(b.reports.len(), Relaxed);
                 }
                 Job::Stop => break 'outer,
             }
@@ -489,12 +537,26 @@ mod tests {
     }
 
     #[test]
+    fn queued_reports_are_bounded_and_released_when_refused() {
+        let (t0, mut r0) = mpsc::channel(8);
+        let d = Dispatcher::new(vec![t0], 10);
+        let batch = |n: u8| v1::ReportBatch {
+            reports: (0..n).map(report).collect(),
+            ..Default::default()
+        };
+        d.try_batch(batch(6)).unwrap();
+        assert_eq!(d.try_batch(batch(5)), Err(DispatchError::Full));
+        assert_eq!(d.queued_reports(), 6, "a refused batch takes no budget");
+        d.try_batch(batch(4)).unwrap();
+        assert_eq!(d.try_batch(batch(1)), Err(DispatchError::Full));
+        assert!(matches!(r0.try_recv(), Ok(Job::Decoded(b)) if b.reports.len() == 6));
+    }
+
+    #[test]
     fn batches_split_by_source_all_or_nothing() {
         let (t0, mut r0) = mpsc::channel(1);
         let (t1, mut r1) = mpsc::channel(1);
-        let d = Dispatcher {
-            shards: vec![t0, t1],
-        };
+        let d = Dispatcher::new(vec![t0, t1], usize::MAX);
         let reports: Vec<_> = (0..32).map(report).collect();
         let want: Vec<usize> = reports.iter().map(|r| shard_of(r, 2)).collect();
         assert!(want.contains(&0) && want.contains(&1), "both shards used");

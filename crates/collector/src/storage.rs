@@ -340,8 +340,10 @@ pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
         let (Some(f), Some(l)) = (hops.first(), hops.last()) else {
             continue;
         };
+        // The id is recomputed from the hops: rows written before ids covered every hop's AS
+        // come back under the id a new import of the same path gets.
         out.push(TopologyChange::Path(PathInfo {
-            id: p.fingerprint,
+            id: crate::topology::path_id_of(&hops),
             src: f.ia,
             dst: l.ia,
             hops: hops.clone(),

@@ -23,6 +23,7 @@ pub const MAX_HOPS: usize = 64;
 
 /// One AS hop of a path in travel direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PathHop {
     /// The AS.
     #[serde(with = "ia_str")]
@@ -46,7 +47,7 @@ pub enum PathOrigin {
 /// A path: its AS hops and fingerprint (its id).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PathInfo {
-    /// Fingerprint over source, destination and hops (hex in JSON).
+    /// Fingerprint over every hop's AS and interfaces ([`path_id`]; hex in JSON).
     #[serde(with = "hex_u64")]
     pub id: u64,
     /// Source AS.
@@ -207,6 +208,9 @@ pub struct Topology {
     pub paths: BTreeMap<u64, PathInfo>,
     /// Paths by id, as AS per hop (for the hot path).
     hop_ases: rustc_hash::FxHashMap<u64, Arc<[IsdAsn]>>,
+    /// Path ids by interface fingerprint ([`HopLayout::fingerprint`]: what a report's path
+    /// shows, without the ASes).
+    by_ifs: rustc_hash::FxHashMap<u64, Vec<u64>>,
     /// Known (ISD-AS, node id) pairs (for the hot path).
     nodes: rustc_hash::FxHashSet<(u64, u32)>,
 }
@@ -297,25 +301,45 @@ impl HopLayout {
         Ok(l)
     }
 
-    /// The path fingerprint for `src` -> `dst` over these AS hops.
+    /// The interface fingerprint for `src` -> `dst` over these AS hops (the id of an
+    /// unmapped path; known paths are found by it).
     pub fn fingerprint(&self, src: IsdAsn, dst: IsdAsn) -> u64 {
         fingerprint(src, dst, self.ifs[..self.as_hops].iter().copied())
     }
 }
 
-/// The fingerprint of a path: a 64-bit mix of source, destination and (ingress, egress) per
-/// hop (not cryptographic; paths are keyed by it).
-pub fn fingerprint(src: IsdAsn, dst: IsdAsn, ifs: impl Iterator<Item = (u16, u16)>) -> u64 {
+fn mix(h: u64, v: u64) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mix = |h: u64, v: u64| {
-        let x = (h ^ v).wrapping_mul(K);
-        x ^ (x >> 29)
-    };
+    let x = (h ^ v).wrapping_mul(K);
+    x ^ (x >> 29)
+}
+
+/// The interface fingerprint of a path: a 64-bit mix of source, destination and (ingress,
+/// egress) per hop, without the ASes in between (what a report's path shows; the id of
+/// unmapped paths). Not cryptographic.
+pub fn fingerprint(src: IsdAsn, dst: IsdAsn, ifs: impl Iterator<Item = (u16, u16)>) -> u64 {
     let mut h = mix(mix(0xcbf2_9ce4_8422_2325, src.to_u64()), dst.to_u64());
     for (i, e) in ifs {
         h = mix(h, (u64::from(i) << 16) | u64::from(e) | (1 << 40));
     }
     h
+}
+
+/// The id of a path: a 64-bit mix of every hop's (ISD-AS, ingress, egress) in travel
+/// direction, so paths differing anywhere (middle ASes included) get different ids. Not
+/// cryptographic.
+pub fn path_id(hops: impl Iterator<Item = (IsdAsn, u16, u16)>) -> u64 {
+    let mut h = mix(0x6a09_e667_f3bc_c908, 0);
+    for (ia, i, e) in hops {
+        h = mix(h, ia.to_u64());
+        h = mix(h, (u64::from(i) << 16) | u64::from(e) | (1 << 40));
+    }
+    h
+}
+
+/// [`path_id`] of a path's hops.
+pub fn path_id_of(hops: &[PathHop]) -> u64 {
+    path_id(hops.iter().map(|h| (h.ia, h.ingress, h.egress)))
 }
 
 /// How a report's hops map to ASes.
@@ -343,21 +367,35 @@ pub enum Mapping {
 }
 
 impl Topology {
-    /// Maps a laid-out path from `src` to `dst`.
+    /// Maps a laid-out path from `src` to `dst`: a known path with these interfaces (when
+    /// several known paths share them, the one the imported interfaces lead along), else a
+    /// walk over the imported interfaces, else unknown (id: the interface fingerprint).
     pub fn map(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Mapping {
-        let id = layout.fingerprint(src, dst);
-        if let Some(a) = self.hop_ases.get(&id) {
+        let key = layout.fingerprint(src, dst);
+        let known = self.by_ifs.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        if let [id] = known
+            && let Some(a) = self.hop_ases.get(id)
+        {
             return Mapping::Known {
-                id,
+                id: *id,
                 ases: a.clone(),
             };
         }
-        match self.walk(src, dst, layout) {
-            Some(ases) => Mapping::Walked {
+        let Some(ases) = self.walk(src, dst, layout) else {
+            return Mapping::Unknown { id: key };
+        };
+        let ifs = &layout.ifs[..layout.as_hops];
+        let id = path_id(ases.iter().zip(ifs).map(|(a, (i, e))| (*a, *i, *e)));
+        match self.hop_ases.get(&id) {
+            Some(a) if known.contains(&id) && a[..] == ases[..] => Mapping::Known {
+                id,
+                ases: a.clone(),
+            },
+            Some(_) => Mapping::Unknown { id: key },
+            None => Mapping::Walked {
                 id,
                 ases: ases.into(),
             },
-            None => Mapping::Unknown { id },
         }
     }
 
@@ -409,12 +447,20 @@ impl Topology {
             .collect();
     }
 
+    /// Adds a path; the first path of an id wins (hops are immutable per id, as in
+    /// PostgreSQL), only its origin may change.
     fn insert_path(&mut self, p: PathInfo) -> bool {
-        if self.paths.get(&p.id) == Some(&p) {
-            return false;
+        match self.paths.get(&p.id) {
+            Some(old) if *old == p || old.hops != p.hops => return false,
+            _ => {}
         }
         let ases: Arc<[IsdAsn]> = p.hops.iter().map(|h| h.ia).collect();
         self.hop_ases.insert(p.id, ases);
+        let key = fingerprint(p.src, p.dst, p.hops.iter().map(|h| (h.ingress, h.egress)));
+        let ids = self.by_ifs.entry(key).or_default();
+        if !ids.contains(&p.id) {
+            ids.push(p.id);
+        }
         // The links along the path.
         for w in p.hops.windows(2) {
             self.links
@@ -439,6 +485,7 @@ impl std::error::Error for ImportError {}
 
 /// A path description for import: ASes in travel order with their interfaces.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PathDescription {
     /// Hops; the first's ingress and the last's egress are 0.
     pub hops: Vec<PathHop>,
@@ -582,21 +629,33 @@ impl TopologyHandle {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Imports a SCION `topology.json` (one AS); returns the number of changes.
+    /// Imports a SCION `topology.json` (one AS); returns the number of changes. Routers
+    /// known before and not in the file are kept, without the interfaces and node ids the
+    /// file gives to others. An AS seen for the first time is a change even when empty.
     pub fn import_topology_json(&self, text: &str) -> Result<usize, ImportError> {
         let (ia, info) = parse_topology_json(text)?;
         Ok(self.update(|t, ch| {
+            let new = !t.ases.contains_key(&ia);
             let entry = t.ases.entry(ia).or_default();
             let mut merged = info.clone();
-            // Keep node ids learned earlier for routers the file does not number.
+            let numbered: BTreeSet<u32> = info.routers.values().filter_map(|r| r.node_id).collect();
             for (name, r) in entry.routers.iter() {
-                if let Some(m) = merged.routers.get_mut(name) {
-                    m.node_id = m.node_id.or(r.node_id);
-                } else {
-                    merged.routers.insert(name.clone(), r.clone());
+                if merged.routers.contains_key(name)
+                    || r.node_id.is_some_and(|n| numbered.contains(&n))
+                {
+                    continue;
                 }
+                let mut r = r.clone();
+                // Interfaces the file defines belong to the file's routers now.
+                r.interfaces.retain(|i| !info.interfaces.contains_key(i));
+                for i in &r.interfaces {
+                    if let Some(x) = entry.interfaces.get(i) {
+                        merged.interfaces.insert(*i, x.clone());
+                    }
+                }
+                merged.routers.insert(name.clone(), r);
             }
-            if *entry != merged {
+            if new || *entry != merged {
                 *entry = merged.clone();
                 ch.push(TopologyChange::As { ia, info: merged });
             }
@@ -614,28 +673,45 @@ impl TopologyHandle {
 
     /// Imports a path description; returns the path.
     pub fn import_path(&self, d: &PathDescription) -> Result<PathInfo, ImportError> {
-        let (Some(first), Some(last)) = (d.hops.first(), d.hops.last()) else {
-            return Err(ImportError("a path needs at least one hop".into()));
-        };
-        if d.hops.len() > MAX_HOPS {
-            return Err(ImportError(format!("more than {MAX_HOPS} hops")));
-        }
-        if first.ingress != 0 || last.egress != 0 {
-            return Err(ImportError(
-                "the first hop's ingress and the last hop's egress must be 0".into(),
-            ));
-        }
-        let (src, dst) = (first.ia, last.ia);
-        let id = fingerprint(src, dst, d.hops.iter().map(|h| (h.ingress, h.egress)));
-        let p = PathInfo {
-            id,
-            src,
-            dst,
-            hops: d.hops.clone(),
-            origin: PathOrigin::Imported,
-        };
-        self.update(|t, ch| add_path(t, ch, p.clone()));
-        Ok(p)
+        let mut v = self.import_paths(std::slice::from_ref(d))?;
+        v.pop()
+            .ok_or_else(|| ImportError("no path imported".into()))
+    }
+
+    /// Imports path descriptions, all or nothing: every one is checked before any is
+    /// applied. Returns the paths, in order.
+    pub fn import_paths(&self, ds: &[PathDescription]) -> Result<Vec<PathInfo>, ImportError> {
+        let paths = ds
+            .iter()
+            .enumerate()
+            .map(|(k, d)| {
+                check_path(d).map_err(|e| {
+                    if ds.len() == 1 {
+                        e
+                    } else {
+                        ImportError(format!("path {k}: {e}"))
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.update(|t, ch| {
+            // Ids are 64-bit hashes: refuse (whole) an import whose id is taken by other hops.
+            for (k, p) in paths.iter().enumerate() {
+                if let Some(old) = t.paths.get(&p.id)
+                    && old.hops != p.hops
+                {
+                    return Err(ImportError(format!(
+                        "path {k}: id {:016x} is taken by another path",
+                        p.id
+                    )));
+                }
+            }
+            for p in &paths {
+                add_path(t, ch, p.clone());
+            }
+            Ok(())
+        })?;
+        Ok(paths)
     }
 
     /// Records a path that could not be mapped (bounded; counts sightings).
@@ -706,6 +782,48 @@ pub fn add_internal_link(t: &mut Topology, ch: &mut Vec<TopologyChange>, l: Inte
     }
 }
 
+/// Checks a path description and makes the path of it.
+fn check_path(d: &PathDescription) -> Result<PathInfo, ImportError> {
+    let e = |m: String| Err(ImportError(m));
+    let (Some(first), Some(last)) = (d.hops.first(), d.hops.last()) else {
+        return e("a path needs at least one hop".into());
+    };
+    if d.hops.len() > MAX_HOPS {
+        return e(format!("more than {MAX_HOPS} hops"));
+    }
+    if first.ingress != 0 || last.egress != 0 {
+        return e("the first hop's ingress and the last hop's egress must be 0".into());
+    }
+    let n = d.hops.len();
+    for (k, h) in d.hops.iter().enumerate() {
+        if k > 0 && h.ingress == 0 {
+            return e(format!(
+                "hop {k} ({}): ingress 0 is only allowed at the first hop",
+                h.ia
+            ));
+        }
+        if k + 1 < n && h.egress == 0 {
+            return e(format!(
+                "hop {k} ({}): egress 0 is only allowed at the last hop",
+                h.ia
+            ));
+        }
+        if let Some(j) = d.hops[..k].iter().position(|x| x.ia == h.ia) {
+            return e(format!(
+                "hops {j} and {k} are both in {} (a path visits an AS once)",
+                h.ia
+            ));
+        }
+    }
+    Ok(PathInfo {
+        id: path_id_of(&d.hops),
+        src: first.ia,
+        dst: last.ia,
+        hops: d.hops.clone(),
+        origin: PathOrigin::Imported,
+    })
+}
+
 fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| ImportError(format!("topology.json: {e}")))?;
@@ -724,56 +842,101 @@ fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
         core,
         ..AsInfo::default()
     };
-    if let Some(brs) = v.get("border_routers").and_then(|b| b.as_object()) {
-        for (name, br) in brs {
-            let node_id = br
-                .get("id")
-                .and_then(|x| x.as_u64())
-                .and_then(|x| u32::try_from(x).ok());
-            let mut ifids = Vec::new();
-            if let Some(ifs) = br.get("interfaces").and_then(|i| i.as_object()) {
-                for (k, i) in ifs {
-                    let ifid: u16 = k
-                        .parse()
-                        .map_err(|_| bad(&format!("interface id {k:?} of {name}")))?;
-                    let neighbor_ia = match i.get("isd_as").and_then(|x| x.as_str()) {
-                        Some(s) => Some(
-                            s.parse()
-                                .map_err(|_| bad(&format!("isd_as of interface {k}")))?,
-                        ),
-                        None => None,
-                    };
-                    let neighbor_if = i
-                        .get("remote_interface_id")
-                        .and_then(|x| x.as_u64())
-                        .and_then(|x| u16::try_from(x).ok());
-                    let link_type = i
-                        .get("link_to")
-                        .and_then(|x| x.as_str())
-                        .map(|s| s.to_ascii_lowercase());
-                    ifids.push(ifid);
-                    info.interfaces.insert(
-                        ifid,
-                        InterfaceInfo {
-                            ifid,
-                            router: Some(name.clone()),
-                            neighbor_ia,
-                            neighbor_if,
-                            link_type,
-                        },
-                    );
-                }
+    let brs = match v.get("border_routers") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Object(m)) => Some(m),
+        Some(_) => return Err(bad("border_routers must be an object")),
+    };
+    let mut node_of: BTreeMap<u32, &str> = BTreeMap::new();
+    for (name, br) in brs.into_iter().flatten() {
+        let node_id = match br.get("id") {
+            None => {
+                return Err(bad(&format!(
+                    "border router {name:?}: missing \"id\" (its node id, 0 to {})",
+                    u32::MAX
+                )));
             }
-            ifids.sort_unstable();
-            info.routers.insert(
-                name.clone(),
-                RouterInfo {
-                    name: name.clone(),
-                    node_id,
-                    interfaces: ifids,
+            Some(x) => x
+                .as_u64()
+                .and_then(|x| u32::try_from(x).ok())
+                .ok_or_else(|| {
+                    bad(&format!(
+                        "border router {name:?}: id {x} is not a node id (0 to {})",
+                        u32::MAX
+                    ))
+                })?,
+        };
+        if let Some(other) = node_of.insert(node_id, name) {
+            return Err(bad(&format!(
+                "border routers {other:?} and {name:?} both have id {node_id}"
+            )));
+        }
+        let mut ifids = Vec::new();
+        let ifs = match br.get("interfaces") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Object(m)) => Some(m),
+            Some(_) => return Err(bad(&format!("interfaces of {name:?} must be an object"))),
+        };
+        for (k, i) in ifs.into_iter().flatten() {
+            let ifid: u16 = k
+                .parse()
+                .ok()
+                .filter(|x| *x != 0)
+                .ok_or_else(|| bad(&format!("interface id {k:?} of {name:?} (1 to 65535)")))?;
+            if let Some(other) = info.interfaces.get(&ifid).and_then(|x| x.router.as_deref()) {
+                return Err(bad(&format!(
+                    "interface {ifid} is on both {other:?} and {name:?}"
+                )));
+            }
+            let neighbor_ia: Option<IsdAsn> = match i.get("isd_as") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(x) => Some(
+                    x.as_str()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| bad(&format!("isd_as {x} of interface {k}")))?,
+                ),
+            };
+            if neighbor_ia == Some(ia) {
+                return Err(bad(&format!("interface {k} links {ia} to itself")));
+            }
+            let neighbor_if = match i.get("remote_interface_id") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(x) => Some(
+                    x.as_u64()
+                        .and_then(|x| u16::try_from(x).ok())
+                        .filter(|x| *x != 0)
+                        .ok_or_else(|| {
+                            bad(&format!(
+                                "remote_interface_id {x} of interface {k} (1 to 65535)"
+                            ))
+                        })?,
+                ),
+            };
+            let link_type = i
+                .get("link_to")
+                .and_then(|x| x.as_str())
+                .map(|s| s.to_ascii_lowercase());
+            ifids.push(ifid);
+            info.interfaces.insert(
+                ifid,
+                InterfaceInfo {
+                    ifid,
+                    router: Some(name.clone()),
+                    neighbor_ia,
+                    neighbor_if,
+                    link_type,
                 },
             );
         }
+        ifids.sort_unstable();
+        info.routers.insert(
+            name.clone(),
+            RouterInfo {
+                name: name.clone(),
+                node_id: Some(node_id),
+                interfaces: ifids,
+            },
+        );
     }
     Ok((ia, info))
 }
@@ -941,6 +1104,102 @@ mod tests {
         assert!(matches!(y.map(a, b, &l), Mapping::Known { id, .. } if id == p.id));
     }
 
+    fn hop(s: &str, ingress: u16, egress: u16) -> PathHop {
+        PathHop {
+            ia: ia(s),
+            ingress,
+            egress,
+        }
+    }
+
+    #[test]
+    fn path_ids_cover_every_hop_and_shared_interfaces_map_by_walking() {
+        let t = TopologyHandle::new();
+        let via = |m: &str| PathDescription {
+            hops: vec![
+                hop("1-ff00:0:a", 0, 1),
+                hop(m, 2, 3),
+                hop("1-ff00:0:c", 4, 0),
+            ],
+        };
+        let (p1, p2) = (via("1-ff00:0:b"), via("1-ff00:0:e"));
+        let ps = t.import_paths(&[p1.clone(), p2.clone()]).unwrap();
+        assert_ne!(ps[0].id, ps[1].id, "paths differing in a middle AS");
+        assert_eq!(t.snapshot().paths.len(), 2);
+        assert_eq!(t.snapshot().paths[&ps[0].id].hops, p1.hops);
+        // A report's path shows only interfaces: ambiguous until the interfaces say which.
+        let l = HopLayout::of(Some(&v1::Path {
+            seg_lens: vec![3],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 3), hf(4, 0)],
+            ..Default::default()
+        }))
+        .unwrap();
+        let (a, c) = (ia("1-ff00:0:a"), ia("1-ff00:0:c"));
+        assert!(matches!(
+            t.snapshot().map(a, c, &l),
+            Mapping::Unknown { .. }
+        ));
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:e","remote_interface_id":2}}}}}"#,
+        )
+        .unwrap();
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:e","border_routers":{"re":{"id":1,"interfaces":{"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
+        )
+        .unwrap();
+        match t.snapshot().map(a, c, &l) {
+            Mapping::Known { id, .. } => assert_eq!(id, ps[1].id),
+            m => panic!("{m:?}"),
+        }
+        // One bad path refuses the whole import.
+        let bad = PathDescription {
+            hops: vec![hop("1-ff00:0:a", 0, 0), hop("1-ff00:0:f", 0, 0)],
+        };
+        let e = t.import_paths(&[via("1-ff00:0:f"), bad]).unwrap_err();
+        assert!(e.0.starts_with("path 1:"), "{e}");
+        assert_eq!(t.snapshot().paths.len(), 2);
+    }
+
+    #[test]
+    fn a_topology_file_replaces_what_it_names_and_keeps_the_rest_consistent() {
+        let t = TopologyHandle::new();
+        let x = ia("1-ff00:0:a");
+        // Learned from a report, then named by the file.
+        t.update(|t, ch| add_router(t, ch, x, 7));
+        assert_eq!(
+            t.import_topology_json(r#"{"isd_as":"1-ff00:0:a","border_routers":{"r1":{"id":1,"interfaces":{"1":{}}},"r2":{"id":2,"interfaces":{"2":{}}}}}"#)
+                .unwrap(),
+            1
+        );
+        t.import_topology_json(
+            r#"{"isd_as":"1-ff00:0:a","border_routers":{"br7":{"id":7,"interfaces":{"2":{}}}}}"#,
+        )
+        .unwrap();
+        let s = t.snapshot();
+        let a = &s.ases[&x];
+        let names: Vec<&str> = a.routers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["br7", "r1", "r2"], "node-7 is br7 now");
+        assert_eq!(
+            a.routers["r2"].interfaces,
+            Vec::<u16>::new(),
+            "2 moved to br7"
+        );
+        assert_eq!(a.interfaces[&2].router.as_deref(), Some("br7"));
+        assert_eq!(a.interfaces[&1].router.as_deref(), Some("r1"));
+        // Re-importing an empty AS is no change; a new one is.
+        assert_eq!(
+            t.import_topology_json(r#"{"isd_as":"1-ff00:0:b"}"#)
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            t.import_topology_json(r#"{"isd_as":"1-ff00:0:b"}"#)
+                .unwrap(),
+            0
+        );
+    }
+
     #[test]
     fn paths_map_by_import_or_by_walking_imported_interfaces() {
         let t = TopologyHandle::new();
@@ -966,7 +1225,7 @@ mod tests {
             Mapping::Unknown { .. }
         ));
         t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:b","border_routers":{"rb":{"interfaces":{"2":{"isd_as":"1-ff00:0:a"},"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
+            r#"{"isd_as":"1-ff00:0:b","border_routers":{"rb":{"id":2,"interfaces":{"2":{"isd_as":"1-ff00:0:a"},"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
         )
         .unwrap();
         match t.snapshot().map(a, c, &l) {

@@ -478,6 +478,45 @@ fn parse_into(buf: &[u8], out: &mut Spans) -> Option<()> {
     Some(())
 }
 
+/// Counts the reports (top-level field 3) of `ReportBatch` bytes without decoding them, up to
+/// the first byte prost would refuse (so a batch is refused by size before prost allocates
+/// its reports). Groups are skipped as prost skips them.
+pub fn count_reports(buf: &[u8]) -> usize {
+    let mut r = Reader::new(buf, (0, buf.len()));
+    let (mut n, mut depth) = (0usize, 0usize);
+    while !r.done() {
+        let Some(key) = r.varint().and_then(|k| u32::try_from(k).ok()) else {
+            break;
+        };
+        let ok = match key & 7 {
+            0 => r.varint().is_some(),
+            1 => r.fixed::<8>().is_some(),
+            2 => match r.varint().and_then(|l| usize::try_from(l).ok()) {
+                Some(l) if r.pos.checked_add(l).is_some_and(|e| e <= r.end) => {
+                    r.pos += l;
+                    n += usize::from(depth == 0 && key >> 3 == 3);
+                    true
+                }
+                _ => false,
+            },
+            3 => {
+                depth += 1;
+                true
+            }
+            4 if depth > 0 => {
+                depth -= 1;
+                true
+            }
+            5 => r.fixed::<4>().is_some(),
+            _ => false,
+        };
+        if !ok {
+            break;
+        }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -575,6 +614,24 @@ mod tests {
                 (a, b) => assert_eq!(a.as_ref().err(), b.as_ref().err()),
             }
         }
+    }
+
+    #[test]
+    fn reports_are_counted_without_decoding() {
+        let batch = v1::ReportBatch {
+            exporter: sample().exporter,
+            sequence: 9,
+            reports: vec![sample(), v1::Report::default(), sample()],
+        };
+        let bytes = batch.encode_to_vec();
+        assert_eq!(count_reports(&bytes), 3);
+        assert_eq!(count_reports(&b"\x1a\x00".repeat(1000)), 1000);
+        // Up to the first byte prost refuses; field 3 inside a group is not a report.
+        let mut cut = b"\x1a\x00".repeat(10);
+        cut.push(0x1a);
+        assert_eq!(count_reports(&cut), 10);
+        assert_eq!(count_reports(b"\x23\x1a\x00\x24\x1a\x00"), 1);
+        assert_eq!(count_reports(b""), 0);
     }
 
     #[test]

@@ -500,3 +500,329 @@ async fn topology_and_path_files_named_in_the_config_are_imported_at_start() {
     assert!(e.0.contains("nope.json"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Sends raw request bytes; returns the status, the Content-Type and the body.
+async fn raw(addr: SocketAddr, req: &[u8], close_write: bool) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    // The server may answer (and close) before taking the whole request: keep what it sent.
+    let _ = s.write_all(req).await;
+    if close_write {
+        s.shutdown().await.unwrap();
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&out[..at]).to_ascii_lowercase();
+    let ct = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-type: "))
+        .unwrap_or("")
+        .to_string();
+    (status, ct, out[at..].to_vec())
+}
+
+/// A 4xx whose body is the API's JSON error; returns the message.
+fn json_error(st: u16, body: &[u8], want: u16) -> String {
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|_| panic!("{st}: not JSON: {}", String::from_utf8_lossy(body)));
+    assert_eq!(st, want, "{v}");
+    v["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_batches_are_refused_by_bytes_and_by_reports_counted_with_json_errors() {
+    let dir = tempdir("sizes");
+    let mut cfg = config(&dir, 16, true);
+    cfg.ingest.max_batch_bytes = 3 << 20;
+    cfg.ingest.max_batch_reports = 1000;
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let api = r.http_addr;
+    let c = r.shared.counters.clone();
+    let too_large = || c.malformed_count(Transport::Http, MalformedReason::TooLarge);
+    // A million empty reports in 2 MB: refused before decoding, counted.
+    let million = b"\x1a\x00".repeat(1_000_000);
+    let (st, b) = http(api, "POST", "/api/v1/reports", &[], &million).await;
+    assert!(json_error(st, &b, 413).contains("max_batch_reports"));
+    assert_eq!(too_large(), 1);
+    // The same as JSON: refused after decoding, counted.
+    let json = format!(
+        "{{\"reports\": [{}]}}",
+        vec![collector::json::encode(&Chain::new(now_ns(), true, Ask::Latency).batch(1, 1))["reports"][0].to_string(); 1001].join(",")
+    );
+    let (st, b) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/json")],
+        json.as_bytes(),
+    )
+    .await;
+    assert!(json_error(st, &b, 413).contains("1001 reports"));
+    assert_eq!(too_large(), 2);
+    // The configured byte limit applies above axum's default 2 MiB: 2.5 MB is decoded (and
+    // refused as garbage), 3.5 MB is too large; both JSON and counted.
+    let (st, b) = http(api, "POST", "/api/v1/reports", &[], &vec![0xff; 5 << 19]).await;
+    assert!(json_error(st, &b, 400).contains("ReportBatch"));
+    assert_eq!(
+        c.malformed_count(Transport::Http, MalformedReason::Protobuf),
+        1
+    );
+    // (Refused on its Content-Length, before the body is sent.)
+    let req = format!(
+        "POST /api/v1/reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        7 << 19
+    );
+    let (st, _, b) = raw(api, req.as_bytes(), false).await;
+    assert!(json_error(st, &b, 413).contains("max_batch_bytes"));
+    assert_eq!(too_large(), 3);
+    // Chunked, without a length: refused as it grows past the limit.
+    let mut req = b"POST /api/v1/reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..4 {
+        req.extend_from_slice(format!("{:x}\r\n", 1 << 20).as_bytes());
+        req.extend(std::iter::repeat_n(0u8, 1 << 20));
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    let (st, _, b) = raw(api, &req, false).await;
+    assert!(json_error(st, &b, 413).contains("max_batch_bytes"));
+    assert_eq!(too_large(), 4);
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_imports_are_refused_whole_with_the_reason() {
+    let dir = tempdir("imports");
+    let r = service::start(config(&dir, 16, true), Stores::default())
+        .await
+        .unwrap();
+    let api = r.http_addr;
+    // An AS without routers is recorded.
+    let (st, v) = admin_post(api, "/api/v1/admin/topology", r#"{"isd_as":"4-ff00:0:1"}"#).await;
+    assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
+    assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:1").await.0, 200);
+    // Routers need a node id; node ids and interfaces are unique; interface ids are 1..65535.
+    let topo = |brs: &str| format!(r#"{{"isd_as":"4-ff00:0:2","border_routers":{{{brs}}}}}"#);
+    for (brs, want) in [
+        (r#""r1":{"interfaces":{}}"#, "missing \"id\""),
+        (r#""r1":{"id":"x"}"#, "is not a node id"),
+        (r#""r1":{"id":4294967296}"#, "is not a node id"),
+        (r#""r1":{"id":1},"r2":{"id":1}"#, "both have id 1"),
+        (
+            r#""r1":{"id":1,"interfaces":{"0":{}}}"#,
+            "interface id \"0\"",
+        ),
+        (
+            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:3","remote_interface_id":99999}}}"#,
+            "remote_interface_id 99999",
+        ),
+        (
+            r#""r1":{"id":1,"interfaces":{"1":{}}},"r2":{"id":2,"interfaces":{"1":{}}}"#,
+            "interface 1 is on both",
+        ),
+        (
+            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:2"}}}"#,
+            "to itself",
+        ),
+    ] {
+        let (st, v) = admin_post(api, "/api/v1/admin/topology", &topo(brs)).await;
+        assert_eq!(st, 400, "{brs}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(want), "{brs}: {v}");
+    }
+    assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:2").await.0, 404);
+
+    // Paths: all or nothing, each element's error named, hops checked, unknown fields refused.
+    let good = serde_json::to_string(&chain::path_description()).unwrap();
+    for (body, want) in [
+        (format!("[{good}, {{\"hops\": []}}]"), "path 1: a path needs"),
+        (format!("[{good}, 5]"), "path 1: invalid type: integer"),
+        (
+            r#"{"hops":[{"ia":"1-ff00:0:a","ingress":0,"egress":1},{"ia":"1-ff00:0:b","ingress":0,"egress":0},{"ia":"1-ff00:0:c","ingress":2,"egress":0}]}"#.into(),
+            "ingress 0",
+        ),
+        (
+            r#"{"hops":[{"ia":"1-ff00:0:a","ingress":0,"egress":1},{"ia":"1-ff00:0:a","ingress":2,"egress":0}]}"#.into(),
+            "both in 1-ff00:0:a",
+        ),
+        (
+            r#"{"hops":[{"ia":"1-ff00:0:a","ingress":0,"egress":0,"mtu":9}]}"#.into(),
+            "unknown field `mtu`",
+        ),
+        (r#"{"hops":[], "x": 1}"#.into(), "unknown field `x`"),
+    ] {
+        let (st, v) = admin_post(api, "/api/v1/admin/paths", &body).await;
+        assert_eq!(st, 400, "{body}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(want), "{body}: {v}");
+    }
+    let (_, v) = get_json(api, "/api/v1/paths").await;
+    assert_eq!(v["paths"], Value::Array(vec![]), "nothing imported");
+    // Paths differing only in a middle AS get different ids.
+    let mut other = chain::path_description();
+    other.hops[1].ia = "1-ff00:0:e".parse().unwrap();
+    let body = serde_json::to_string(&vec![chain::path_description(), other]).unwrap();
+    let (st, v) = admin_post(api, "/api/v1/admin/paths", &body).await;
+    assert_eq!(st, 200, "{v}");
+    assert_ne!(v["paths"][0], v["paths"][1]);
+    let (_, v) = get_json(api, "/api/v1/paths").await;
+    assert_eq!(v["paths"].as_array().unwrap().len(), 2);
+
+    // Keys: only for this collector's AS; unknown fields refused.
+    let mut k = serde_json::to_value(&chain::level1_imports(now_ns() / 1_000_000_000)[0]).unwrap();
+    k["dst_ia"] = "1-ff00:0:b".into();
+    let (st, v) = admin_post(api, "/api/v1/admin/keys", &format!("[{k}]")).await;
+    assert_eq!(st, 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("not this collector's AS"),
+        "{v}"
+    );
+    k["dst_ia"] = "1-ff00:0:a".into();
+    k["extra"] = 1.into();
+    let (st, v) = admin_post(api, "/api/v1/admin/keys", &format!("[{k}]")).await;
+    assert_eq!(st, 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `extra`"),
+        "{v}"
+    );
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_queries_and_requests_get_json_errors() {
+    let dir = tempdir("queries");
+    let r = service::start(config(&dir, 16, true), Stores::default())
+        .await
+        .unwrap();
+    let api = r.http_addr;
+    for f in chain::topology_files() {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
+    }
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    let (st, _) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[],
+        &chain.batch(2, 1).encode_to_vec(),
+    )
+    .await;
+    assert_eq!(st, 202);
+    settle(&r, 2).await;
+    let (_, paths) = get_json(api, "/api/v1/paths").await;
+    let id = paths["paths"][0]["id"].as_str().unwrap().to_string();
+    for (q, want) in [
+        ("/api/v1/telemetry?node=-1", "node"),
+        ("/api/v1/telemetry?ifid=65536", "ifid"),
+        ("/api/v1/telemetry?node=1&node=2", "duplicate"),
+        ("/api/v1/quarantine?limit=-1", "limit"),
+        ("/api/v1/sla?path=0000000000000001&max=x", "max"),
+        ("/api/v1/paths/rank?src=1-ff00:0:a", "dst"),
+        ("/api/v1/ases/%FF", "UTF-8"),
+        ("/api/v1/paths/+abc000000000000", "16 hex digits"),
+        ("/api/v1/paths/abc", "16 hex digits"),
+        ("/api/v1/paths/0000000000000000000001", "16 hex digits"),
+        (&format!("/api/v1/sla?path={id}&max=NaN"), "finite"),
+        (&format!("/api/v1/sla?path={id}&max=inf"), "finite"),
+        (&format!("/api/v1/sla?path={id}&max=1e400"), "finite"),
+        ("/api/v1/telemetry/history?step_ms=0", "step_ms must be > 0"),
+        (
+            "/api/v1/telemetry/history?scope=path&step_ms=18446744073709551615",
+            "too large",
+        ),
+        (
+            "/api/v1/telemetry/history?scope=path&from=0&step_ms=1",
+            "steps",
+        ),
+        (
+            "/api/v1/telemetry/history?scope=path&ia=9-ff00:0:99",
+            "ia does not apply to scope path",
+        ),
+        (
+            "/api/v1/telemetry?scope=router&path=0000000000000001",
+            "path does not apply",
+        ),
+        ("/api/v1/telemetry?ia=1-ff00:0:a&hop=1", "no scope takes"),
+    ] {
+        let (st, ct, b) = raw(
+            api,
+            format!("GET {q} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            false,
+        )
+        .await;
+        assert_eq!(ct, "application/json", "{q}");
+        let e = json_error(st, &b, 400);
+        assert!(e.contains(want), "{q}: {e}");
+    }
+    // A filter applies to the scopes that have it only: no path series for an ISD-AS.
+    let (st, v) = get_json(api, "/api/v1/telemetry?ia=1-ff00:0:c").await;
+    assert_eq!(st, 200);
+    let t = v["telemetry"].as_array().unwrap();
+    assert!(!t.is_empty());
+    assert!(t.iter().all(|x| x["tags"]["ia"] == "1-ff00:0:c"), "{v}");
+    let (st, v) = get_json(api, "/api/v1/telemetry/history?scope=path&step_ms=1000").await;
+    assert_eq!(st, 200, "{v}");
+    // Wrong method, truncated body, media types.
+    let (st, ct, b) = raw(
+        api,
+        b"DELETE /api/v1/paths HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        false,
+    )
+    .await;
+    assert_eq!(ct, "application/json");
+    json_error(st, &b, 405);
+    let req = format!(
+        "POST /api/v1/admin/paths HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n[{{"
+    );
+    let (st, ct, b) = raw(api, req.as_bytes(), true).await;
+    assert_eq!(ct, "application/json", "{}", String::from_utf8_lossy(&b));
+    assert!((400..500).contains(&st), "{st}");
+    let json = collector::json::encode(&chain.batch(1, 2)).to_string();
+    for (ct, want) in [
+        ("Application/JSON", 202),
+        ("application/json; charset=utf-8", 202),
+        ("application/jsonx", 415),
+        ("text/plain", 415),
+    ] {
+        let (st, b) = http(
+            api,
+            "POST",
+            "/api/v1/reports",
+            &[("Content-Type", ct)],
+            json.as_bytes(),
+        )
+        .await;
+        assert_eq!(st, want, "{ct}: {}", String::from_utf8_lossy(&b));
+        if want == 415 {
+            json_error(st, &b, 415);
+        }
+    }
+    let mut req = b"POST /api/v1/reports HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\nContent-Type: application/x-protobuf".to_vec();
+    req.extend_from_slice(b"\xff\r\n\r\n");
+    let (st, _, b) = raw(api, &req, false).await;
+    assert!(json_error(st, &b, 415).contains("not ASCII"));
+    // The OpenAPI document types numbers as numbers.
+    let (_, o) = get_json(api, "/openapi.json").await;
+    let params = o["paths"]["/api/v1/telemetry"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let node = params.iter().find(|p| p["name"] == "node").unwrap();
+    assert_eq!(node["schema"]["type"], "integer");
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -267,6 +267,35 @@ async fn round_trip(backend: &str, base_port: u16) {
         200
     );
     svc.run(&["start", "postgres"]);
+    // An AS without routers is persisted too.
+    let (st, v) = http(
+        api,
+        "POST",
+        "/api/v1/admin/topology",
+        true,
+        br#"{"isd_as": "4-ff00:0:1"}"#,
+    )
+    .await;
+    assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
+    // History queries are checked before the store is asked: too many steps, a step that
+    // overflows, a filter the scope does not take.
+    for (q, want) in [
+        ("from=0&step_ms=1", "steps"),
+        ("step_ms=18446744073709551615", "too large"),
+        ("step_ms=0", "> 0"),
+        ("ia=9-ff00:0:99", "does not apply to scope path"),
+    ] {
+        let (st, v) = http(
+            api,
+            "GET",
+            &format!("/api/v1/telemetry/history?scope=path&measurement=latency_ns&{q}"),
+            false,
+            b"",
+        )
+        .await;
+        assert_eq!(st, 400, "{q}: {v}");
+        assert!(v["error"].as_str().unwrap().contains(want), "{q}: {v}");
+    }
     let shared = r.shared.clone();
     assert_eq!(shared.counters.accepted.load(Relaxed), 30);
     assert_eq!(shared.counters.rejected(RejectReason::Replayed), 10);
@@ -299,6 +328,8 @@ async fn round_trip(backend: &str, base_port: u16) {
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/1-ff00:0:e", false, b"").await;
     assert_eq!(st, 200, "{e}");
     assert_eq!(e["routers"]["re"]["node_id"], 9);
+    let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/4-ff00:0:1", false, b"").await;
+    assert_eq!(st, 200, "{e}");
     r.shutdown().await;
     let db = TopologyDb::connect(&pg, 100).await.unwrap();
     let q = db.quarantine(100).await.unwrap();
