@@ -31,9 +31,9 @@ pub enum DbError {
 /// A border router of an AS.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RouterRecord {
-    /// Node id (as in ID-INT entries).
-    pub node_id: u32,
-    /// Name (e.g. `br1-ff00_0_110-1`).
+    /// Node id (as in ID-INT entries), if known; unique within the AS.
+    pub node_id: Option<u32>,
+    /// Name (e.g. `br1-ff00_0_110-1`), unique within the AS.
     pub name: String,
 }
 
@@ -44,6 +44,8 @@ pub struct InterfaceRecord {
     pub ifid: u16,
     /// Owning router's node id, if known.
     pub node_id: Option<u32>,
+    /// Owning router's name, if known.
+    pub router: Option<String>,
     /// Link type (`parent`, `child`, `core`, `peer`) or empty.
     pub link_type: String,
     /// Neighbour AS, if known.
@@ -248,21 +250,21 @@ impl TopologyDb {
                 interfaces: Vec::new(),
             });
         }
-        for r in sqlx::query("SELECT ia, node_id, name FROM router ORDER BY ia, node_id")
+        for r in sqlx::query("SELECT ia, node_id, name FROM router ORDER BY ia, name")
             .fetch_all(&self.pool)
             .await?
         {
             let a = un(r.get(0));
             if let Some(rec) = snap.ases.iter_mut().find(|x| x.ia == a) {
                 rec.routers.push(RouterRecord {
-                    node_id: r.get::<i64, _>(1) as u32,
+                    node_id: r.get::<Option<i64>, _>(1).map(|n| n as u32),
                     name: r.get(2),
                 });
             }
         }
         for r in sqlx::query(
-            "SELECT ia, ifid, node_id, link_type, neighbor_ia, neighbor_ifid FROM interface \
-             ORDER BY ia, ifid",
+            "SELECT ia, ifid, node_id, link_type, neighbor_ia, neighbor_ifid, router FROM \
+             interface ORDER BY ia, ifid",
         )
         .fetch_all(&self.pool)
         .await?
@@ -275,6 +277,7 @@ impl TopologyDb {
                     link_type: r.get(3),
                     neighbor_ia: r.get::<Option<i64>, _>(4).map(un),
                     neighbor_ifid: r.get::<Option<i32>, _>(5).map(|n| n as u16),
+                    router: r.get(6),
                 });
             }
         }
@@ -398,10 +401,10 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
             for r in &a.routers {
                 sqlx::query(
                     "INSERT INTO router (ia, node_id, name) VALUES ($1, $2, $3) \
-                     ON CONFLICT (ia, node_id) DO UPDATE SET name = EXCLUDED.name",
+                     ON CONFLICT (ia, name) DO UPDATE SET node_id = EXCLUDED.node_id",
                 )
                 .bind(ia(a.ia))
-                .bind(i64::from(r.node_id))
+                .bind(r.node_id.map(i64::from))
                 .bind(no_nul(&r.name))
                 .execute(&mut **tx)
                 .await?;
@@ -409,9 +412,10 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
             for i in &a.interfaces {
                 sqlx::query(
                     "INSERT INTO interface (ia, ifid, node_id, link_type, neighbor_ia, \
-                     neighbor_ifid) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (ia, ifid) DO \
-                     UPDATE SET node_id = EXCLUDED.node_id, link_type = EXCLUDED.link_type, \
-                     neighbor_ia = EXCLUDED.neighbor_ia, neighbor_ifid = EXCLUDED.neighbor_ifid",
+                     neighbor_ifid, router) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT \
+                     (ia, ifid) DO UPDATE SET node_id = EXCLUDED.node_id, link_type = \
+                     EXCLUDED.link_type, neighbor_ia = EXCLUDED.neighbor_ia, neighbor_ifid = \
+                     EXCLUDED.neighbor_ifid, router = EXCLUDED.router",
                 )
                 .bind(ia(a.ia))
                 .bind(i32::from(i.ifid))
@@ -419,6 +423,7 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
                 .bind(no_nul(&i.link_type))
                 .bind(i.neighbor_ia.map(ia))
                 .bind(i.neighbor_ifid.map(i32::from))
+                .bind(i.router.as_deref().map(no_nul))
                 .execute(&mut **tx)
                 .await?;
             }

@@ -14,7 +14,7 @@ fn as_record(ia: u64, routers: u32) -> AsRecord {
         mtu: Some(1472),
         routers: (1..=routers)
             .map(|n| RouterRecord {
-                node_id: n,
+                node_id: Some(n),
                 name: format!("br-{ia:x}-{n}"),
             })
             .collect(),
@@ -22,6 +22,7 @@ fn as_record(ia: u64, routers: u32) -> AsRecord {
             .map(|i| InterfaceRecord {
                 ifid: i,
                 node_id: Some(1),
+                router: Some(format!("br-{ia:x}-1")),
                 link_type: "child".into(),
                 neighbor_ia: Some(ia + 1),
                 neighbor_ifid: Some(i + 10),
@@ -96,12 +97,32 @@ async fn round_trip_and_quarantine_cap() {
         }),
     ];
     db.apply(&changes).await.unwrap();
+    // Routers without a node id (a scionproto topology.json has none) are kept by name, with
+    // the interfaces they own.
+    let mut unnumbered = as_record(2 << 48 | 0x7, 1);
+    for name in ["br7-a", "br7-b"] {
+        unnumbered.routers.push(RouterRecord {
+            node_id: None,
+            name: name.into(),
+        });
+    }
+    unnumbered.interfaces[2].node_id = None;
+    unnumbered.interfaces[2].router = Some("br7-b".into());
+    db.apply(&[Change::As(unnumbered.clone())]).await.unwrap();
+    let snap = db.load().await.unwrap();
+    let mut want = unnumbered.clone();
+    want.routers.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(snap.ases.iter().find(|a| a.ia == want.ia), Some(&want));
+    // Two routers with one node id in an AS cannot both be stored.
+    let mut clash = as_record(3 << 48 | 0x7, 2);
+    clash.routers[1].node_id = Some(1);
+    assert!(db.apply(&[Change::As(clash)]).await.is_err());
     // Replacing an AS replaces its routers and interfaces.
     let mut smaller = as_record(1 << 48 | 0x110, 1);
     smaller.interfaces.truncate(1);
     db.apply(&[Change::As(smaller.clone())]).await.unwrap();
     let snap = db.load().await.unwrap();
-    assert_eq!(snap.ases, vec![smaller, as_record(big, 1)]);
+    assert_eq!(snap.ases, vec![smaller, want, as_record(big, 1)]);
     assert_eq!(
         snap.links,
         vec![LinkRecord {

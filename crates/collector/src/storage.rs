@@ -201,8 +201,7 @@ impl TopologySink for PgSink {
     }
 }
 
-/// The record of a topology change (routers without a node id are not stored: the table is
-/// keyed by node id).
+/// The record of a topology change.
 pub fn to_change(c: &TopologyChange) -> Option<Change> {
     Some(match c {
         TopologyChange::As { ia, info } => {
@@ -218,11 +217,9 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
                 routers: info
                     .routers
                     .values()
-                    .filter_map(|r| {
-                        r.node_id.map(|node_id| RouterRecord {
-                            node_id,
-                            name: r.name.clone(),
-                        })
+                    .map(|r| RouterRecord {
+                        node_id: r.node_id,
+                        name: r.name.clone(),
                     })
                     .collect(),
                 interfaces: info
@@ -231,6 +228,7 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
                     .map(|i| InterfaceRecord {
                         ifid: i.ifid,
                         node_id: node_of(&i.router),
+                        router: i.router.clone(),
                         link_type: i.link_type.clone().unwrap_or_default(),
                         neighbor_ia: i.neighbor_ia.map(|n| n.to_u64()),
                         neighbor_ifid: i.neighbor_if,
@@ -286,18 +284,24 @@ pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
                 r.name.clone(),
                 RouterInfo {
                     name: r.name.clone(),
-                    node_id: Some(r.node_id),
+                    node_id: r.node_id,
                     interfaces: Vec::new(),
                 },
             );
         }
         for i in &a.interfaces {
-            let router = i.node_id.and_then(|n| {
-                a.routers
-                    .iter()
-                    .find(|r| r.node_id == n)
-                    .map(|r| r.name.clone())
-            });
+            // By name; rows written before interfaces named their router, by node id.
+            let router = i
+                .router
+                .clone()
+                .filter(|n| info.routers.contains_key(n))
+                .or_else(|| {
+                    let n = i.node_id?;
+                    a.routers
+                        .iter()
+                        .find(|r| r.node_id == Some(n))
+                        .map(|r| r.name.clone())
+                });
             if let Some(r) = router.as_ref().and_then(|n| info.routers.get_mut(n)) {
                 r.interfaces.push(i.ifid);
             }

@@ -849,24 +849,23 @@ fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
     };
     let mut node_of: BTreeMap<u32, &str> = BTreeMap::new();
     for (name, br) in brs.into_iter().flatten() {
-        let node_id = match br.get("id") {
-            None => {
-                return Err(bad(&format!(
-                    "border router {name:?}: missing \"id\" (its node id, 0 to {})",
-                    u32::MAX
-                )));
-            }
-            Some(x) => x
-                .as_u64()
-                .and_then(|x| u32::try_from(x).ok())
-                .ok_or_else(|| {
-                    bad(&format!(
-                        "border router {name:?}: id {x} is not a node id (0 to {})",
-                        u32::MAX
-                    ))
-                })?,
-        };
-        if let Some(other) = node_of.insert(node_id, name) {
+        // The ID-INT node id is an extension of the format: scionproto files have none, and
+        // such a router is kept by name (reports then name it by its interfaces only).
+        let node_id =
+            match br.get("id") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(x) => Some(x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(
+                    || {
+                        bad(&format!(
+                            "border router {name:?}: id {x} is not a node id (0 to {})",
+                            u32::MAX
+                        ))
+                    },
+                )?),
+            };
+        if let Some(node_id) = node_id
+            && let Some(other) = node_of.insert(node_id, name)
+        {
             return Err(bad(&format!(
                 "border routers {other:?} and {name:?} both have id {node_id}"
             )));
@@ -933,7 +932,7 @@ fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
             name.clone(),
             RouterInfo {
                 name: name.clone(),
-                node_id: Some(node_id),
+                node_id,
                 interfaces: ifids,
             },
         );

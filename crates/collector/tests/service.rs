@@ -611,10 +611,9 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
     let (st, v) = admin_post(api, "/api/v1/admin/topology", r#"{"isd_as":"4-ff00:0:1"}"#).await;
     assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
     assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:1").await.0, 200);
-    // Routers need a node id; node ids and interfaces are unique; interface ids are 1..65535.
+    // Node ids (where given) and interfaces are unique; interface ids are 1..65535.
     let topo = |brs: &str| format!(r#"{{"isd_as":"4-ff00:0:2","border_routers":{{{brs}}}}}"#);
     for (brs, want) in [
-        (r#""r1":{"interfaces":{}}"#, "missing \"id\""),
         (r#""r1":{"id":"x"}"#, "is not a node id"),
         (r#""r1":{"id":4294967296}"#, "is not a node id"),
         (r#""r1":{"id":1},"r2":{"id":1}"#, "both have id 1"),
@@ -640,6 +639,22 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
         assert!(v["error"].as_str().unwrap().contains(want), "{brs}: {v}");
     }
     assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:2").await.0, 404);
+    // A scionproto topology.json gives no node ids: its routers are kept by name.
+    let (st, v) = admin_post(
+        api,
+        "/api/v1/admin/topology",
+        &topo(r#""br2-a":{"interfaces":{"1":{}}},"br2-b":{"id":7,"interfaces":{"2":{}}}"#),
+    )
+    .await;
+    assert_eq!(st, 200, "{v}");
+    let (_, a) = get_json(api, "/api/v1/ases/4-ff00:0:2").await;
+    assert_eq!(a["routers"]["br2-a"]["node_id"], Value::Null, "{a}");
+    assert_eq!(
+        a["routers"]["br2-a"]["interfaces"],
+        serde_json::json!([1]),
+        "{a}"
+    );
+    assert_eq!(a["routers"]["br2-b"]["node_id"], 7, "{a}");
 
     // Paths: all or nothing, each element's error named, hops checked, unknown fields refused.
     let good = serde_json::to_string(&chain::path_description()).unwrap();

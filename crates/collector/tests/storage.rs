@@ -252,8 +252,9 @@ async fn round_trip(backend: &str, base_port: u16) {
     assert_eq!(st, 202);
     settle(&r, n + 10).await;
     // A topology change while PostgreSQL is down.
-    let extra =
-        r#"{"isd_as": "1-ff00:0:e", "border_routers": {"re": {"id": 9, "interfaces": {}}}}"#;
+    // (Its second router has no node id, as in a scionproto topology.json.)
+    let extra = r#"{"isd_as": "1-ff00:0:e", "border_routers": {"re": {"id": 9, "interfaces": {}},
+        "re2": {"interfaces": {"4": {"isd_as": "1-ff00:0:f", "link_to": "child"}}}}}"#;
     assert_eq!(
         http(
             api,
@@ -328,6 +329,13 @@ async fn round_trip(backend: &str, base_port: u16) {
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/1-ff00:0:e", false, b"").await;
     assert_eq!(st, 200, "{e}");
     assert_eq!(e["routers"]["re"]["node_id"], 9);
+    assert_eq!(e["routers"]["re2"]["node_id"], Value::Null, "{e}");
+    assert_eq!(
+        e["routers"]["re2"]["interfaces"],
+        serde_json::json!([4]),
+        "{e}"
+    );
+    assert_eq!(e["interfaces"]["4"]["router"], "re2", "{e}");
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/4-ff00:0:1", false, b"").await;
     assert_eq!(st, 200, "{e}");
     r.shutdown().await;
