@@ -38,9 +38,20 @@ type KeyTable = HashMap<(Protocol, IsdAsn, IsdAsn), Vec<(Epoch, Key)>>;
 pub struct ImportedKeys {
     keys: RwLock<KeyTable>,
     generation: AtomicU64,
+    /// The verifier's AS, if set: only keys K(src -> it) are taken.
+    verifier: Option<IsdAsn>,
 }
 
 impl ImportedKeys {
+    /// An empty store for the collector of `ia`: it verifies with keys K(src -> `ia`) only,
+    /// so [`Self::import`] refuses keys for any other destination AS.
+    pub fn for_verifier(ia: IsdAsn) -> Self {
+        ImportedKeys {
+            verifier: Some(ia),
+            ..ImportedKeys::default()
+        }
+    }
+
     /// Adds keys; all or nothing. Returns how many were added.
     pub fn import(&self, entries: &[ImportedKey]) -> Result<usize, String> {
         let mut parsed = Vec::with_capacity(entries.len());
@@ -48,6 +59,14 @@ impl ImportedKeys {
             let bad = |what: &str| format!("key {i}: {what}");
             let src: IsdAsn = e.src_ia.parse().map_err(|_| bad("bad src_ia"))?;
             let dst: IsdAsn = e.dst_ia.parse().map_err(|_| bad("bad dst_ia"))?;
+            if let Some(v) = self.verifier
+                && dst != v
+            {
+                return Err(bad(&format!(
+                    "dst_ia {dst} is not this collector's AS {v} (it verifies with keys \
+                     K(src -> {v}) only)"
+                )));
+            }
             let epoch = Epoch::new(e.epoch_begin, e.epoch_end)
                 .ok_or_else(|| bad("epoch_end <= epoch_begin"))?;
             let raw: [u8; 16] = hex::decode(&e.key_hex)
@@ -321,5 +340,38 @@ impl KeyResolver {
             .get(&id)
             .map(|(_, k)| k)
             .ok_or(KeyError::BadHost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(dst: &str) -> ImportedKey {
+        ImportedKey {
+            src_ia: "1-ff00:0:111".into(),
+            dst_ia: dst.into(),
+            protocol: 3,
+            epoch_begin: 100,
+            epoch_end: 200,
+            key_hex: "00112233445566778899aabbccddeeff".into(),
+        }
+    }
+
+    #[test]
+    fn a_verifier_takes_only_keys_towards_its_own_as() {
+        let own: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let k = ImportedKeys::for_verifier(own);
+        let e = k
+            .import(&[key("1-ff00:0:110"), key("1-ff00:0:112")])
+            .unwrap_err();
+        assert!(e.contains("key 1: dst_ia 1-ff00:0:112"), "{e}");
+        assert!(k.is_empty(), "all or nothing");
+        assert_eq!(k.import(&[key("1-ff00:0:110")]), Ok(1));
+        // A store for no particular verifier takes any destination.
+        assert_eq!(
+            ImportedKeys::default().import(&[key("1-ff00:0:112")]),
+            Ok(1)
+        );
     }
 }

@@ -244,7 +244,7 @@ pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
         }
         None => None,
     };
-    let imported = Arc::new(ImportedKeys::default());
+    let imported = Arc::new(ImportedKeys::for_verifier(ia));
     if let Some(p) = &cfg.collector.level1_keys {
         let text = std::fs::read_to_string(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
         imported.import_json(&text).map_err(err)?;
