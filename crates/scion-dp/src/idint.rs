@@ -425,7 +425,7 @@ pub trait ForwardingHook {
     }
 
     /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
-    /// `slot`). Called once per burst of at most 32 packets.
+    /// `slot`). Called once per burst of at most [`MAX_BURST`] packets.
     #[inline]
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
         let _ = pkts;
@@ -1702,6 +1702,9 @@ const PLANS: usize = 4;
 /// A [`FlowPlan::burst`] no burst has.
 const NO_BURST: u64 = u64::MAX;
 
+// The burst pass tracks its jobs in 64-bit masks.
+const _: () = assert!(MAX_BURST <= 64);
+
 /// Entries up to this length are sealed in the burst pass (router entries are at most 64).
 const BATCH_ENTRY_MAX: usize = 80;
 const BATCH_BLOCKS: usize = BATCH_ENTRY_MAX / 16;
@@ -2006,7 +2009,7 @@ impl SealBatch {
         // not there (not expected) is left alone. Bit `i` of `there` / `sealed`: job `i`.
         let mut n_blocks = [0u8; MAX_BURST];
         let mut n_ks = 0;
-        let mut there = 0u32;
+        let mut there = 0u64;
         let h0 = jobs[0].handle;
         let mut one_key = true;
         for (i, j) in jobs.iter().enumerate() {
@@ -2035,7 +2038,7 @@ impl SealBatch {
                 }
             }
         }
-        let mut sealed = 0u32;
+        let mut sealed = 0u64;
         {
             let keys: &K = keys;
             match keys.key(h0) {
