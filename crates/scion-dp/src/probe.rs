@@ -12,6 +12,8 @@ use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::{
     AggregationFunction, AggregationMode, Instruction, RequestBuilder, Verifier,
 };
+use idint_wire::path::epic::EPIC_PREFIX_LEN;
+use idint_wire::path::{EpicPath, ScionPath};
 use idint_wire::scion::{FlowId, NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::udp::{UdpPacket, UdpRepr};
 use idint_wire::{Error, HostAddr, IsdAsn, Layer};
@@ -107,7 +109,8 @@ pub struct ProbeSource {
     collector_ia: IsdAsn,
     collector_host: HostAddr,
     targets: Vec<Scheduled>,
-    last_ts: u64,
+    /// The source timestamp of the last probe (none yet: `None`).
+    last_ts: Option<u64>,
 }
 
 /// UDP port probes are sent from.
@@ -129,26 +132,49 @@ impl ProbeSource {
             collector_ia,
             collector_host,
             targets: Vec::new(),
-            last_ts: 0,
+            last_ts: None,
         }
     }
 
-    /// Adds a target, first probed at `start_ns`; returns its index.
-    pub fn add(&mut self, target: ProbeTarget, start_ns: u64) -> usize {
+    /// Adds a target, first probed at `start_ns`; returns its index. Refused, and nothing
+    /// added, if its interval is 0, its path is not a whole SCION or EPIC path of its
+    /// `path_type`, or all 65,536 source ports (one per target: the request's port) are
+    /// taken.
+    pub fn add(&mut self, target: ProbeTarget, start_ns: u64) -> Result<usize, Error> {
+        if target.interval_ns == 0 {
+            return Err(Error::invalid(Layer::Common, "probe interval"));
+        }
+        check_path(target.path_type, &target.path)?;
+        if self.targets.len() > usize::from(u16::MAX) {
+            return Err(Error::invalid(
+                Layer::IdIntMain,
+                "source port (too many targets)",
+            ));
+        }
         self.targets.push(Scheduled {
             target,
             next_ns: start_ns,
             seq: 0,
         });
-        self.targets.len() - 1
+        Ok(self.targets.len() - 1)
     }
 
-    /// Replaces the path of target `index`.
-    pub fn set_path(&mut self, index: usize, path_type: PathType, path: Vec<u8>) {
-        if let Some(s) = self.targets.get_mut(index) {
-            s.target.path_type = path_type;
-            s.target.path = path;
-        }
+    /// Replaces the path of target `index` (checked as [`Self::add`] checks it; an unknown
+    /// index is an error too).
+    pub fn set_path(
+        &mut self,
+        index: usize,
+        path_type: PathType,
+        path: Vec<u8>,
+    ) -> Result<(), Error> {
+        check_path(path_type, &path)?;
+        let s = self
+            .targets
+            .get_mut(index)
+            .ok_or(Error::invalid(Layer::Common, "probe target index"))?;
+        s.target.path_type = path_type;
+        s.target.path = path;
+        Ok(())
     }
 
     /// When the next probe is due (Unix ns), if there is any target.
@@ -183,9 +209,8 @@ impl ProbeSource {
             .enumerate()
             .filter(|(_, s)| s.next_ns <= now_ns)
             .min_by_key(|(_, s)| s.next_ns)?;
-        // (timestamp, port) must never repeat under the key: strictly increasing timestamps.
-        let ts = (now_ns % (1 << 48)).max(self.last_ts + 1) % (1 << 48);
-        self.last_ts = ts;
+        let ts = next_timestamp(now_ns, self.last_ts);
+        self.last_ts = Some(ts);
         let s = &mut self.targets[index];
         let seq = s.seq;
         s.seq += 1;
@@ -215,6 +240,46 @@ impl ProbeSource {
             seq,
         }))
     }
+}
+
+/// The 48-bit source timestamp of a probe sent at `now_ns` after one stamped `last`:
+/// (timestamp, port) must never repeat under the key, so timestamps strictly increase, modulo
+/// 2^48 as verifiers read them (the clock's own value once it is ahead of `last`, also across
+/// a wrap, else `last + 1`).
+fn next_timestamp(now_ns: u64, last: Option<u64>) -> u64 {
+    const WRAP: u64 = 1 << 48;
+    let now = now_ns % WRAP;
+    let Some(last) = last else {
+        return now;
+    };
+    let ahead = now.wrapping_sub(last) % WRAP;
+    if ahead == 0 || ahead >= WRAP / 2 {
+        (last + 1) % WRAP
+    } else {
+        now
+    }
+}
+
+/// `path` is a whole path of `path_type` (SCION or EPIC, the types probes are sent on), with
+/// no bytes after its last hop field.
+fn check_path(path_type: PathType, path: &[u8]) -> Result<(), Error> {
+    let len = match path_type {
+        PathType::Scion => ScionPath::new_checked(path)?.len(),
+        PathType::Epic => EPIC_PREFIX_LEN + EpicPath::new_checked(path)?.scion_path().len(),
+        _ => {
+            return Err(Error::invalid(
+                Layer::Common,
+                "PathType (probes: SCION or EPIC)",
+            ));
+        }
+    };
+    if len != path.len() {
+        return Err(Error::invalid(
+            Layer::Path,
+            "bytes after the last hop field",
+        ));
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -279,4 +344,87 @@ fn build(
     let hdr = ScionHeader::new_checked(&*head)?;
     UdpPacket::new_unchecked(&mut rest[hbh_len..hbh_len + 8 + PAYLOAD]).fill_checksum(&hdr);
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use idint_wire::path::{HopField, InfoField, PathMeta, ScionPathRepr};
+
+    const WRAP: u64 = 1 << 48;
+
+    #[test]
+    fn timestamps_follow_the_clock_across_the_48_bit_wrap() {
+        // One probe a second, the first half a second before the wrap.
+        let start = 7 * WRAP - 500_000_000;
+        let mut last = None;
+        for i in 0..5u64 {
+            let now = start + i * 1_000_000_000;
+            let ts = next_timestamp(now, last);
+            assert_eq!(ts, now % WRAP, "probe {i}: the clock's own value");
+            last = Some(ts);
+        }
+        // Probes within the same nanosecond, and a clock that steps back a little: one more
+        // than the last each time, across the wrap too.
+        assert_eq!(next_timestamp(5 * WRAP + 10, Some(10)), 11);
+        assert_eq!(next_timestamp(5 * WRAP + 9, Some(11)), 12);
+        assert_eq!(next_timestamp(WRAP - 1, Some(WRAP - 1)), 0);
+        assert_eq!(next_timestamp(0, Some(WRAP - 1)), 0);
+        assert_eq!(next_timestamp(3 * WRAP, None), 0);
+    }
+
+    fn target(path_type: PathType, path: Vec<u8>, interval_ns: u64) -> ProbeTarget {
+        ProbeTarget {
+            dst_ia: "1-ff00:0:111".parse().unwrap(),
+            dst_host: HostAddr::V4(core::net::Ipv4Addr::new(10, 0, 0, 2)),
+            dst_port: 1,
+            path_type,
+            path,
+            interval_ns,
+            request: ProbeRequest::default(),
+        }
+    }
+
+    fn scion_path() -> Vec<u8> {
+        let repr = ScionPathRepr {
+            meta: PathMeta {
+                seg_len: [2, 0, 0],
+                ..PathMeta::default()
+            },
+            infos: [InfoField::default(); 3],
+            hops: [HopField::default(); 64],
+        };
+        let mut b = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut b).unwrap();
+        b
+    }
+
+    #[test]
+    fn targets_that_could_never_be_probed_are_refused() {
+        let ia = "1-ff00:0:110".parse().unwrap();
+        let host = HostAddr::V4(core::net::Ipv4Addr::new(10, 0, 0, 1));
+        let mut p = ProbeSource::new(ia, host, ia, host);
+        let ok = scion_path();
+        let mut longer = ok.clone();
+        longer.push(0);
+        for (t, why) in [
+            (target(PathType::Scion, ok.clone(), 0), "interval"),
+            (target(PathType::Scion, Vec::new(), 1), "empty path"),
+            (
+                target(PathType::Scion, ok[..ok.len() - 1].to_vec(), 1),
+                "cut",
+            ),
+            (target(PathType::Scion, longer, 1), "trailing byte"),
+            (target(PathType::Epic, ok.clone(), 1), "not EPIC"),
+            (target(PathType::Empty, Vec::new(), 1), "path type"),
+        ] {
+            assert!(p.add(t, 0).is_err(), "{why}");
+        }
+        assert_eq!(p.next_due(), None, "nothing was added");
+        assert_eq!(p.add(target(PathType::Scion, ok.clone(), 1), 0), Ok(0));
+        assert!(p.set_path(0, PathType::Scion, vec![0; 3]).is_err());
+        assert!(p.set_path(1, PathType::Scion, ok.clone()).is_err());
+        assert_eq!(p.set_path(0, PathType::Scion, ok), Ok(()));
+    }
 }

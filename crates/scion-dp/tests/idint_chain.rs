@@ -1138,23 +1138,25 @@ mod infrastructure {
         );
         let mut raw_path = vec![0u8; path(&rs).buffer_len()];
         path(&rs).emit(&mut raw_path).unwrap();
-        probes.add(
-            ProbeTarget {
-                dst_ia: ases()[3],
-                dst_host: HostAddr::V4(DST_HOST),
-                dst_port: 31000,
-                path_type: PathType::Scion,
-                path: raw_path,
-                interval_ns: 1_000_000_000,
-                request: ProbeRequest {
-                    encrypt: true,
-                    deliver,
-                    stack_len_words: 100,
-                    ..ProbeRequest::default()
+        probes
+            .add(
+                ProbeTarget {
+                    dst_ia: ases()[3],
+                    dst_host: HostAddr::V4(DST_HOST),
+                    dst_port: 31000,
+                    path_type: PathType::Scion,
+                    path: raw_path,
+                    interval_ns: 1_000_000_000,
+                    request: ProbeRequest {
+                        encrypt: true,
+                        deliver,
+                        stack_len_words: 100,
+                        ..ProbeRequest::default()
+                    },
                 },
-            },
-            NOW,
-        );
+                NOW,
+            )
+            .expect("a valid probe target");
         let mut buf = vec![0u8; 2048];
         assert!(
             probes.poll(NOW - 1, &src_key, &mut buf).is_none(),

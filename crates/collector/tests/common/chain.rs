@@ -279,23 +279,25 @@ impl Chain {
             Ask::Carbon => [0x4a, 0x4b, 0x4f, 0x4d],
         }
         .map(Instruction);
-        probes.add(
-            ProbeTarget {
-                dst_ia: ases()[3],
-                dst_host: HostAddr::V4(DST_HOST),
-                dst_port: 31000,
-                path_type: PathType::Scion,
-                path: raw_path,
-                interval_ns: 1,
-                request: ProbeRequest {
-                    encrypt,
-                    instructions,
-                    stack_len_words: 100,
-                    ..ProbeRequest::default()
+        probes
+            .add(
+                ProbeTarget {
+                    dst_ia: ases()[3],
+                    dst_host: HostAddr::V4(DST_HOST),
+                    dst_port: 31000,
+                    path_type: PathType::Scion,
+                    path: raw_path,
+                    interval_ns: 1,
+                    request: ProbeRequest {
+                        encrypt,
+                        instructions,
+                        stack_len_words: 100,
+                        ..ProbeRequest::default()
+                    },
                 },
-            },
-            0,
-        );
+                0,
+            )
+            .expect("a valid probe target");
         let stages = (0..4).map(|r| stage(r, &rs)).collect();
         let sink = stage(4, &rs).with_sink(Reports(Vec::new()));
         Chain {
