@@ -366,21 +366,21 @@ impl IdIntCounters {
         ]
     }
 
-    /// Adds another worker's counters.
+    /// Adds another worker's counters (saturating: a counter never wraps back to small).
     pub fn merge(&mut self, o: &IdIntCounters) {
-        self.packets += o.packets;
-        self.pushed += o.pushed;
-        self.aggregated += o.aggregated;
-        self.encrypted += o.encrypted;
-        self.stack_full += o.stack_full;
-        self.delayed += o.delayed;
-        self.no_key += o.no_key;
-        self.malformed += o.malformed;
-        self.unsupported += o.unsupported;
-        self.exported += o.exported;
-        self.export_refused += o.export_refused;
-        self.stripped += o.stripped;
-        self.consumed += o.consumed;
+        self.packets = self.packets.saturating_add(o.packets);
+        self.pushed = self.pushed.saturating_add(o.pushed);
+        self.aggregated = self.aggregated.saturating_add(o.aggregated);
+        self.encrypted = self.encrypted.saturating_add(o.encrypted);
+        self.stack_full = self.stack_full.saturating_add(o.stack_full);
+        self.delayed = self.delayed.saturating_add(o.delayed);
+        self.no_key = self.no_key.saturating_add(o.no_key);
+        self.malformed = self.malformed.saturating_add(o.malformed);
+        self.unsupported = self.unsupported.saturating_add(o.unsupported);
+        self.exported = self.exported.saturating_add(o.exported);
+        self.export_refused = self.export_refused.saturating_add(o.export_refused);
+        self.stripped = self.stripped.saturating_add(o.stripped);
+        self.consumed = self.consumed.saturating_add(o.consumed);
     }
 }
 
@@ -2375,6 +2375,21 @@ struct Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merged_counters_saturate() {
+        let mut a = IdIntCounters {
+            packets: u64::MAX - 1,
+            ..IdIntCounters::default()
+        };
+        let b = IdIntCounters {
+            packets: 5,
+            pushed: 2,
+            ..IdIntCounters::default()
+        };
+        a.merge(&b);
+        assert_eq!((a.packets, a.pushed), (u64::MAX, 2));
+    }
 
     fn s(len: u8, value: u64) -> Option<SlotValue> {
         Some(SlotValue { len, value })
