@@ -103,6 +103,15 @@ impl DispatchedPorts {
         };
         if inside { port } else { Self::ENDHOST_PORT }
     }
+
+    /// Checks a range as [`FromStr`] does: `1 <= START <= END`, else
+    /// [`ConfigError::BadPortRange`].
+    pub const fn check(self) -> Result<(), ConfigError> {
+        match self {
+            DispatchedPorts::Range(lo, hi) if lo == 0 || lo > hi => Err(ConfigError::BadPortRange),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl FromStr for DispatchedPorts {
@@ -119,10 +128,9 @@ impl FromStr for DispatchedPorts {
         let (lo, hi) = s.split_once('-').ok_or(ConfigError::BadPortRange)?;
         let lo: u16 = lo.trim().parse().map_err(|_| ConfigError::BadPortRange)?;
         let hi: u16 = hi.trim().parse().map_err(|_| ConfigError::BadPortRange)?;
-        if lo == 0 || lo > hi {
-            return Err(ConfigError::BadPortRange);
-        }
-        Ok(DispatchedPorts::Range(lo, hi))
+        let r = DispatchedPorts::Range(lo, hi);
+        r.check()?;
+        Ok(r)
     }
 }
 
@@ -262,6 +270,7 @@ impl Router {
             }
             *slot = (i + 1) as u8;
         }
+        config.dispatched_ports.check()?;
         for (svc, _) in &config.services {
             if !matches!(svc.base(), Svc::CS | Svc::DS) {
                 return Err(ConfigError::BadService);
@@ -433,6 +442,33 @@ mod tests {
         c.services
             .push((Svc::WILDCARD, "10.0.0.1:1".parse().unwrap()));
         assert_eq!(Router::new(c).unwrap_err(), ConfigError::BadService);
+    }
+
+    #[test]
+    fn rejects_dispatched_ranges_that_from_str_rejects() {
+        for bad in [
+            DispatchedPorts::Range(0, 100),
+            DispatchedPorts::Range(0, 0),
+            DispatchedPorts::Range(5000, 10),
+        ] {
+            let mut c = sample();
+            c.dispatched_ports = bad;
+            assert_eq!(
+                Router::new(c).unwrap_err(),
+                ConfigError::BadPortRange,
+                "{bad:?}"
+            );
+        }
+        for good in [
+            DispatchedPorts::Range(1, 1),
+            DispatchedPorts::Range(1, 65535),
+            DispatchedPorts::All,
+            DispatchedPorts::None,
+        ] {
+            let mut c = sample();
+            c.dispatched_ports = good;
+            assert!(Router::new(c).is_ok(), "{good:?}");
+        }
     }
 
     #[test]

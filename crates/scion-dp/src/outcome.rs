@@ -314,27 +314,29 @@ impl Counters {
         self.drops[reason as usize]
     }
 
-    /// Every packet counted.
+    /// Every packet counted, saturating at `u64::MAX` (never wraps or panics).
     pub fn total(&self) -> u64 {
-        self.forwarded
-            + self.to_sibling
-            + self.delivered
-            + self.bfd
-            + self.replies.iter().sum::<u64>()
-            + self.drops.iter().sum::<u64>()
+        [self.forwarded, self.to_sibling, self.delivered, self.bfd]
+            .iter()
+            .chain(&self.replies)
+            .chain(&self.drops)
+            .fold(0u64, |t, &n| t.saturating_add(n))
     }
 
-    /// Adds another worker's counters.
+    /// Adds another worker's counters. Each sum saturates at `u64::MAX`: exported counters
+    /// stay monotonic (a wrap would look like a counter reset to Prometheus) and the addition
+    /// never panics.
     pub fn merge(&mut self, other: &Counters) {
-        self.forwarded += other.forwarded;
-        self.to_sibling += other.to_sibling;
-        self.delivered += other.delivered;
-        self.bfd += other.bfd;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.forwarded, other.forwarded);
+        add(&mut self.to_sibling, other.to_sibling);
+        add(&mut self.delivered, other.delivered);
+        add(&mut self.bfd, other.bfd);
         for (a, b) in self.replies.iter_mut().zip(other.replies.iter()) {
-            *a += b;
+            add(a, *b);
         }
         for (a, b) in self.drops.iter_mut().zip(other.drops.iter()) {
-            *a += b;
+            add(a, *b);
         }
     }
 }
@@ -369,5 +371,28 @@ mod tests {
         assert_eq!(b.drops_for(DropReason::EpicStale), 2);
         assert_eq!(b.replies_for(ScmpReason::PathExpired), 2);
         assert_eq!(b.total(), 6);
+    }
+
+    #[test]
+    fn counters_total_and_merge_saturate() {
+        let mut a = Counters {
+            forwarded: u64::MAX,
+            ..Counters::default()
+        };
+        a.record(&Disposition::Bfd);
+        a.record(&Disposition::Drop(DropReason::EpicStale));
+        assert_eq!(a.total(), u64::MAX);
+        let mut b = Counters {
+            forwarded: 1,
+            ..Counters::default()
+        };
+        b.drops[DropReason::EpicStale as usize] = u64::MAX;
+        b.replies[ScmpReason::PathExpired as usize] = 3;
+        a.merge(&b);
+        assert_eq!(a.forwarded, u64::MAX);
+        assert_eq!(a.bfd, 1);
+        assert_eq!(a.drops_for(DropReason::EpicStale), u64::MAX);
+        assert_eq!(a.replies_for(ScmpReason::PathExpired), 3);
+        assert_eq!(a.total(), u64::MAX);
     }
 }
