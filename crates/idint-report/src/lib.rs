@@ -4,10 +4,10 @@
 //! A [`v1::Report`] carries the raw ID-INT main option and stack bytes so that the collector
 //! verifies every MAC itself; a [`v1::ReportBatch`] groups reports for transport. Feature
 //! `json`: the JSON form of a batch (`json::decode` / `json::encode`), as the collector's HTTP
-//! ingest accepts it.
+//! ingest accepts it. [`v1::Report::validate`] checks that a decoded report's numbers fit the
+//! packet fields they describe (`json::decode` applies it).
 
 /// Version 1 of the report schema.
-#[allow(missing_docs, clippy::doc_markdown)]
 pub mod v1 {
     include!(concat!(env!("OUT_DIR"), "/idint.report.v1.rs"));
 }
@@ -16,6 +16,9 @@ pub use prost::Message;
 
 #[cfg(feature = "json")]
 pub mod json;
+
+mod validate;
+pub use validate::{FieldProblem, InvalidReport};
 
 use idint_wire::idint::IdInt;
 use idint_wire::packet::{L4, Packet, PathView};
