@@ -8,31 +8,51 @@
 //! router_id = "br1-ff00_0_110-1"
 //! eal = ["--no-huge", "-m", "256", "--no-pci", "--no-shconf", "-l", "0-1",
 //!        "--vdev=net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap"]
+//!                                   # no -h/--help/--log-level=help; -l/-c: >= 2 lcores, CPUs
+//!                                   # of this machine (see crate::eal_args)
 //!
 //! [dataplane]                       # all optional
 //! distribution = "auto"             # "queues" (RSS), "software" (distributor lcore) or auto
-//! mbufs = 8191
-//! rx_desc = 512
+//! mbufs = 8191                      # >= 512
+//! rx_desc = 512                     # power of two in 32 ..= 4096
 //! tx_desc = 512
-//! io_only = false                   # benchmark ceiling: frames leave by the next port untouched
-//! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on
-//! neighbor_expire_secs = 300        # ... and forgotten from this age on
+//! io_only = false                   # benchmark ceiling: frames leave by the next port
+//!                                   # untouched; [idint], [export] and [drkey] are refused with it
+//! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on (>= 1)
+//! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //!
 //! [drkey]
-//! epoch_secs = 86400
+//! epoch_secs = 86400                # 360 ..= 259200
 //! cache_keys = 4096                 # ID-INT verifier keys cached per worker (4-way sets)
 //!
 //! [idint]
 //! node_id = 1
+//! power_w = 180                     # configured energy figures (optional)
+//! energy_per_packet_nj = 900
+//! co2_per_packet_pg = 120
+//!
+//! [export]                          # optional: ID-INT reports to a collector
+//! collector = "127.0.0.1:4740"      # UDP unicast IP:port (not port 0, unspecified, broadcast or
+//!                                   # multicast)
+//! router_number = 1
+//! max_reports = 32                  # 1 ..= 1024 reports per batch
+//! max_bytes = 1400                  # 512 ..= 65000 bytes per datagram
+//! flush_ms = 50                     # 1 ..= 10000: longest wait before a partial batch is sent
+//!
+//! [control]                         # optional
+//! http = "127.0.0.1:9101"           # /metrics and /health; loopback only (port 0: any)
 //!
 //! [[port]]
 //! device = "net_pcap0"              # DPDK device name
 //! interfaces = [1, 2]               # SCION interfaces of this router on that port
 //! internal = true                   # the AS-internal network is on this port too
+//!                                   # (a port needs interfaces, internal = true, or both)
+//! default_next_hop_mac = "02:00:00:00:00:fe"  # optional: next hops without a known MAC
+//! vlan = 120                        # optional 802.1Q VLAN ID (1 ..= 4094)
 //!
 //! [[neighbor]]                      # next-hop MAC per underlay IP
-//! ip = "192.0.2.2"
-//! mac = "02:00:00:00:00:02"
+//! ip = "192.0.2.2"                  # unicast; IPv4 written as IPv4, not ::ffff:a.b.c.d
+//! mac = "02:00:00:00:00:02"         # unicast MAC (aa:bb:cc:dd:ee:ff or aa-bb-cc-dd-ee-ff)
 //! ```
 
 use std::collections::HashMap;
@@ -87,10 +107,8 @@ struct RawConfig {
     eal: Vec<String>,
     #[serde(default)]
     dataplane: RawDataplane,
-    #[serde(default)]
-    drkey: RawDrkey,
-    #[serde(default)]
-    idint: RawIdInt,
+    drkey: Option<RawDrkey>,
+    idint: Option<RawIdInt>,
     export: Option<RawExport>,
     #[serde(default)]
     control: RawControl,
@@ -262,10 +280,15 @@ pub struct ExportSettings {
     pub flush_ms: u64,
 }
 
-/// Parses `aa:bb:cc:dd:ee:ff`.
+/// Parses `aa:bb:cc:dd:ee:ff` (or with `-` throughout; one kind of separator only).
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let sep = match s.as_bytes().get(2) {
+        Some(b':') => ':',
+        Some(b'-') => '-',
+        _ => return None,
+    };
     let mut out = [0u8; 6];
-    let mut parts = s.split([':', '-']);
+    let mut parts = s.split(sep);
     for b in out.iter_mut() {
         let p = parts.next()?;
         if p.len() != 2 {
@@ -274,6 +297,44 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
         *b = u8::from_str_radix(p, 16).ok()?;
     }
     parts.next().is_none().then_some(out)
+}
+
+/// Why `mac` cannot be a next hop's address (next hops are unicast), if it cannot.
+pub fn non_unicast_mac(mac: [u8; 6]) -> Option<&'static str> {
+    if mac == [0; 6] {
+        Some("the all-zero MAC")
+    } else if mac == [0xff; 6] {
+        Some("the broadcast MAC")
+    } else if mac[0] & 1 != 0 {
+        Some("a multicast MAC (lowest bit of the first octet set)")
+    } else {
+        None
+    }
+}
+
+/// Parses a next-hop MAC: a unicast `aa:bb:cc:dd:ee:ff`.
+fn parse_next_hop_mac(s: &str) -> Result<[u8; 6], String> {
+    let mac =
+        parse_mac(s).ok_or_else(|| format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"))?;
+    match non_unicast_mac(mac) {
+        Some(what) => Err(format!("{s:?} is {what}; next hops are unicast addresses")),
+        None => Ok(mac),
+    }
+}
+
+/// Why `ip` cannot be a unicast peer (next hop or collector), if it cannot.
+fn non_unicast_ip(ip: IpAddr) -> Option<String> {
+    match ip {
+        IpAddr::V4(v4) if v4.is_unspecified() => Some("the unspecified address".into()),
+        IpAddr::V4(v4) if v4.is_broadcast() => Some("the broadcast address".into()),
+        IpAddr::V4(v4) if v4.is_multicast() => Some("a multicast address".into()),
+        IpAddr::V6(v6) if v6.is_unspecified() => Some("the unspecified address".into()),
+        IpAddr::V6(v6) if v6.is_multicast() => Some("a multicast address".into()),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map(|v4| format!("an IPv4-mapped IPv6 address (write the IPv4 address {v4})")),
+        IpAddr::V4(_) => None,
+    }
 }
 
 impl Config {
@@ -308,6 +369,8 @@ impl Config {
         let keys = MasterKeys::load(&keys_dir)?;
         let router = topo.router_config_with_key(&raw.router_id, keys.forwarding_key())?;
         let me = topo.router(&raw.router_id)?;
+        crate::eal_args::check(&raw.eal, crate::eal_args::cpu_detected)
+            .map_err(|reason| item("eal", reason))?;
 
         if raw.port.is_empty() {
             return Err(item("port", "no [[port]] configured".into()));
@@ -360,6 +423,16 @@ impl Config {
                     remote: ifc.underlay.remote,
                 });
             }
+            if p.interfaces.is_empty() && !p.internal {
+                return Err(item(
+                    &name,
+                    format!(
+                        "device {:?} carries no SCION interface and not the internal network \
+                         (give it interfaces = [...] or internal = true, or remove it)",
+                        p.device
+                    ),
+                ));
+            }
             if p.internal {
                 if let Some(prev) = internal_port {
                     return Err(item(
@@ -371,12 +444,10 @@ impl Config {
             }
             let default_next_hop_mac = match &p.default_next_hop_mac {
                 None => None,
-                Some(m) => Some(parse_mac(m).ok_or_else(|| {
-                    item(
-                        &format!("{name}.default_next_hop_mac"),
-                        format!("{m:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"),
-                    )
-                })?),
+                Some(m) => Some(
+                    parse_next_hop_mac(m)
+                        .map_err(|r| item(&format!("{name}.default_next_hop_mac"), r))?,
+                ),
             };
             if let Some(v) = p.vlan
                 && !(1..=4094).contains(&v)
@@ -417,12 +488,14 @@ impl Config {
                     format!("{:?} is not an IP address", n.ip),
                 )
             })?;
-            let mac = parse_mac(&n.mac).ok_or_else(|| {
-                item(
-                    &format!("neighbor[{i}].mac"),
-                    format!("{:?} is not a MAC address (aa:bb:cc:dd:ee:ff)", n.mac),
-                )
-            })?;
+            if let Some(what) = non_unicast_ip(ip) {
+                return Err(item(
+                    &format!("neighbor[{i}].ip"),
+                    format!("{ip} is {what}; next hops are unicast addresses"),
+                ));
+            }
+            let mac =
+                parse_next_hop_mac(&n.mac).map_err(|r| item(&format!("neighbor[{i}].mac"), r))?;
             if neighbors.insert(ip, mac).is_some() {
                 return Err(item(
                     &format!("neighbor[{i}].ip"),
@@ -430,14 +503,15 @@ impl Config {
                 ));
             }
         }
-        let epoch_secs = raw.drkey.epoch_secs.unwrap_or(86_400);
+        let drkey = raw.drkey.as_ref();
+        let epoch_secs = drkey.and_then(|d| d.epoch_secs).unwrap_or(86_400);
         if !(360..=259_200).contains(&epoch_secs) {
             return Err(item(
                 "drkey.epoch_secs",
                 format!("{epoch_secs} is outside 360 ..= 259200 (6 minutes to 3 days)"),
             ));
         }
-        let cache_keys = raw.drkey.cache_keys.unwrap_or(4096);
+        let cache_keys = drkey.and_then(|d| d.cache_keys).unwrap_or(4096);
         if !(4..=1 << 20).contains(&cache_keys) {
             return Err(item(
                 "drkey.cache_keys",
@@ -455,12 +529,17 @@ impl Config {
                 .neighbor_expire_secs
                 .unwrap_or(default_aging.expire_s),
         };
-        if neighbor_aging.refresh_s == 0 || neighbor_aging.expire_s <= neighbor_aging.refresh_s {
+        if neighbor_aging.refresh_s == 0 {
+            return Err(item(
+                "dataplane.neighbor_refresh_secs",
+                "0: learned neighbour entries must be re-asked after at least 1 s".into(),
+            ));
+        }
+        if neighbor_aging.expire_s <= neighbor_aging.refresh_s {
             return Err(item(
                 "dataplane.neighbor_expire_secs",
                 format!(
-                    "neighbour entries must be refreshed (after {} s) before they expire (after {} s), \
-                     and the refresh time must be at least 1 s",
+                    "neighbour entries must be refreshed (after {} s) before they expire (after {} s)",
                     neighbor_aging.refresh_s, neighbor_aging.expire_s
                 ),
             ));
@@ -488,6 +567,21 @@ impl Config {
                         format!("{:?} is not an IP:port address", e.collector),
                     )
                 })?;
+                if collector.port() == 0 {
+                    return Err(item(
+                        "export.collector",
+                        format!("{collector}: port 0 is no UDP destination"),
+                    ));
+                }
+                if let Some(what) = non_unicast_ip(collector.ip()) {
+                    return Err(item(
+                        "export.collector",
+                        format!(
+                            "{collector}: {} is {what}; the collector is one unicast host",
+                            collector.ip()
+                        ),
+                    ));
+                }
                 let max_reports = e.max_reports.unwrap_or(32);
                 if !(1..=1024).contains(&max_reports) {
                     return Err(item(
@@ -502,12 +596,19 @@ impl Config {
                         format!("{max_bytes} is outside 512 ..= 65000"),
                     ));
                 }
+                let flush_ms = e.flush_ms.unwrap_or(50);
+                if !(1..=10_000).contains(&flush_ms) {
+                    return Err(item(
+                        "export.flush_ms",
+                        format!("{flush_ms} is outside 1 ..= 10000"),
+                    ));
+                }
                 Some(ExportSettings {
                     collector,
                     router_number: e.router_number.unwrap_or(1),
                     max_reports,
                     max_bytes,
-                    flush_ms: e.flush_ms.unwrap_or(50).clamp(1, 10_000),
+                    flush_ms,
                 })
             }
         };
@@ -539,14 +640,32 @@ impl Config {
                 ));
             }
         };
+        let io_only = raw.dataplane.io_only.unwrap_or(false);
+        if io_only {
+            let present = [
+                ("idint", raw.idint.is_some()),
+                ("export", raw.export.is_some()),
+                ("drkey", raw.drkey.is_some()),
+            ];
+            if let Some((section, _)) = present.iter().find(|(_, p)| *p) {
+                return Err(item(
+                    "dataplane.io_only",
+                    format!(
+                        "io_only = true forwards frames untouched (no SCION or ID-INT \
+                         processing), so the [{section}] section cannot apply; remove one of them"
+                    ),
+                ));
+            }
+        }
+        let idint = raw.idint.unwrap_or_default();
         Ok(Config {
             distribution,
             export,
             http,
             energy: crate::worker::EnergyFigures {
-                power_w: raw.idint.power_w,
-                energy_per_packet_nj: raw.idint.energy_per_packet_nj,
-                co2_per_packet_pg: raw.idint.co2_per_packet_pg,
+                power_w: idint.power_w,
+                energy_per_packet_nj: idint.energy_per_packet_nj,
+                co2_per_packet_pg: idint.co2_per_packet_pg,
             },
             file: file.to_path_buf(),
             router_id: raw.router_id,
@@ -558,11 +677,11 @@ impl Config {
             mbufs,
             rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
-            io_only: raw.dataplane.io_only.unwrap_or(false),
+            io_only,
             neighbor_aging,
             epoch_secs,
             cache_keys: cache_keys as usize,
-            node_id: raw.idint.node_id,
+            node_id: idint.node_id,
         })
     }
 }
@@ -579,6 +698,201 @@ mod tests {
         assert_eq!(parse_mac("02:00:0a:ff:00:01:02"), None);
         assert_eq!(parse_mac("2:00:0a:ff:00:01"), None);
         assert_eq!(parse_mac("zz:00:0a:ff:00:01"), None);
+        assert_eq!(parse_mac("02:00-0a:ff-00:01"), None, "mixed separators");
+        assert_eq!(parse_mac("02-00:0a:ff:00:01"), None, "mixed separators");
+        assert_eq!(parse_mac("02.00.0a.ff.00.01"), None);
+        assert_eq!(parse_mac(""), None);
+    }
+
+    /// A working configuration for router br1a of the shared example topology, with `extra`
+    /// appended (TOML) after `edit` of the base text.
+    fn example(edit: impl Fn(&str) -> String, extra: &str) -> Result<Config, ConfigError> {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/vectors/scion/config_examples/router_benchmark");
+        let base = format!(
+            "topology = {:?}\nkeys = {:?}\nrouter_id = \"br1a\"\neal = []\n\n\
+             [[port]]\ndevice = \"net_null0\"\ninterfaces = [2, 3]\ninternal = true\n\n\
+             [[neighbor]]\nip = \"10.123.2.2\"\nmac = \"02:00:00:00:02:02\"\n",
+            ex.join("topology.json"),
+            ex.join("keys"),
+        );
+        Config::parse(
+            &format!("{}\n{extra}", edit(&base)),
+            Path::new("/x/router.toml"),
+        )
+    }
+
+    /// `example` with `extra` must fail with `/x/router.toml: {needle}...`.
+    #[track_caller]
+    fn refused(extra: &str, needle: &str) {
+        refused_edit(|t| t.to_string(), extra, needle);
+    }
+
+    #[track_caller]
+    fn refused_edit(edit: impl Fn(&str) -> String, extra: &str, needle: &str) {
+        let e = example(edit, extra).expect_err(needle).to_string();
+        assert!(
+            e.starts_with(&format!("/x/router.toml: {needle}")),
+            "{needle:?} does not start {e:?}"
+        );
+    }
+
+    #[test]
+    fn example_is_valid() {
+        let c = example(|t| t.to_string(), "").unwrap();
+        assert_eq!(c.ports.len(), 1);
+        assert!(!c.io_only);
+        let c = example(|t| t.to_string(), "[dataplane]\nio_only = true").unwrap();
+        assert!(c.io_only);
+    }
+
+    #[test]
+    fn port_must_carry_something() {
+        refused(
+            "[[port]]\ndevice = \"net_null1\"",
+            "port[1]: device \"net_null1\" carries no SCION interface and not the internal network",
+        );
+        refused(
+            "[[port]]\ndevice = \"net_null1\"\ninterfaces = []\ninternal = false",
+            "port[1]: device",
+        );
+    }
+
+    #[test]
+    fn io_only_refuses_sections_it_cannot_apply() {
+        for section in [
+            "[idint]\nnode_id = 1",
+            "[export]\ncollector = \"127.0.0.1:4740\"",
+            "[drkey]",
+        ] {
+            let name = section.split(']').next().unwrap_or_default();
+            refused(
+                &format!("[dataplane]\nio_only = true\n{section}"),
+                &format!(
+                    "dataplane.io_only: io_only = true forwards frames untouched (no SCION or \
+                     ID-INT processing), so the {name}] section cannot apply"
+                ),
+            );
+        }
+        // Without io_only the same sections are fine.
+        example(|t| t.to_string(), "[idint]\nnode_id = 1\n[drkey]").unwrap();
+    }
+
+    #[test]
+    fn export_values_are_checked_not_clamped() {
+        let export = |rest: &str| format!("[export]\ncollector = \"127.0.0.1:4740\"\n{rest}");
+        refused(
+            &export("flush_ms = 0"),
+            "export.flush_ms: 0 is outside 1 ..= 10000",
+        );
+        refused(
+            &export("flush_ms = 99999999"),
+            "export.flush_ms: 99999999 is outside 1 ..= 10000",
+        );
+        for ok in [1, 10_000] {
+            let c = example(|t| t.to_string(), &export(&format!("flush_ms = {ok}"))).unwrap();
+            assert_eq!(c.export.map(|e| e.flush_ms), Some(ok));
+        }
+        for (collector, why) in [
+            ("127.0.0.1:0", "port 0"),
+            ("0.0.0.0:4740", "the unspecified address"),
+            ("[::]:4740", "the unspecified address"),
+            ("224.0.0.1:4740", "a multicast address"),
+            ("[ff02::1]:4740", "a multicast address"),
+            ("255.255.255.255:4740", "the broadcast address"),
+        ] {
+            let e = example(
+                |t| t.to_string(),
+                &format!("[export]\ncollector = \"{collector}\""),
+            )
+            .expect_err(collector)
+            .to_string();
+            assert!(
+                e.starts_with("/x/router.toml: export.collector: ") && e.contains(why),
+                "{collector}: {e}"
+            );
+        }
+        example(|t| t.to_string(), "[export]\ncollector = \"[::1]:4740\"").unwrap();
+    }
+
+    #[test]
+    fn next_hops_are_unicast() {
+        for (mac, why) in [
+            ("00:00:00:00:00:00", "the all-zero MAC"),
+            ("ff:ff:ff:ff:ff:ff", "the broadcast MAC"),
+            ("01:00:5e:00:00:01", "a multicast MAC"),
+            ("33-33-00-00-00-01", "a multicast MAC"),
+        ] {
+            refused_edit(
+                |t| t.replace("02:00:00:00:02:02", mac),
+                "",
+                &format!("neighbor[0].mac: {mac:?} is {why}"),
+            );
+            refused_edit(
+                |t| {
+                    t.replace(
+                        "internal = true",
+                        &format!("internal = true\ndefault_next_hop_mac = \"{mac}\""),
+                    )
+                },
+                "",
+                &format!("port[0].default_next_hop_mac: {mac:?} is {why}"),
+            );
+        }
+        refused_edit(
+            |t| t.replace("02:00:00:00:02:02", "02:00-00:00-02:02"),
+            "",
+            "neighbor[0].mac: \"02:00-00:00-02:02\" is not a MAC address",
+        );
+        for (ip, why) in [
+            ("0.0.0.0", "the unspecified address"),
+            ("::", "the unspecified address"),
+            ("255.255.255.255", "the broadcast address"),
+            ("224.0.0.1", "a multicast address"),
+            ("ff02::1", "a multicast address"),
+            (
+                "::ffff:10.123.2.2",
+                "an IPv4-mapped IPv6 address (write the IPv4 address 10.123.2.2)",
+            ),
+        ] {
+            refused_edit(
+                |t| t.replace("\"10.123.2.2\"", &format!("{ip:?}")),
+                "",
+                &format!("neighbor[0].ip: {ip} is {why}"),
+            );
+        }
+        // The duplicate the mapped form used to hide.
+        refused(
+            "[[neighbor]]\nip = \"::ffff:10.123.2.2\"\nmac = \"02:00:00:00:02:03\"",
+            "neighbor[1].ip: ::ffff:10.123.2.2 is an IPv4-mapped IPv6 address",
+        );
+    }
+
+    #[test]
+    fn neighbour_ageing_errors_name_the_right_item() {
+        refused(
+            "[dataplane]\nneighbor_refresh_secs = 0",
+            "dataplane.neighbor_refresh_secs: 0",
+        );
+        refused(
+            "[dataplane]\nneighbor_refresh_secs = 60\nneighbor_expire_secs = 60",
+            "dataplane.neighbor_expire_secs: neighbour entries must be refreshed (after 60 s) \
+             before they expire (after 60 s)",
+        );
+    }
+
+    #[test]
+    fn eal_arguments_are_checked_before_eal_runs() {
+        refused_edit(
+            |t| t.replace("eal = []", "eal = [\"--no-huge\", \"-h\"]"),
+            "",
+            "eal: \"-h\" makes DPDK print its usage",
+        );
+        refused_edit(
+            |t| t.replace("eal = []", "eal = [\"-l\", \"0\"]"),
+            "",
+            "eal: -l 0 gives 1 lcore",
+        );
     }
 
     #[test]

@@ -77,6 +77,46 @@ fn check(op: impl FnOnce() -> String, ret: c_int) -> Result<c_int, DpdkError> {
 
 static EAL_STARTED: AtomicBool = AtomicBool::new(false);
 
+/// While alive, file descriptor 1 (stdout) refers to stderr. EAL prints its usage text on
+/// stdout when it rejects its arguments; the router keeps stdout for its JSON summary.
+struct StdoutToStderr {
+    /// A duplicate of the original stdout, restored on drop.
+    saved: c_int,
+}
+
+impl StdoutToStderr {
+    /// Points stdout at stderr; `None` (nothing changed) if the descriptors cannot be copied.
+    fn new() -> Option<Self> {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: dup only creates a new descriptor for fd 1; no memory is involved.
+        let saved = unsafe { libc::dup(1) };
+        if saved < 0 {
+            return None;
+        }
+        // SAFETY: makes fd 1 a copy of fd 2; `saved` keeps the original open for the restore.
+        if unsafe { libc::dup2(2, 1) } < 0 {
+            // SAFETY: `saved` is our own descriptor, closed once.
+            unsafe { libc::close(saved) };
+            return None;
+        }
+        Some(StdoutToStderr { saved })
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        // SAFETY: flushes every C stdio stream (a null argument means all) so what EAL wrote
+        // through stdio lands on stderr; then puts the original stdout back on fd 1 and
+        // closes our copy of it, which nothing else uses.
+        unsafe {
+            libc::fflush(ptr::null_mut());
+            libc::dup2(self.saved, 1);
+            libc::close(self.saved);
+        }
+    }
+}
+
 /// The initialised Environment Abstraction Layer. At most one exists per process (EAL cannot
 /// be initialised twice); dropping it does not clean up, [`Eal::cleanup`] does.
 #[derive(Debug)]
@@ -87,7 +127,8 @@ pub struct Eal {
 impl Eal {
     /// Initialises EAL with `args` (without the program name). Adds `-d <PMD_DIR>` so the
     /// driver plugins (`net_null`, `net_ring`, `net_pcap`, ...) load, unless `args` has a `-d`.
-    /// Fails if EAL was initialised before in this process.
+    /// Fails if EAL was initialised before in this process. What EAL prints on stdout while it
+    /// initialises (its usage text, on bad arguments) goes to stderr.
     pub fn init(args: &[String]) -> Result<Eal, DpdkError> {
         if EAL_STARTED.swap(true, Ordering::SeqCst) {
             return Err(DpdkError::other(
@@ -111,12 +152,16 @@ impl Eal {
         let mut argv: Vec<*mut c_char> = all.into_iter().map(CString::into_raw).collect();
         let argc = c_int::try_from(argv.len())
             .map_err(|_| DpdkError::other("rte_eal_init", "too many arguments"))?;
+        let redirect = StdoutToStderr::new();
         // SAFETY: argc/argv describe NUL-terminated strings leaked for the whole process; the
         // flag above makes this the only initialisation.
         let ret = unsafe { sys::rte_eal_init(argc, argv.as_mut_ptr()) };
+        // Read rte_errno before anything else can change it.
+        let failed = (ret < 0).then(|| DpdkError::from_errno("rte_eal_init"));
+        drop(redirect);
         std::mem::forget(argv);
-        if ret < 0 {
-            return Err(DpdkError::from_errno("rte_eal_init"));
+        if let Some(e) = failed {
+            return Err(e);
         }
         Ok(Eal { _private: () })
     }

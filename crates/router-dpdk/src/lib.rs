@@ -3,6 +3,7 @@
 //! * [`dpdk`]: the safe DPDK layer (EAL, mempools, ports, mbufs, bursts, lcores); the only
 //!   module with `unsafe` code.
 //! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
+//! * [`eal_args`]: checks of the configured EAL arguments before EAL runs.
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
 //! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
@@ -16,6 +17,7 @@
 pub mod config;
 pub mod distribute;
 pub mod dpdk;
+pub mod eal_args;
 pub mod export;
 pub mod http;
 pub mod ndp;

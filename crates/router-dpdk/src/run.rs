@@ -1,7 +1,6 @@
 //! Wiring: EAL, mempool, ports, forwarding tables, workers on lcores, the wait for a signal
 //! or the configured duration, and the final summary.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -14,7 +13,7 @@ use scion_dp::idint::DrkeyKeys;
 
 use idint_report::v1::Exporter;
 
-use crate::config::{Config, Distribution};
+use crate::config::{Config, ConfigError, Distribution};
 use crate::distribute::{DistStats, Distributor};
 use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
@@ -53,8 +52,6 @@ fn sample_ports(ports: &[Port], samples: &[PortSample], interval_ns: u64) {
 pub struct Options {
     /// Stop after this long (else at SIGINT/SIGTERM).
     pub duration: Option<Duration>,
-    /// Also write the summary JSON here.
-    pub summary: Option<PathBuf>,
 }
 
 /// Why the router could not run.
@@ -69,15 +66,100 @@ pub enum RunError {
     /// The configuration does not fit the machine (ports, lcores, keys).
     #[error("{0}")]
     Setup(String),
+    /// A configuration item that DPDK or the machine rejected once EAL ran (the EAL
+    /// arguments, a device that did not appear, too few lcores or queues).
+    #[error(transparent)]
+    Config(ConfigError),
 }
 
-/// Runs the router until stopped; returns the summary (JSON text).
-pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
-    let eal = Eal::init(&config.eal)?;
+impl RunError {
+    /// Whether this is a configuration error (exit code 2) rather than a runtime one (1).
+    pub fn is_config(&self) -> bool {
+        matches!(self, RunError::Config(_))
+    }
+}
+
+/// A configuration error of `item` in the configuration file of `config`.
+fn config_error(config: &Config, item: &str, reason: String) -> RunError {
+    RunError::Config(ConfigError::Item {
+        file: config.file.clone(),
+        item: item.to_string(),
+        reason,
+    })
+}
+
+/// Initialises EAL with the configured arguments. EAL's refusal of its arguments (`EINVAL`)
+/// or of a device they name (`ENODEV`) is a configuration error of `eal`.
+fn init_eal(config: &Config) -> Result<Eal, RunError> {
+    Eal::init(&config.eal).map_err(|e| match e.code {
+        libc::EINVAL => config_error(
+            config,
+            "eal",
+            format!("DPDK rejected these EAL arguments ({e}); the EAL messages above say which"),
+        ),
+        libc::ENODEV => config_error(
+            config,
+            "eal",
+            format!(
+                "DPDK cannot set up a device these EAL arguments name ({e}); the EAL messages \
+                 above say which (e.g. an unknown --vdev driver)"
+            ),
+        ),
+        _ => RunError::Setup(format!(
+            "DPDK: {e}; the EAL messages above say why (EAL arguments: eal in {})",
+            config.file.display()
+        )),
+    })
+}
+
+/// Why no DPDK port is named `device` (`port[index].device`): a device the EAL arguments ask
+/// for whose driver failed, or a name nothing asked for.
+fn missing_port(config: &Config, index: usize, device: &str, e: &DpdkError) -> RunError {
+    match crate::eal_args::device_arg(&config.eal, device) {
+        Some(arg) => config_error(
+            config,
+            "eal",
+            format!(
+                "{arg:?} (the device of port[{index}]) gave no DPDK port: its driver failed to \
+                 probe it; the EAL messages above say why (e.g. an unknown device argument)"
+            ),
+        ),
+        None => config_error(
+            config,
+            &format!("port[{index}].device"),
+            format!(
+                "no DPDK port named {device:?} ({}): eal has no --vdev or -a for it and no \
+                 device DPDK probed has that name",
+                e.text
+            ),
+        ),
+    }
+}
+
+/// A run that started forwarding: its final counters, and what went wrong while it ran or
+/// stopped, if anything did.
+#[derive(Debug)]
+pub struct Finished {
+    /// The summary of every counter (JSON text).
+    pub summary: String,
+    /// A worker, the distributor, the report exporter or the EAL clean-up failed.
+    pub failure: Option<RunError>,
+}
+
+/// Runs the router until stopped. An error means it never started forwarding; once it has,
+/// the result is [`Finished`], with the counters even if something failed on the way.
+pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
+    let eal = init_eal(&config)?;
     let workers = eal.worker_lcores();
     if workers.is_empty() {
-        return Err(RunError::Setup(
-            "no worker lcore: give EAL at least two lcores (e.g. -l 0-1); the main lcore runs the control loop".into(),
+        return Err(config_error(
+            &config,
+            "eal",
+            format!(
+                "no worker lcore: EAL runs on lcore {} only; give it at least two lcores \
+                 (e.g. -l 0-1): the main lcore runs the control loop, the others are workers",
+                eal.main_lcore()
+            ),
         ));
     }
     let nw = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
@@ -95,12 +177,9 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     let mut internal_port = 0;
     let mut probed = Vec::new();
     for (i, plan) in config.ports.iter().enumerate() {
-        let id = eal.port_by_name(&plan.device).map_err(|e| {
-            RunError::Setup(format!(
-                "port[{i}] device {:?}: {e} (is it in the EAL arguments, e.g. --vdev or -a?)",
-                plan.device
-            ))
-        })?;
+        let id = eal
+            .port_by_name(&plan.device)
+            .map_err(|e| missing_port(&config, i, &plan.device, &e))?;
         probed.push(dpdk::probe_port(&eal, id)?);
     }
     let short = probed
@@ -112,15 +191,34 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
         (Distribution::Auto, s) => s.is_some(),
         (Distribution::Queues, None) => false,
         (Distribution::Queues, Some((c, p))) => {
-            return Err(RunError::Setup(format!(
-                "port {:?} ({}) has {} rx / {} tx queues, {} workers need one each (use distribution = \"software\" or \"auto\")",
-                p.device, c.driver, c.max_rx_queues, c.max_tx_queues, nw
-            )));
+            return Err(config_error(
+                &config,
+                "dataplane.distribution",
+                format!(
+                    "\"queues\": port {:?} ({}) has {} rx / {} tx queues, {} workers need one each \
+                     (use distribution = \"software\" or \"auto\")",
+                    p.device, c.driver, c.max_rx_queues, c.max_tx_queues, nw
+                ),
+            ));
         }
     };
     if software && workers.len() < 2 {
-        return Err(RunError::Setup(
-            "software flow distribution needs a distributor and a worker lcore besides the main one (e.g. -l 0-2, or --lcores=0@0,1@1,2@1)".into(),
+        let why = match (config.distribution, short) {
+            (Distribution::Auto, Some((c, p))) => format!(
+                " (distribution = \"auto\" chose it: port {:?} has {} rx / {} tx queues for {} workers)",
+                p.device, c.max_rx_queues, c.max_tx_queues, nw
+            ),
+            _ => String::new(),
+        };
+        return Err(config_error(
+            &config,
+            "eal",
+            format!(
+                "software flow distribution{why} needs a distributor and a worker lcore besides \
+                 the main one, EAL gives {} lcore(s) besides it (e.g. -l 0-2, or \
+                 --lcores=0@0,1@1,2@1)",
+                workers.len()
+            ),
         ));
     }
     let (dist_lcore, workers) = if software {
@@ -422,22 +520,26 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     }
     let signalled = dpdk::stop_requested();
     dpdk::request_stop();
-    let mut failure = None;
+    let mut failure: Option<RunError> = None;
     for h in handles {
         if let Err(e) = h.join() {
-            failure.get_or_insert(e);
+            failure.get_or_insert(e.into());
         }
     }
     dist_done.store(true, Ordering::Release);
     if let Some(Err(e)) = dist_handle.map(|h| h.join()) {
-        failure.get_or_insert(e);
+        failure.get_or_insert(e.into());
     }
     done.store(true, Ordering::Release);
     if let Some(t) = exporter_thread {
         match t.join() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(RunError::Setup(format!("report export: {e}"))),
-            Err(_) => return Err(RunError::Setup("report export thread panicked".into())),
+            Ok(Err(e)) => {
+                failure.get_or_insert(RunError::Setup(format!("report export: {e}")));
+            }
+            Err(_) => {
+                failure.get_or_insert(RunError::Setup("report export thread panicked".into()));
+            }
         }
     }
     if let Some(t) = http_thread {
@@ -483,15 +585,13 @@ pub fn run(config: Config, opts: &Options) -> Result<String, RunError> {
     drop(rings);
     drop((to_workers, from_workers));
     drop(pool);
-    if let Some(path) = &opts.summary {
-        std::fs::write(path, &text)
-            .map_err(|e| RunError::Setup(format!("{}: {e}", path.display())))?;
+    if let Err(e) = eal.cleanup() {
+        failure.get_or_insert(e.into());
     }
-    eal.cleanup()?;
-    if let Some(e) = failure {
-        return Err(e.into());
-    }
-    Ok(text)
+    Ok(Finished {
+        summary: text,
+        failure,
+    })
 }
 
 #[cfg(test)]

@@ -19,14 +19,48 @@ type Case = (
 );
 
 fn run_edited(edit: impl Fn(String) -> String) -> (i32, String) {
+    let out = run_edited_with(edit, &[]);
+    assert!(
+        out.status.code() != Some(2) || out.stdout.is_empty(),
+        "a configuration error prints nothing on stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs the router for 0.3 s on the working configuration rewritten by `edit`, with `args`
+/// added to the command line.
+fn run_edited_with(edit: impl Fn(String) -> String, args: &[&str]) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_config(dir.path(), &["net_null0".into()], "net_null0", "");
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, edit(text)).unwrap();
-    let out = run_router(&["--config", cfg.to_str().unwrap(), "--duration", "0.3"]);
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    let mut all = vec!["--config", cfg.to_str().unwrap(), "--duration", "0.3"];
+    all.extend_from_slice(args);
+    run_router(&all)
+}
+
+/// Runs every case: exit code, message piece, no panic, nothing on stdout for code 2.
+fn check_cases(cases: Vec<Case>) {
+    for (name, edit, code, needle) in cases {
+        let (got, stderr) = run_edited(edit);
+        assert_eq!(got, code, "{name}: exit code; stderr: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{name}: {needle:?} not in {stderr:?}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+}
+
+/// Adds `text` to the configuration's `eal` arguments.
+fn eal_plus(t: &str, text: &str) -> String {
+    t.replace(
+        "\"--log-level=*:error\"",
+        &format!("\"--log-level=*:error\", {text}"),
     )
 }
 
@@ -84,7 +118,7 @@ fn bad_configs_fail_with_clear_messages() {
         (
             "device not in EAL",
             Box::new(|t| t.replace("device = \"net_null0\"", "device = \"net_pcap7\"")),
-            1,
+            2,
             "net_pcap7",
         ),
         (
@@ -127,28 +161,239 @@ fn bad_configs_fail_with_clear_messages() {
             2,
             "drkey.cache_keys: 2 is outside 4 ..= 1048576",
         ),
-        (
-            "single lcore",
-            Box::new(|t| t.replace("\"0-1\"", "\"0\"")),
-            1,
-            "no worker lcore",
-        ),
     ];
-    for (name, edit, code, needle) in cases {
-        let (got, stderr) = run_edited(edit);
-        assert_eq!(got, code, "{name}: exit code; stderr: {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{name}: {needle:?} not in {stderr:?}"
-        );
-        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
-    }
+    check_cases(cases);
     let out = run_router(&["--config", "/nonexistent/router.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/router.toml"));
     let out = run_router(&["--duration", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--config is required"));
+}
+
+/// A CPU id this machine does not have (below DPDK's lcore limit), if there is one.
+fn absent_cpu() -> Option<u32> {
+    (2..router_dpdk::eal_args::MAX_LCORE).find(|id| {
+        !std::path::Path::new(&format!("/sys/devices/system/cpu/cpu{id}/topology/core_id")).exists()
+    })
+}
+
+#[test]
+fn eal_mistakes_are_configuration_errors_naming_eal() {
+    let mut cases: Vec<Case> = vec![
+        (
+            "single lcore (checked before EAL)",
+            Box::new(|t| t.replace("\"0-1\"", "\"0\"")),
+            2,
+            "router.toml: eal: -l 0 gives 1 lcore; the router needs the main lcore",
+        ),
+        (
+            "single lcore (--lcores, found after EAL)",
+            Box::new(|t| t.replace("\"-l\", \"0-1\"", "\"--lcores=0\"")),
+            2,
+            "router.toml: eal: no worker lcore",
+        ),
+        (
+            "help in eal",
+            Box::new(|t| eal_plus(&t, "\"-h\"")),
+            2,
+            "router.toml: eal: \"-h\" makes DPDK print its usage",
+        ),
+        (
+            "log-level help in eal",
+            Box::new(|t| eal_plus(&t, "\"--log-level=help\"")),
+            2,
+            "router.toml: eal: --log-level=help makes DPDK list its log types",
+        ),
+        (
+            "EAL argument syntax (usage kept off stdout)",
+            Box::new(|t| t.replace("\"0-1\"", "\"x\"")),
+            2,
+            "router.toml: eal: DPDK rejected these EAL arguments (rte_eal_init: Invalid argument",
+        ),
+        (
+            "unknown vdev driver",
+            Box::new(|t| t.replace("--vdev=net_null0", "--vdev=net_nope0")),
+            2,
+            "router.toml: eal: DPDK cannot set up a device these EAL arguments name",
+        ),
+        (
+            "vdev that fails to probe",
+            Box::new(|t| t.replace("--vdev=net_null0", "--vdev=net_null0,foo=bar")),
+            2,
+            "router.toml: eal: \"net_null0,foo=bar\" (the device of port[0]) gave no DPDK port: \
+             its driver failed to probe it",
+        ),
+        (
+            "device nothing asks for",
+            Box::new(|t| t.replace("device = \"net_null0\"", "device = \"net_pcap7\"")),
+            2,
+            "router.toml: port[0].device: no DPDK port named \"net_pcap7\" (No such device): \
+             eal has no --vdev or -a for it",
+        ),
+        (
+            "software distribution without a second worker",
+            Box::new(|t| {
+                t.replace(
+                    "[idint]",
+                    "[dataplane]\ndistribution = \"software\"\n\n[idint]",
+                )
+            }),
+            2,
+            "router.toml: eal: software flow distribution needs a distributor and a worker lcore",
+        ),
+    ];
+    if let Some(cpu) = absent_cpu() {
+        let list: &'static str = format!("\"0,{cpu}\"").leak();
+        let needle: &'static str =
+            format!("router.toml: eal: -l 0,{cpu}: lcore {cpu} is not a CPU of this machine")
+                .leak();
+        cases.push((
+            "lcore that is no CPU",
+            Box::new(move |t| t.replace("\"0-1\"", list)),
+            2,
+            needle,
+        ));
+    }
+    check_cases(cases);
+}
+
+#[test]
+fn unchecked_values_are_refused() {
+    let cases: Vec<Case> = vec![
+        (
+            "port with nothing on it",
+            Box::new(|t| format!("{t}\n[[port]]\ndevice = \"net_null1\"\n")),
+            2,
+            "router.toml: port[1]: device \"net_null1\" carries no SCION interface and not the \
+             internal network",
+        ),
+        (
+            "io_only with [idint]",
+            Box::new(|t| t.replace("[idint]", "[dataplane]\nio_only = true\n\n[idint]")),
+            2,
+            "router.toml: dataplane.io_only: io_only = true forwards frames untouched (no SCION \
+             or ID-INT processing), so the [idint] section cannot apply",
+        ),
+        (
+            "flush_ms 0",
+            Box::new(|t| format!("{t}\n[export]\ncollector = \"127.0.0.1:4740\"\nflush_ms = 0\n")),
+            2,
+            "router.toml: export.flush_ms: 0 is outside 1 ..= 10000",
+        ),
+        (
+            "collector multicast",
+            Box::new(|t| format!("{t}\n[export]\ncollector = \"224.0.0.1:4740\"\n")),
+            2,
+            "router.toml: export.collector: 224.0.0.1:4740: 224.0.0.1 is a multicast address",
+        ),
+        (
+            "collector port 0",
+            Box::new(|t| format!("{t}\n[export]\ncollector = \"127.0.0.1:0\"\n")),
+            2,
+            "router.toml: export.collector: 127.0.0.1:0: port 0",
+        ),
+        (
+            "neighbour MAC all zero",
+            Box::new(|t| t.replace("02:00:00:00:02:02", "00:00:00:00:00:00")),
+            2,
+            "router.toml: neighbor[0].mac: \"00:00:00:00:00:00\" is the all-zero MAC",
+        ),
+        (
+            "default next-hop MAC broadcast",
+            Box::new(|t| {
+                t.replace(
+                    "internal = true",
+                    "internal = true\ndefault_next_hop_mac = \"ff:ff:ff:ff:ff:ff\"",
+                )
+            }),
+            2,
+            "router.toml: port[0].default_next_hop_mac: \"ff:ff:ff:ff:ff:ff\" is the broadcast MAC",
+        ),
+        (
+            "MAC with mixed separators",
+            Box::new(|t| t.replace("02:00:00:00:02:02", "02:00-00:00-02:02")),
+            2,
+            "router.toml: neighbor[0].mac: \"02:00-00:00-02:02\" is not a MAC address",
+        ),
+        (
+            "neighbour IP unspecified",
+            Box::new(|t| t.replace("\"10.123.2.2\"", "\"0.0.0.0\"")),
+            2,
+            "router.toml: neighbor[0].ip: 0.0.0.0 is the unspecified address",
+        ),
+        (
+            "neighbour given twice, once IPv4-mapped",
+            Box::new(|t| {
+                format!(
+                    "{t}\n[[neighbor]]\nip = \"::ffff:10.123.2.2\"\nmac = \"02:00:00:00:02:03\"\n"
+                )
+            }),
+            2,
+            "router.toml: neighbor[1].ip: ::ffff:10.123.2.2 is an IPv4-mapped IPv6 address \
+             (write the IPv4 address 10.123.2.2)",
+        ),
+        (
+            "refresh 0 names the refresh item",
+            Box::new(|t| {
+                t.replace(
+                    "[idint]",
+                    "[dataplane]\nneighbor_refresh_secs = 0\n\n[idint]",
+                )
+            }),
+            2,
+            "router.toml: dataplane.neighbor_refresh_secs: 0",
+        ),
+    ];
+    check_cases(cases);
+}
+
+#[test]
+fn command_line_help_repeats_and_durations() {
+    let out = run_router(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("usage: idint-router --config"));
+    assert!(out.stderr.is_empty());
+    let out = run_router(&["-h"]);
+    assert_eq!(out.status.code(), Some(0));
+    for args in [
+        &["--config", "a.toml", "--config", "b.toml"][..],
+        &["--config", "a.toml", "--duration", "1", "--duration", "2"],
+    ] {
+        let out = run_router(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("given more than once"), "{args:?}: {err}");
+    }
+    let out = run_router(&["--config", "a.toml", "--duration", "1e30"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--duration \"1e30\": too long"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn summary_file_is_checked_first_and_counters_are_printed_anyway() {
+    // An unwritable --summary is found before the router starts: here before the missing
+    // device would stop it.
+    let out = run_edited_with(
+        |t| t.replace("device = \"net_null0\"", "device = \"net_pcap7\""),
+        &["--summary", "/nonexistent/dir/summary.json"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--summary /nonexistent/dir/summary.json: cannot create:"),
+        "{err}"
+    );
+    assert!(!err.contains("net_pcap7"), "{err}");
+    // A file that opens but cannot take the summary: the counters still reach stdout.
+    let out = run_edited_with(|t| t, &["--summary", "/dev/full"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("--summary /dev/full: cannot write:"), "{err}");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("summary on stdout");
+    assert!(s["io"]["rx_frames"].as_u64().is_some(), "{s:#}");
 }
 
 #[test]
