@@ -75,6 +75,28 @@ pub enum TopologyError {
         /// Why it was rejected.
         reason: KeyFileError,
     },
+    /// A master key file is not usable as such: not a regular file, a dangling symbolic link,
+    /// too large, too short a secret, or non-canonical base64.
+    #[error("{}: {reason}", file.display())]
+    KeyFile {
+        /// The key file.
+        file: PathBuf,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The file is valid but router `id` cannot run with it: the underlay addresses of its own
+    /// links conflict (see [`crate::Topology::check_router`]).
+    #[error("{}: router {id} cannot run with this file: field `{field}`: {reason}", file.display())]
+    Unusable {
+        /// The topology file.
+        file: PathBuf,
+        /// The router id.
+        id: String,
+        /// Dotted path of the conflicting field.
+        field: String,
+        /// What it conflicts with.
+        reason: String,
+    },
     /// The router's configuration is inconsistent (e.g. a core link on a non-core AS).
     #[error("{}: router {id}: {reason}", file.display())]
     Config {
@@ -96,6 +118,8 @@ impl TopologyError {
             | TopologyError::Field { file, .. }
             | TopologyError::UnknownRouter { file, .. }
             | TopologyError::Key { file, .. }
+            | TopologyError::KeyFile { file, .. }
+            | TopologyError::Unusable { file, .. }
             | TopologyError::Config { file, .. } => file,
         }
     }

@@ -13,7 +13,36 @@
 //!   remote_isd_as, link_type, scion_mtu, remote_interface_id}}`. Each AS has exactly one
 //!   router, named like SCION names it: `br<ISD>-<AS with '_' for ':'>-1`, e.g.
 //!   `br1-ff00_0_110-1`. The format does not say whether an AS is core: an optional `core`
-//!   boolean or `attributes: ["core"]` is honoured, otherwise an AS with a core link is core.
+//!   boolean or `attributes: ["core"]` is honoured (both given and disagreeing is an error),
+//!   otherwise an AS with a core link is core.
+//!
+//! What is refused, beyond missing fields and wrong types (every error names the file, the
+//! dotted path of the field and the reason):
+//!
+//! * a key repeated within one JSON object (JSON readers silently keep one of them), and in
+//!   the appliance format the same AS written twice (`64-2:0:9` and `64-0002:0000:0009`);
+//! * wildcard ISD-ASes (ISD 0 or AS 0) as the local AS or a neighbour;
+//! * interface IDs that are 0, beyond 16 bits or not written canonically (`"02"`, `"+2"`),
+//!   and `remote_interface_id: 0`;
+//! * MTUs below [`MIN_MTU`];
+//! * addresses that cannot work: an internal address or a remote underlay address that is
+//!   unspecified, multicast, broadcast or has port 0; a local underlay address with port 0, a
+//!   multicast or broadcast IP, or an IP version other than the remote's; two routers of one AS
+//!   with the same internal address;
+//! * `underlay.local` and its older name `public` both given with different values (equal
+//!   values are accepted), and the deprecated `underlay.bind`;
+//! * reference-format `border_routers` in an appliance-format file.
+//!
+//! Conflicts between the underlay addresses of one router's own links (an interface whose
+//! local and remote addresses are equal; two interfaces receiving on the same local address)
+//! make only that router unusable: they are reported by [`Topology::check_router`], which
+//! [`Topology::router_config`] runs. As in SCION, a router's underlay addresses matter only to
+//! that router, so a file may describe a sibling that could not run with it (SCION's own
+//! `router/control/testdata` topology does: router `br1-ff00_0_110-2` has local = remote).
+//! An interface may share the router's internal address (that test data's
+//! `br1-ff00_0_110-1` does): a router that demultiplexes by destination address can only tell
+//! them apart if they are on different network ports, which is the port layout's concern, not
+//! the topology's.
 //!
 //! ```no_run
 //! let topo = scion_topology::Topology::load("conf/topology.json")?;
@@ -26,6 +55,7 @@
 //! ```
 
 mod error;
+mod json_keys;
 mod keys;
 mod parse;
 
@@ -36,7 +66,16 @@ use idint_wire::{IsdAsn, Svc};
 use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
 
 pub use error::{FieldError, TopologyError};
-pub use keys::MasterKeys;
+pub use keys::{MAX_KEY_FILE_LEN, MIN_MASTER_LEN, MasterKeys};
+
+/// Smallest MTU accepted for `mtu` (AS and link), `internal_scion_mtu` and `scion_mtu`, in
+/// bytes: the IPv6 minimum link MTU (RFC 8200), which is the smallest value the reference
+/// examples use and leaves room for the largest SCION header (1020 bytes) plus a UDP header.
+///
+/// MTUs are informational here: they are carried into [`AsTopology::mtu`] and
+/// [`Interface::mtu`] for tools, but neither scion-dp nor router-dpdk enforces them (SCION's
+/// router does not either; end hosts use them for path MTU).
+pub const MIN_MTU: u16 = 1280;
 
 /// Which `topology.json` dialect a file is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,9 +105,10 @@ pub struct Interface {
     pub neighbor_ia: IsdAsn,
     /// Link type from this AS's point of view.
     pub link_type: LinkType,
-    /// The neighbour's interface ID, when given (needed for peering links).
+    /// The neighbour's interface ID, when given (needed for peering links; never 0).
     pub remote_interface_id: Option<u16>,
-    /// Link MTU, when given.
+    /// Link MTU for SCION packets (headers and payload), when given; at least [`MIN_MTU`].
+    /// Informational: not enforced by the data plane.
     pub mtu: Option<u16>,
     /// UDP/IP endpoints.
     pub underlay: Underlay,
@@ -83,6 +123,18 @@ pub struct BorderRouter {
     pub internal_addr: SocketAddr,
     /// The interfaces this router owns, sorted by ID.
     pub interfaces: Vec<Interface>,
+    /// Conflicts between the addresses of its own links, found while parsing; reported by
+    /// [`Topology::check_router`].
+    conflicts: Vec<Conflict>,
+}
+
+/// A field of a router's own links that conflicts with another (see [`Topology::check_router`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Conflict {
+    /// Dotted path of the field.
+    field: String,
+    /// What it conflicts with.
+    reason: String,
 }
 
 impl BorderRouter {
@@ -99,7 +151,8 @@ pub struct AsTopology {
     pub ia: IsdAsn,
     /// Whether it is a core AS.
     pub core: bool,
-    /// AS-internal MTU, when given.
+    /// AS-internal MTU for SCION packets, when given; at least [`MIN_MTU`]. Informational:
+    /// not enforced by the data plane.
     pub mtu: Option<u16>,
     /// End-host port range.
     pub dispatched_ports: DispatchedPorts,
@@ -162,8 +215,26 @@ impl Topology {
         self.find_router(id).map(|(_, r)| r)
     }
 
+    /// Checks that router `id` can run with this file: no interface of its own has equal local
+    /// and remote underlay addresses, and no two of its interfaces receive on the same local
+    /// address (an unspecified IP overlaps every IP of its family with the same port). Other
+    /// routers' links are not checked: their underlay matters only to them.
+    pub fn check_router(&self, id: &str) -> Result<(), TopologyError> {
+        let (_, r) = self.find_router(id)?;
+        match r.conflicts.first() {
+            None => Ok(()),
+            Some(c) => Err(TopologyError::Unusable {
+                file: self.file.clone(),
+                id: id.to_string(),
+                field: c.field.clone(),
+                reason: c.reason.clone(),
+            }),
+        }
+    }
+
     /// The data-plane configuration of router `id`, with the forwarding key derived from
-    /// `keys_dir/master0.key`. Validated with [`Router::new`] so a returned config is accepted.
+    /// `keys_dir/master0.key`. Checked with [`Topology::check_router`] and validated with
+    /// [`Router::new`] so a returned config is accepted.
     pub fn router_config(
         &self,
         id: &str,
@@ -179,6 +250,7 @@ impl Topology {
         id: &str,
         forwarding_key: [u8; 16],
     ) -> Result<RouterConfig, TopologyError> {
+        self.check_router(id)?;
         let (asys, me) = self.find_router(id)?;
         let mut interfaces = Vec::new();
         for r in &asys.routers {

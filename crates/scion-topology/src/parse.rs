@@ -9,8 +9,8 @@ use scion_dp::config::{DispatchedPorts, LinkType};
 use serde_json::{Map, Value};
 
 use crate::{
-    AsTopology, BorderRouter, FieldError, Format, Interface, Topology, TopologyError, Underlay,
-    router_name,
+    AsTopology, BorderRouter, Conflict, FieldError, Format, Interface, MIN_MTU, Topology,
+    TopologyError, Underlay, json_keys, router_name,
 };
 
 /// Parsing context: the file name and helpers that build errors naming it.
@@ -59,9 +59,21 @@ impl Ctx<'_> {
         self.ia_str(s, path)
     }
 
+    /// A concrete ISD-AS: ISD 0 and AS 0 are wildcards ("any"), which name no AS.
     fn ia_str(&self, s: &str, path: &str) -> R<IsdAsn> {
-        s.parse()
-            .or_else(|e| self.invalid(path, format!("{s:?}: {e}")))
+        let ia: IsdAsn = s
+            .parse()
+            .or_else(|e| self.invalid(path, format!("{s:?}: {e}")))?;
+        if ia.isd().0 == 0 || ia.asn().value() == 0 {
+            return self.invalid(
+                path,
+                format!(
+                    "{s:?} is a wildcard (ISD 0 or AS 0 means \"any\"); a topology names one \
+                     concrete AS"
+                ),
+            );
+        }
+        Ok(ia)
     }
 
     fn u16(&self, v: &Value, path: &str) -> R<u16> {
@@ -85,6 +97,41 @@ impl Ctx<'_> {
             .transpose()
     }
 
+    /// An MTU field: at least [`MIN_MTU`] bytes.
+    fn mtu(&self, obj: &Map<String, Value>, key: &str, path: &str) -> R<Option<u16>> {
+        let v = self.opt_u16(obj, key, path)?;
+        if let Some(m) = v
+            && m < MIN_MTU
+        {
+            let field = if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            return self.invalid(
+                &field,
+                format!(
+                    "MTU {m} is below the minimum of {MIN_MTU} bytes (the IPv6 minimum link MTU, \
+                     which leaves room for the largest SCION header of 1020 bytes plus UDP)"
+                ),
+            );
+        }
+        Ok(v)
+    }
+
+    /// An optional `remote_interface_id`: 0 is reserved (no interface).
+    fn remote_ifid(&self, obj: &Map<String, Value>, path: &str) -> R<Option<u16>> {
+        let v = self.opt_u16(obj, "remote_interface_id", path)?;
+        if v == Some(0) {
+            return self.invalid(
+                &format!("{path}.remote_interface_id"),
+                "interface ID 0 is reserved (it means \"no interface\"); give the neighbour's \
+                 interface ID or omit the field",
+            );
+        }
+        Ok(v)
+    }
+
     fn addr(&self, v: &Value, path: &str) -> R<SocketAddr> {
         let s = self.str(v, path)?;
         s.parse().or_else(|_| {
@@ -95,27 +142,103 @@ impl Ctx<'_> {
         })
     }
 
-    /// A local underlay address; `":port"` means any IP of `family`'s address family.
-    fn local_addr(&self, v: &Value, path: &str, family: IpAddr) -> R<SocketAddr> {
+    /// An address another node sends to or this router sends to: a unicast IP (not
+    /// unspecified, multicast or broadcast) and a non-zero port. `what` says what it is for.
+    fn endpoint(&self, v: &Value, path: &str, what: &str) -> R<SocketAddr> {
+        let a = self.addr(v, path)?;
+        if let Some(kind) = not_unicast(a.ip()) {
+            return self.invalid(
+                path,
+                format!(
+                    "{a}: {} is {kind}; {what} must be a unicast address",
+                    a.ip()
+                ),
+            );
+        }
+        if a.port() == 0 {
+            return self.invalid(
+                path,
+                format!("{a}: port 0 is not a port one can send to; {what} needs a real port"),
+            );
+        }
+        Ok(a)
+    }
+
+    /// A local underlay address; `":port"` means any IP of `remote`'s address family. The port
+    /// must not be 0 (the neighbour must know it), an explicit IP must not be multicast or
+    /// broadcast and must have `remote`'s family (one link, one IP version).
+    fn local_addr(
+        &self,
+        v: &Value,
+        path: &str,
+        remote: SocketAddr,
+        remote_path: &str,
+    ) -> R<SocketAddr> {
         let s = self.str(v, path)?;
-        if let Some(port) = s.strip_prefix(':') {
+        let a = if let Some(port) = s.strip_prefix(':') {
             let port: u16 = port
                 .parse()
                 .or_else(|_| self.invalid(path, format!("{s:?}: bad port")))?;
-            let ip = match family {
+            let ip = match remote.ip() {
                 IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                 IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
             };
-            return Ok(SocketAddr::new(ip, port));
+            SocketAddr::new(ip, port)
+        } else {
+            self.addr(v, path)?
+        };
+        if a.port() == 0 {
+            return self.invalid(
+                path,
+                format!(
+                    "{s:?}: port 0 would let the system pick a port, which the neighbour (whose \
+                     remote address this is) cannot know"
+                ),
+            );
         }
-        self.addr(v, path)
+        if !a.ip().is_unspecified()
+            && let Some(kind) = not_unicast(a.ip())
+        {
+            return self.invalid(
+                path,
+                format!("{s:?}: {} is {kind}, not an address of this router", a.ip()),
+            );
+        }
+        if a.is_ipv4() != remote.is_ipv4() {
+            let fam = |x: SocketAddr| if x.is_ipv4() { "IPv4" } else { "IPv6" };
+            return self.invalid(
+                path,
+                format!(
+                    "{s:?} is {} but the other end ({remote_path} = {remote}) is {}; both ends \
+                     of a link use the same IP version",
+                    fam(a),
+                    fam(remote)
+                ),
+            );
+        }
+        Ok(a)
     }
 
+    /// An interface ID key: a decimal number 1..=65535 written canonically (no sign, no
+    /// leading zeros, no spaces), so that one interface has one spelling.
     fn ifid(&self, key: &str, path: &str) -> R<u16> {
+        if key.is_empty() || !key.bytes().all(|c| c.is_ascii_digit()) {
+            return self.invalid(
+                path,
+                format!("interface ID {key:?} is not a decimal number (digits only)"),
+            );
+        }
         match key.parse::<u16>() {
             Ok(0) => self.invalid(path, "interface ID 0 is reserved"),
+            Ok(id) if id.to_string() != key => self.invalid(
+                path,
+                format!("interface ID {key:?} has leading zeros; write it as \"{id}\""),
+            ),
             Ok(id) => Ok(id),
-            Err(_) => self.invalid(path, format!("interface ID {key:?} is not a decimal u16")),
+            Err(_) => self.invalid(
+                path,
+                format!("interface ID {key:?} does not fit in 16 bits (1..=65535)"),
+            ),
         }
     }
 
@@ -162,24 +285,128 @@ impl Ctx<'_> {
     }
 }
 
+/// Why `ip` cannot be a unicast endpoint, if it cannot.
+fn not_unicast(ip: IpAddr) -> Option<&'static str> {
+    if ip.is_unspecified() {
+        Some("the unspecified address")
+    } else if ip.is_multicast() {
+        Some("a multicast address")
+    } else if ip == IpAddr::V4(Ipv4Addr::BROADCAST) {
+        Some("the broadcast address")
+    } else {
+        None
+    }
+}
+
+/// Whether two local addresses would receive the same packets: same port and the same IP, or
+/// one of them the unspecified address (bind to any) of the other's family.
+fn overlaps(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() == b.port()
+        && a.is_ipv4() == b.is_ipv4()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+}
+
+/// An interface with the dotted paths of its local and remote underlay fields.
+struct Parsed {
+    ifc: Interface,
+    local_path: String,
+    remote_path: String,
+}
+
+/// A router from its interfaces: sorted by ID, with the conflicts between its own links'
+/// addresses recorded for [`crate::Topology::check_router`] (they only matter to the router
+/// that operates the links, so they do not make the file invalid).
+fn router(id: String, internal_addr: SocketAddr, mut parsed: Vec<Parsed>) -> BorderRouter {
+    parsed.sort_by_key(|p| p.ifc.id);
+    let mut conflicts = Vec::new();
+    for (k, p) in parsed.iter().enumerate() {
+        let u = p.ifc.underlay;
+        if u.local == u.remote {
+            conflicts.push(Conflict {
+                field: p.remote_path.clone(),
+                reason: format!(
+                    "{} is also this interface's local address ({}); the two ends of a link \
+                     cannot be one UDP socket",
+                    u.remote, p.local_path
+                ),
+            });
+        }
+        if let Some(q) = parsed[..k]
+            .iter()
+            .find(|q| overlaps(q.ifc.underlay.local, u.local))
+        {
+            conflicts.push(Conflict {
+                field: p.local_path.clone(),
+                reason: format!(
+                    "{} overlaps interface {}'s local address {} ({}); the router tells its \
+                     links apart by local address, so packets of one would arrive as the other's",
+                    u.local, q.ifc.id, q.ifc.underlay.local, q.local_path
+                ),
+            });
+        }
+    }
+    BorderRouter {
+        id,
+        internal_addr,
+        interfaces: parsed.into_iter().map(|p| p.ifc).collect(),
+        conflicts,
+    }
+}
+
+const INTERNAL_ADDR: &str = "the router's internal address (its SCION host address, where \
+                             AS-internal traffic reaches it)";
+const REMOTE_ADDR: &str = "the neighbour router's end of the link";
+
 pub(crate) fn topology(text: &str, file: &Path) -> R<Topology> {
     let cx = Ctx { file };
     let root: Value = serde_json::from_str(text).map_err(|e| TopologyError::Json {
         file: file.to_path_buf(),
         reason: e.to_string(),
     })?;
+    // JSON readers keep one of two equal keys: refuse instead of dropping one silently.
+    if let Some(d) = json_keys::first_duplicate(text) {
+        return cx.invalid(
+            &d.path,
+            format!(
+                "key {:?} appears twice in the same object (again on line {}); only one can be \
+                 meant",
+                d.key, d.line
+            ),
+        );
+    }
     let root = cx.obj(&root, "(top level)")?;
     let (format, ases) = match cx.get(root, "isd_as", "isd_as")? {
         Value::String(_) => (Format::Reference, vec![reference(&cx, root)?]),
         Value::Object(map) => {
-            let mut ases = Vec::new();
-            for (ia, body) in map {
-                ases.push(appliance(&cx, ia, body)?);
+            if Ctx::opt(root, "border_routers").is_some() {
+                return cx.invalid(
+                    "border_routers",
+                    "a reference-format key in an appliance-format file (`isd_as` is an \
+                     object): each AS there describes its router under `router`",
+                );
+            }
+            let mut ases: Vec<(&str, AsTopology)> = Vec::new();
+            for (key, body) in map {
+                let a = appliance(&cx, key, body)?;
+                if let Some((other, _)) = ases.iter().find(|(_, b)| b.ia == a.ia) {
+                    return cx.invalid(
+                        &format!("isd_as.{key}"),
+                        format!(
+                            "the same AS as \"{other}\" ({}), written differently; an AS is \
+                             described once",
+                            a.ia
+                        ),
+                    );
+                }
+                ases.push((key, a));
             }
             if ases.is_empty() {
                 return cx.invalid("isd_as", "no AS in the file");
             }
-            (Format::Appliance, ases)
+            (
+                Format::Appliance,
+                ases.into_iter().map(|(_, a)| a).collect(),
+            )
         }
         _ => {
             return cx.err(
@@ -236,7 +463,7 @@ fn service(
 fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
     let ia = cx.ia(&root["isd_as"], "isd_as")?;
     let core = cx.core_attr(root, "attributes")?.unwrap_or(false);
-    let mtu = cx.opt_u16(root, "mtu", "")?;
+    let mtu = cx.mtu(root, "mtu", "")?;
     let dispatched_ports = cx.ports(root, "dispatched_ports")?;
     let mut services = Vec::new();
     services.extend(service(cx, root, "control_service", Svc::CS)?);
@@ -245,12 +472,26 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
         cx.get(root, "border_routers", "border_routers")?,
         "border_routers",
     )?;
-    let mut routers = Vec::new();
+    let mut routers: Vec<BorderRouter> = Vec::new();
     for (id, br) in brs {
         let path = format!("border_routers.{id}");
         let br = cx.obj(br, &path)?;
         let ia_path = format!("{path}.internal_addr");
-        let internal_addr = cx.addr(cx.get(br, "internal_addr", &ia_path)?, &ia_path)?;
+        let internal_addr = cx.endpoint(
+            cx.get(br, "internal_addr", &ia_path)?,
+            &ia_path,
+            INTERNAL_ADDR,
+        )?;
+        if let Some(other) = routers.iter().find(|r| r.internal_addr == internal_addr) {
+            return cx.invalid(
+                &ia_path,
+                format!(
+                    "{internal_addr} is also the internal address of router {}; each router \
+                     needs its own (packets for one would reach the other)",
+                    other.id
+                ),
+            );
+        }
         let mut interfaces = Vec::new();
         if let Some(ifs) = Ctx::opt(br, "interfaces") {
             let ifs_path = format!("{path}.interfaces");
@@ -259,12 +500,7 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
                 interfaces.push(reference_interface(cx, key, ifc, &p)?);
             }
         }
-        interfaces.sort_by_key(|i| i.id);
-        routers.push(BorderRouter {
-            id: id.clone(),
-            internal_addr,
-            interfaces,
-        });
+        routers.push(router(id.clone(), internal_addr, interfaces));
     }
     Ok(AsTopology {
         ia,
@@ -276,7 +512,7 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
     })
 }
 
-fn reference_interface(cx: &Ctx<'_>, key: &str, ifc: &Value, p: &str) -> R<Interface> {
+fn reference_interface(cx: &Ctx<'_>, key: &str, ifc: &Value, p: &str) -> R<Parsed> {
     let id = cx.ifid(key, p)?;
     let ifc = cx.obj(ifc, p)?;
     let neighbor_ia = cx.ia(
@@ -290,14 +526,35 @@ fn reference_interface(cx: &Ctx<'_>, key: &str, ifc: &Value, p: &str) -> R<Inter
     let up = format!("{p}.underlay");
     let underlay = cx.obj(cx.get(ifc, "underlay", &up)?, &up)?;
     let remote_path = format!("{up}.remote");
-    let remote = cx.addr(cx.get(underlay, "remote", &remote_path)?, &remote_path)?;
-    // `public` is the older (SCIONLab) name of `local`.
+    let remote = cx.endpoint(
+        cx.get(underlay, "remote", &remote_path)?,
+        &remote_path,
+        REMOTE_ADDR,
+    )?;
+    // `public` is the older (SCIONLab) name of `local`; `bind` overrode its IP.
+    if Ctx::opt(underlay, "bind").is_some() {
+        return cx.invalid(
+            &format!("{up}.bind"),
+            "the deprecated `bind` (an IP overriding `public`'s) is not supported; put the \
+             address to bind in `local`",
+        );
+    }
     let (lkey, lval) = match (Ctx::opt(underlay, "local"), Ctx::opt(underlay, "public")) {
+        (Some(v), Some(old)) if v != old => {
+            return cx.invalid(
+                &format!("{up}.public"),
+                format!(
+                    "both `local` ({v}) and its older name `public` ({old}) are given, with \
+                     different values; give only `local`"
+                ),
+            );
+        }
         (Some(v), _) => ("local", v),
         (None, Some(v)) => ("public", v),
         (None, None) => return cx.err(&format!("{up}.local"), FieldError::Missing),
     };
-    let local = cx.local_addr(lval, &format!("{up}.{lkey}"), remote.ip())?;
+    let local_path = format!("{up}.{lkey}");
+    let local = cx.local_addr(lval, &local_path, remote, &remote_path)?;
     if let Some(prov) = Ctx::opt(underlay, "provider") {
         let pp = format!("{up}.provider");
         let s = cx.str(prov, &pp)?;
@@ -305,20 +562,24 @@ fn reference_interface(cx: &Ctx<'_>, key: &str, ifc: &Value, p: &str) -> R<Inter
             return cx.invalid(&pp, format!("{s:?}: only the udpip underlay is supported"));
         }
     }
-    let remote_interface_id = cx.opt_u16(ifc, "remote_interface_id", p)?;
+    let remote_interface_id = cx.remote_ifid(ifc, p)?;
     if link_type == LinkType::Peer && remote_interface_id.is_none() {
         return cx.invalid(
             &format!("{p}.remote_interface_id"),
             "required for a peer link",
         );
     }
-    Ok(Interface {
-        id,
-        neighbor_ia,
-        link_type,
-        remote_interface_id,
-        mtu: cx.opt_u16(ifc, "mtu", p)?,
-        underlay: Underlay { local, remote },
+    Ok(Parsed {
+        ifc: Interface {
+            id,
+            neighbor_ia,
+            link_type,
+            remote_interface_id,
+            mtu: cx.mtu(ifc, "mtu", p)?,
+            underlay: Underlay { local, remote },
+        },
+        local_path,
+        remote_path,
     })
 }
 
@@ -326,6 +587,13 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
     let path = format!("isd_as.{ia_key}");
     let ia = cx.ia_str(ia_key, &path)?;
     let body = cx.obj(body, &path)?;
+    if Ctx::opt(body, "border_routers").is_some() {
+        return cx.invalid(
+            &format!("{path}.border_routers"),
+            "a reference-format key: an appliance-format AS describes its one router under \
+             `router`",
+        );
+    }
     let mut services = Vec::new();
     for (key, svc) in [("control", Svc::CS), ("discovery", Svc::DS)] {
         if let Some(v) = Ctx::opt(body, key) {
@@ -336,25 +604,31 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
         }
     }
     let rp = format!("{path}.router");
-    let router = cx.obj(cx.get(body, "router", &rp)?, &rp)?;
+    let router_obj = cx.obj(cx.get(body, "router", &rp)?, &rp)?;
     let iap = format!("{rp}.internal_address");
-    let internal_addr = cx.addr(cx.get(router, "internal_address", &iap)?, &iap)?;
+    let internal_addr = cx.endpoint(
+        cx.get(router_obj, "internal_address", &iap)?,
+        &iap,
+        INTERNAL_ADDR,
+    )?;
     let mut interfaces = Vec::new();
-    if let Some(ifs) = Ctx::opt(router, "interfaces") {
+    if let Some(ifs) = Ctx::opt(router_obj, "interfaces") {
         let ifs_path = format!("{rp}.interfaces");
         for (key, ifc) in cx.obj(ifs, &ifs_path)? {
             let p = format!("{ifs_path}.{key}");
             let id = cx.ifid(key, &p)?;
             let ifc = cx.obj(ifc, &p)?;
             let f = |k: &str| format!("{p}.{k}");
-            let remote = cx.addr(
+            let remote = cx.endpoint(
                 cx.get(ifc, "remote_address", &f("remote_address"))?,
                 &f("remote_address"),
+                REMOTE_ADDR,
             )?;
             let local = cx.local_addr(
                 cx.get(ifc, "address", &f("address"))?,
                 &f("address"),
-                remote.ip(),
+                remote,
+                &f("remote_address"),
             )?;
             let neighbor_ia = cx.ia(
                 cx.get(ifc, "remote_isd_as", &f("remote_isd_as"))?,
@@ -362,39 +636,460 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
             )?;
             let link_type =
                 cx.link_type(cx.get(ifc, "link_type", &f("link_type"))?, &f("link_type"))?;
-            let remote_interface_id = cx.opt_u16(ifc, "remote_interface_id", &p)?;
+            let remote_interface_id = cx.remote_ifid(ifc, &p)?;
             if link_type == LinkType::Peer && remote_interface_id.is_none() {
                 return cx.invalid(&f("remote_interface_id"), "required for a peer link");
             }
-            interfaces.push(Interface {
-                id,
-                neighbor_ia,
-                link_type,
-                remote_interface_id,
-                mtu: cx.opt_u16(ifc, "scion_mtu", &p)?,
-                underlay: Underlay { local, remote },
+            interfaces.push(Parsed {
+                ifc: Interface {
+                    id,
+                    neighbor_ia,
+                    link_type,
+                    remote_interface_id,
+                    mtu: cx.mtu(ifc, "scion_mtu", &p)?,
+                    underlay: Underlay { local, remote },
+                },
+                local_path: f("address"),
+                remote_path: f("remote_address"),
             });
         }
     }
-    interfaces.sort_by_key(|i| i.id);
-    let core = match Ctx::opt(body, "core") {
-        Some(Value::Bool(b)) => *b,
+    let core_flag = match Ctx::opt(body, "core") {
+        Some(Value::Bool(b)) => Some(*b),
         Some(_) => return cx.err(&format!("{path}.core"), FieldError::WrongType("a boolean")),
-        None => match cx.core_attr(body, &format!("{path}.attributes"))? {
-            Some(c) => c,
-            None => interfaces.iter().any(|i| i.link_type == LinkType::Core),
-        },
+        None => None,
+    };
+    let attr_path = format!("{path}.attributes");
+    let core = match (core_flag, cx.core_attr(body, &attr_path)?) {
+        (Some(c), Some(a)) if c != a => {
+            return cx.invalid(
+                &attr_path,
+                format!(
+                    "`attributes` says the AS is {}core but `core` is {c}; give one of them, \
+                     or make them agree",
+                    if a { "" } else { "not " }
+                ),
+            );
+        }
+        (Some(c), _) | (None, Some(c)) => c,
+        (None, None) => interfaces.iter().any(|p| p.ifc.link_type == LinkType::Core),
     };
     Ok(AsTopology {
         ia,
         core,
-        mtu: cx.opt_u16(body, "internal_scion_mtu", &path)?,
+        mtu: cx.mtu(body, "internal_scion_mtu", &path)?,
         dispatched_ports: cx.ports(body, &format!("{path}.dispatched_ports"))?,
         services,
-        routers: vec![BorderRouter {
-            id: router_name(ia, 1),
-            internal_addr,
-            interfaces,
-        }],
+        routers: vec![router(router_name(ia, 1), internal_addr, interfaces)],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{FieldError, Topology, TopologyError};
+
+    /// The router_benchmark example: core AS 1-ff00:0:1, br1a owns 2 and 3, br1b owns 4.
+    const BASE: &str = r#"{
+  "attributes": ["core"],
+  "isd_as": "1-ff00:0:1",
+  "mtu": 1400,
+  "dispatched_ports": "1024-65535",
+  "border_routers": {
+    "br1a": {
+      "internal_addr": "10.123.10.1:30042",
+      "interfaces": {
+        "2": {
+          "underlay": { "local": "10.123.2.1:50000", "remote": "10.123.2.2:50000" },
+          "isd_as": "1-ff00:0:2", "link_to": "child", "mtu": 1280
+        },
+        "3": {
+          "underlay": { "local": "10.123.3.1:50000", "remote": "10.123.3.3:50000" },
+          "isd_as": "1-ff00:0:3", "link_to": "child", "mtu": 1280
+        }
+      }
+    },
+    "br1b": {
+      "internal_addr": "10.123.10.2:30042",
+      "interfaces": {
+        "4": {
+          "underlay": { "local": "10.123.4.1:50000", "remote": "10.123.4.4:50000" },
+          "isd_as": "2-ff00:0:4", "link_to": "core", "mtu": 1280
+        }
+      }
+    }
+  }
+}"#;
+
+    const APPLIANCE: &str = r#"{ "isd_as": { "64-2:0:9": {
+  "internal_scion_mtu": 1472,
+  "control": { "address": "10.0.0.2:30252" },
+  "router": { "internal_address": "10.0.0.1:30042", "interfaces": {
+    "1": { "address": "192.0.2.1:50000", "remote_address": "192.0.2.2:50000",
+           "remote_isd_as": "64-559", "link_type": "parent", "scion_mtu": 1452 },
+    "7": { "address": "[2001:db8::1]:50000", "remote_address": "[2001:db8::2]:50000",
+           "remote_isd_as": "64-2:0:13", "link_type": "child", "scion_mtu": 1400 } } } } } }"#;
+
+    /// `text` with the first `from` replaced by `to` (which must be there).
+    fn edit(text: &str, from: &str, to: &str) -> String {
+        assert!(text.contains(from), "{from}");
+        text.replacen(from, to, 1)
+    }
+
+    /// The field and message of the error `text` is refused with.
+    fn refused(text: &str) -> (String, String) {
+        match Topology::parse(text, "t.json") {
+            Err(e @ TopologyError::Field { .. }) => {
+                let msg = e.to_string();
+                let TopologyError::Field { field, reason, .. } = e else {
+                    unreachable!()
+                };
+                assert!(matches!(reason, FieldError::Invalid(_)), "{msg}");
+                (field, msg)
+            }
+            other => panic!("expected a field error, got {other:?}"),
+        }
+    }
+
+    fn assert_refused(text: &str, field: &str, words: &str) {
+        let (f, msg) = refused(text);
+        assert_eq!(f, field, "{msg}");
+        assert!(msg.contains(words), "{msg:?} lacks {words:?}");
+    }
+
+    #[test]
+    fn repeated_keys_are_refused() {
+        // Two interfaces "2" (the second used to replace the first).
+        let t = edit(BASE, r#""3": {"#, r#""2": {"#);
+        assert_refused(&t, "border_routers.br1a.interfaces.2", "appears twice");
+        // Two routers "br1a".
+        let t = edit(BASE, r#""br1b": {"#, r#""br1a": {"#);
+        assert_refused(&t, "border_routers.br1a", "again on line 20");
+        // A repeated scalar field.
+        let t = edit(BASE, r#""mtu": 1400,"#, r#""mtu": 1400, "mtu": 9000,"#);
+        assert_refused(&t, "mtu", "\"mtu\" appears twice");
+        // Appliance: one AS key twice, and one AS spelled two ways.
+        let t = edit(
+            APPLIANCE,
+            r#"{ "isd_as": {"#,
+            r#"{ "isd_as": { "64-2:0:9": { "router": { "internal_address": "10.9.9.9:1" } },"#,
+        );
+        assert_refused(&t, "isd_as.64-2:0:9", "appears twice");
+        let t = edit(
+            APPLIANCE,
+            r#"{ "isd_as": {"#,
+            r#"{ "isd_as": { "64-0002:0000:0009": { "router": { "internal_address": "10.9.9.9:1" } },"#,
+        );
+        let (f, msg) = refused(&t);
+        assert!(f.starts_with("isd_as.64-"), "{msg}");
+        assert!(msg.contains("the same AS as"), "{msg}");
+        assert!(
+            msg.contains("64-0002:0000:0009") && msg.contains("64-2:0:9"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn mtus_below_the_minimum_are_refused() {
+        let words = "below the minimum of 1280";
+        for bad in ["0", "1", "1279"] {
+            let t = edit(BASE, r#""mtu": 1400"#, &format!(r#""mtu": {bad}"#));
+            assert_refused(&t, "mtu", words);
+            let t = edit(BASE, r#""mtu": 1280"#, &format!(r#""mtu": {bad}"#));
+            assert_refused(&t, "border_routers.br1a.interfaces.2.mtu", words);
+            let t = edit(APPLIANCE, "1452", bad);
+            assert_refused(&t, "isd_as.64-2:0:9.router.interfaces.1.scion_mtu", words);
+            let t = edit(APPLIANCE, "1472", bad);
+            assert_refused(&t, "isd_as.64-2:0:9.internal_scion_mtu", words);
+        }
+        let t = edit(BASE, r#""mtu": 1400"#, r#""mtu": 1280"#);
+        assert_eq!(
+            Topology::parse(&t, "t.json").unwrap().ases[0].mtu,
+            Some(1280)
+        );
+    }
+
+    #[test]
+    fn wildcards_and_odd_interface_ids_are_refused() {
+        for ia in ["0-0", "1-0", "0-ff00:0:1"] {
+            let t = edit(
+                BASE,
+                r#""isd_as": "1-ff00:0:1""#,
+                &format!(r#""isd_as": "{ia}""#),
+            );
+            assert_refused(&t, "isd_as", "wildcard");
+            let t = edit(
+                BASE,
+                r#""isd_as": "1-ff00:0:2""#,
+                &format!(r#""isd_as": "{ia}""#),
+            );
+            assert_refused(&t, "border_routers.br1a.interfaces.2.isd_as", "wildcard");
+        }
+        let t = edit(APPLIANCE, r#""64-2:0:9": {"#, r#""64-0": {"#);
+        assert_refused(&t, "isd_as.64-0", "wildcard");
+        for (key, words) in [
+            ("02", "leading zeros; write it as \"2\""),
+            ("+2", "not a decimal number"),
+            (" 2", "not a decimal number"),
+            ("", "not a decimal number"),
+        ] {
+            let t = edit(BASE, r#""2": {"#, &format!(r#""{key}": {{"#));
+            assert_refused(&t, &format!("border_routers.br1a.interfaces.{key}"), words);
+        }
+        // "2" next to "02": the non-canonical one is named, not a confusing duplicate.
+        let t = edit(
+            BASE,
+            r#""3": {"#,
+            r#""02": { "underlay": { "local": "10.123.9.1:50000", "remote": "10.123.9.2:50000" },
+                       "isd_as": "1-ff00:0:9", "link_to": "child" }, "3": {"#,
+        );
+        assert_refused(&t, "border_routers.br1a.interfaces.02", "leading zeros");
+        // remote_interface_id 0 (here on a peer link, which needs a real one).
+        let t = edit(
+            BASE,
+            r#""link_to": "child""#,
+            r#""link_to": "peer", "remote_interface_id": 0"#,
+        );
+        assert_refused(
+            &t,
+            "border_routers.br1a.interfaces.2.remote_interface_id",
+            "0 is reserved",
+        );
+        let t = edit(
+            APPLIANCE,
+            r#""link_type": "parent""#,
+            r#""link_type": "peer", "remote_interface_id": 0"#,
+        );
+        assert_refused(
+            &t,
+            "isd_as.64-2:0:9.router.interfaces.1.remote_interface_id",
+            "0 is reserved",
+        );
+    }
+
+    #[test]
+    fn local_public_bind_core_and_stray_keys() {
+        let up = r#""local": "10.123.2.1:50000","#;
+        // `public` (older name of `local`) with a different value: refused; equal: fine.
+        let t = edit(
+            BASE,
+            up,
+            r#""local": "10.123.2.1:50000", "public": "10.9.9.9:1","#,
+        );
+        assert_refused(
+            &t,
+            "border_routers.br1a.interfaces.2.underlay.public",
+            "different values",
+        );
+        let t = edit(
+            BASE,
+            up,
+            r#""local": "10.123.2.1:50000", "public": "10.123.2.1:50000","#,
+        );
+        Topology::parse(&t, "t.json").unwrap();
+        let t = edit(BASE, up, r#""public": "10.123.2.1:50000","#);
+        let topo = Topology::parse(&t, "t.json").unwrap();
+        let u = topo.router("br1a").unwrap().interface(2).unwrap().underlay;
+        assert_eq!(u.local, "10.123.2.1:50000".parse().unwrap());
+        let t = edit(
+            BASE,
+            up,
+            r#""local": "10.123.2.1:50000", "bind": "10.0.0.1","#,
+        );
+        assert_refused(
+            &t,
+            "border_routers.br1a.interfaces.2.underlay.bind",
+            "not supported",
+        );
+        // Appliance: `core` and `attributes` disagreeing.
+        let t = edit(
+            APPLIANCE,
+            r#""internal_scion_mtu": 1472,"#,
+            r#""internal_scion_mtu": 1472, "core": false, "attributes": ["core"],"#,
+        );
+        assert_refused(&t, "isd_as.64-2:0:9.attributes", "`core` is false");
+        let t = edit(
+            APPLIANCE,
+            r#""internal_scion_mtu": 1472,"#,
+            r#""internal_scion_mtu": 1472, "core": true, "attributes": ["core"],"#,
+        );
+        assert!(Topology::parse(&t, "t.json").unwrap().ases[0].core);
+        // Reference-format `border_routers` in an appliance file.
+        let t = edit(
+            APPLIANCE,
+            r#""internal_scion_mtu": 1472,"#,
+            r#""border_routers": {},"#,
+        );
+        assert_refused(&t, "isd_as.64-2:0:9.border_routers", "reference-format key");
+        let t = edit(
+            APPLIANCE,
+            r#"{ "isd_as": {"#,
+            r#"{ "border_routers": {}, "isd_as": {"#,
+        );
+        assert_refused(&t, "border_routers", "reference-format key");
+    }
+
+    #[test]
+    fn addresses_that_cannot_work_are_refused() {
+        let p = "border_routers.br1a";
+        let i2 = "border_routers.br1a.interfaces.2.underlay";
+        let cases: &[(&str, &str, String, &str)] = &[
+            // IPv4 local, IPv6 remote.
+            (
+                r#""remote": "10.123.2.2:50000""#,
+                r#""remote": "[2001:db8::2]:50000""#,
+                format!("{i2}.local"),
+                "same IP version",
+            ),
+            (
+                r#""internal_addr": "10.123.10.1:30042""#,
+                r#""internal_addr": "0.0.0.0:30042""#,
+                format!("{p}.internal_addr"),
+                "unspecified address",
+            ),
+            (
+                r#""internal_addr": "10.123.10.1:30042""#,
+                r#""internal_addr": "10.123.10.1:0""#,
+                format!("{p}.internal_addr"),
+                "port 0",
+            ),
+            (
+                r#""internal_addr": "10.123.10.1:30042""#,
+                r#""internal_addr": "[ff02::1]:30042""#,
+                format!("{p}.internal_addr"),
+                "multicast",
+            ),
+            (
+                r#""remote": "10.123.2.2:50000""#,
+                r#""remote": "0.0.0.0:50000""#,
+                format!("{i2}.remote"),
+                "unspecified address",
+            ),
+            (
+                r#""remote": "10.123.2.2:50000""#,
+                r#""remote": "255.255.255.255:50000""#,
+                format!("{i2}.remote"),
+                "broadcast address",
+            ),
+            (
+                r#""remote": "10.123.2.2:50000""#,
+                r#""remote": "224.0.0.1:50000""#,
+                format!("{i2}.remote"),
+                "multicast",
+            ),
+            (
+                r#""remote": "10.123.2.2:50000""#,
+                r#""remote": "10.123.2.2:0""#,
+                format!("{i2}.remote"),
+                "port 0",
+            ),
+            (
+                r#""local": "10.123.2.1:50000""#,
+                r#""local": "10.123.2.1:0""#,
+                format!("{i2}.local"),
+                "port 0",
+            ),
+            (
+                r#""local": "10.123.2.1:50000""#,
+                r#""local": "224.0.0.1:50000""#,
+                format!("{i2}.local"),
+                "multicast",
+            ),
+            // A sibling with this router's internal address.
+            (
+                r#""internal_addr": "10.123.10.2:30042""#,
+                r#""internal_addr": "10.123.10.1:30042""#,
+                "border_routers.br1b.internal_addr".into(),
+                "also the internal address of router br1a",
+            ),
+        ];
+        for (from, to, field, words) in cases {
+            assert_refused(&edit(BASE, from, to), field, words);
+        }
+        let t = edit(
+            APPLIANCE,
+            r#""remote_address": "192.0.2.2:50000""#,
+            r#""remote_address": "[2001:db8::9]:1""#,
+        );
+        assert_refused(
+            &t,
+            "isd_as.64-2:0:9.router.interfaces.1.address",
+            "same IP version",
+        );
+        let t = edit(
+            APPLIANCE,
+            r#""internal_address": "10.0.0.1:30042""#,
+            r#""internal_address": "10.0.0.1:0""#,
+        );
+        assert_refused(&t, "isd_as.64-2:0:9.router.internal_address", "port 0");
+    }
+
+    #[test]
+    fn conflicts_of_own_links_make_only_that_router_unusable() {
+        let unusable = |t: &str, id: &str| match Topology::parse(t, "t.json")
+            .unwrap()
+            .router_config_with_key(id, [1; 16])
+        {
+            Err(e @ TopologyError::Unusable { .. }) => {
+                let msg = e.to_string();
+                let TopologyError::Unusable { field, .. } = e else {
+                    unreachable!()
+                };
+                (field, msg)
+            }
+            other => panic!("expected router {id} to be unusable, got {other:?}"),
+        };
+        let ok = |t: &str, id: &str| {
+            Topology::parse(t, "t.json")
+                .unwrap()
+                .router_config_with_key(id, [1; 16])
+                .unwrap();
+        };
+        // local == remote on br1a's interface 2: br1a cannot run, br1b can.
+        let t = edit(
+            BASE,
+            r#""remote": "10.123.2.2:50000""#,
+            r#""remote": "10.123.2.1:50000""#,
+        );
+        let (f, msg) = unusable(&t, "br1a");
+        assert_eq!(
+            f, "border_routers.br1a.interfaces.2.underlay.remote",
+            "{msg}"
+        );
+        assert!(msg.contains("router br1a cannot run"), "{msg}");
+        assert!(msg.contains("cannot be one UDP socket"), "{msg}");
+        ok(&t, "br1b");
+        // Two interfaces on one local address, also through the unspecified address.
+        for local in ["10.123.2.1:50000", "0.0.0.0:50000", ":50000"] {
+            let t = edit(
+                BASE,
+                r#""local": "10.123.3.1:50000""#,
+                &format!(r#""local": "{local}""#),
+            );
+            let (f, msg) = unusable(&t, "br1a");
+            assert_eq!(
+                f, "border_routers.br1a.interfaces.3.underlay.local",
+                "{msg}"
+            );
+            assert!(
+                msg.contains("overlaps interface 2's local address"),
+                "{msg}"
+            );
+            ok(&t, "br1b");
+        }
+        // A different port, or the other IP version, does not overlap.
+        let t = edit(
+            BASE,
+            r#""local": "10.123.3.1:50000""#,
+            r#""local": ":50001""#,
+        );
+        ok(&t, "br1a");
+        // An interface on the router's internal address is accepted (SCION's test data has
+        // one): only the port layout can tell whether the two are told apart.
+        let t = edit(
+            BASE,
+            r#""local": "10.123.2.1:50000""#,
+            r#""local": "10.123.10.1:30042""#,
+        );
+        ok(&t, "br1a");
+    }
 }

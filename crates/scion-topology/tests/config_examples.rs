@@ -78,6 +78,25 @@ fn router_control_testdata_topology() {
         [(idint_wire::Svc::CS, "127.0.0.1:60003".parse().unwrap())]
     );
     assert_eq!(topo.ases[0].mtu, Some(1472));
+    // br1-ff00_0_110-1's interface 1 is on its internal address: accepted (only the port
+    // layout can tell whether the two are told apart). Its sibling's interface 2 has the same
+    // local and remote address: the file loads, but that router cannot run with it.
+    assert_eq!(
+        topo.router("br1-ff00_0_110-1").unwrap().interfaces[0]
+            .underlay
+            .local,
+        cfg.internal_addr
+    );
+    let e = topo
+        .router_config("br1-ff00_0_110-2", dir.join("keys"))
+        .unwrap_err();
+    let TopologyError::Unusable { field, .. } = &e else {
+        panic!("expected an unusable router, got {e}");
+    };
+    assert_eq!(
+        field,
+        "border_routers.br1-ff00_0_110-2.interfaces.2.underlay.remote"
+    );
     let e = topo.router_config("br9", dir.join("keys")).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, TopologyError::UnknownRouter { .. }), "{msg}");
