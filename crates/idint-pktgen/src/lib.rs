@@ -57,6 +57,9 @@ pub enum GenError {
     /// DRKey derivation failed.
     #[error("DRKey: {0}")]
     Key(String),
+    /// The capture given to [`verify::verify_capture`] could not be read as a pcap file.
+    #[error("reading the capture: {0}")]
+    Capture(#[source] std::io::Error),
     /// The options cannot be satisfied for this configuration.
     #[error("{0}")]
     Options(String),
@@ -134,7 +137,11 @@ pub enum Malformation {
     Truncated,
     /// The router's own hop-field MAC has its first byte flipped.
     BadMac,
-    /// Every hop field expired a day before `now`.
+    /// Every hop field has expired: the path's info-field timestamps are
+    /// [`EXPIRED_PATH_AGE_SECS`] before `now` and its hop fields have ExpTime 0 (337.5 s
+    /// lifetime), so they expired 3262.5 s before `now`. Nothing else is wrong: the hop-field
+    /// MACs are valid for that path and, on an EPIC path, the packet timestamp is fresh and the
+    /// hop validation fields are computed from the expired path's MACs.
     Expired,
 }
 
@@ -147,6 +154,14 @@ impl fmt::Display for Malformation {
         })
     }
 }
+
+/// Age at `now` of the info-field timestamps of [`Malformation::Expired`] packets, seconds.
+/// Recent enough that an EPIC packet timestamp (32 bits of 21 µs, about 25 h after the
+/// info-field timestamp) can still express `now`.
+pub const EXPIRED_PATH_AGE_SECS: u32 = 3600;
+
+/// Largest SCION packet (common header to the end of the payload) generated, bytes.
+pub const MAX_SCION_PACKET: usize = 65_000;
 
 /// Packet size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,11 +249,14 @@ pub struct Options {
     pub path_age_secs: u32,
     /// Hop-field ExpTime (lifetime `(1 + ExpTime) * 337.5 s`; 63 = 6 h).
     pub exp_time: u8,
-    /// DRKey epoch length, seconds.
+    /// DRKey epoch length, seconds: within SCION's limits
+    /// ([`drkey::epoch::MIN_DURATION`]`..=`[`drkey::epoch::MAX_DURATION`], 6 min to 3 days),
+    /// checked by [`Generator::new`] whether or not ID-INT is used.
     pub drkey_epoch_secs: u32,
     /// Give hosts outside the local AS IPv6 addresses (else IPv4).
     pub ipv6_hosts: bool,
-    /// Gap between pcap timestamps, nanoseconds.
+    /// Gap between pcap timestamps, nanoseconds: packet `i` is stamped `now_ns + i * gap_ns`,
+    /// which must stay within pcap's time range (before 2106) for every packet of `count`.
     pub gap_ns: u64,
     /// Keys directories of other ASes (default: deterministic secrets, see [`keys`]).
     pub as_keys: Vec<(IsdAsn, PathBuf)>,
@@ -391,6 +409,8 @@ struct Prepared {
     path: ScionPathRepr,
     expired: ScionPathRepr,
     full_macs: Vec<[u8; 16]>,
+    /// The full MACs of `expired` (its EPIC hop validation fields are keyed with them).
+    expired_full_macs: Vec<[u8; 16]>,
     curr_hf: usize,
     /// Underlay of the arrival; `None` source = the sending local host.
     underlay_src: Option<SocketAddr>,
@@ -456,6 +476,22 @@ impl Generator {
         if opts.idint.percent > 0 && opts.idint.modes.is_empty() {
             return Err(GenError::Options("no ID-INT aggregation mode given".into()));
         }
+        check_drkey_epoch(opts.drkey_epoch_secs).map_err(GenError::Options)?;
+        // Packet i is stamped now + i * gap: the last one must not overflow or leave pcap's
+        // 32-bit seconds.
+        let last_ts = opts
+            .count
+            .saturating_sub(1)
+            .checked_mul(opts.gap_ns)
+            .and_then(|d| d.checked_add(opts.now_ns))
+            .filter(|t| t / 1_000_000_000 <= u64::from(u32::MAX));
+        if last_ts.is_none() {
+            return Err(GenError::Options(format!(
+                "--gap-ns {} with {} packets from --now ({} ns): the last pcap timestamp would \
+                 be beyond 2106 (pcap time ends at 2^32 s)",
+                opts.gap_ns, opts.count, opts.now_ns
+            )));
+        }
         let mut sides = Vec::new();
         for r in &asys.routers {
             for i in &r.interfaces {
@@ -483,8 +519,19 @@ impl Generator {
         let now_s = opts.now_ns / 1_000_000_000;
         let ts = u32::try_from(now_s.saturating_sub(u64::from(opts.path_age_secs)))
             .map_err(|_| GenError::Options("--now is beyond 2106".into()))?;
-        let expired_ts = u32::try_from(now_s.saturating_sub(86_400 + 6 * 3600 * 4))
-            .map_err(|_| GenError::Options("--now is beyond 2106".into()))?;
+        let expired_ts = match now_s.checked_sub(u64::from(EXPIRED_PATH_AGE_SECS)) {
+            Some(t) => {
+                u32::try_from(t).map_err(|_| GenError::Options("--now is beyond 2106".into()))?
+            }
+            None if opts.malformed > 0 => {
+                return Err(GenError::Options(format!(
+                    "--now {now_s} s is too early for expired paths (they are stamped \
+                     {EXPIRED_PATH_AGE_SECS} s before --now)"
+                )));
+            }
+            // Not used without malformed packets.
+            None => 0,
+        };
         let life = (1 + u64::from(opts.exp_time)) * 337_500_000_000;
         if u64::from(ts) * 1_000_000_000 + life < opts.now_ns {
             return Err(GenError::Options(format!(
@@ -537,6 +584,7 @@ impl Generator {
                 path: built.repr,
                 expired: expired.repr,
                 full_macs: built.full_macs,
+                expired_full_macs: expired.full_macs,
                 curr_hf: built.curr_hf,
                 underlay_src,
                 underlay_dst,
@@ -597,7 +645,20 @@ impl Generator {
                 let headers = self.header_bytes(p, idint);
                 let v6 = p.underlay_dst.is_ipv6();
                 match self.opts.size {
-                    Size::Payload(n) => max = max.max(headers + n),
+                    Size::Payload(n) => {
+                        let total = headers
+                            .checked_add(n)
+                            .filter(|&t| t <= MAX_SCION_PACKET)
+                            .ok_or_else(|| {
+                                GenError::Options(format!(
+                                    "payload of {n} bytes (--payload) too large: with {headers} \
+                                     bytes of headers ({}{}) packets exceed {MAX_SCION_PACKET} bytes",
+                                    p.shape.label,
+                                    if idint { " with ID-INT" } else { "" }
+                                ))
+                            })?;
+                        max = max.max(total);
+                    }
                     Size::Frame(f) => {
                         let need = headers + frame::overhead(v6);
                         if f < need {
@@ -612,9 +673,9 @@ impl Generator {
                 }
             }
         }
-        if max > 65_000 {
+        if max > MAX_SCION_PACKET {
             return Err(GenError::Options(format!(
-                "packets of {max} bytes are too large"
+                "packets of {max} bytes are too large (at most {MAX_SCION_PACKET})"
             )));
         }
         if self.pattern.len() < max {
@@ -657,8 +718,13 @@ impl Generator {
             inst_bitmap: o.inst_bitmap,
             instructions: o.instructions,
             stack_len_words: o.stack_words,
-            // 48-bit ns timestamp: unique per (source, index).
-            source_timestamp: (self.opts.now_ns + i * self.opts.gap_ns) & ((1 << 48) - 1),
+            // 48-bit ns timestamp: unique per (source, index). Wrapping is harmless (only the
+            // low 48 bits are sent), and `i` may be any index a caller asks for.
+            source_timestamp: self
+                .opts
+                .now_ns
+                .wrapping_add(i.wrapping_mul(self.opts.gap_ns))
+                & ((1 << 48) - 1),
             source_port: (i & 0xffff) as u16,
             ..RequestBuilder::new(0)
         }
@@ -785,10 +851,10 @@ impl Generator {
         out.resize(total, 0);
         let bad = |e: idint_wire::Error| GenError::Options(format!("building packet {i}: {e}"));
         scion.emit(out).map_err(bad)?;
-        let path = if malformed == Some(Malformation::Expired) {
-            &p.expired
+        let (path, full_macs) = if malformed == Some(Malformation::Expired) {
+            (&p.expired, &p.expired_full_macs)
         } else {
-            &p.path
+            (&p.path, &p.full_macs)
         };
         let at = scion.address_end();
         let info0_ts = path.infos[0].timestamp;
@@ -797,8 +863,15 @@ impl Generator {
                 .opts
                 .now_ns
                 .saturating_sub(u64::from(info0_ts) * 1_000_000_000);
-            u32::try_from((age_ns / scion_dp::epic::EPIC_TS_UNIT_NS).saturating_sub(1))
-                .map_err(|_| GenError::Options("EPIC timestamp out of range".into()))?
+            u32::try_from((age_ns / scion_dp::epic::EPIC_TS_UNIT_NS).saturating_sub(1)).map_err(
+                |_| {
+                    GenError::Options(format!(
+                        "packet {i}: EPIC timestamp out of range: the path's info timestamp is \
+                         {} s before --now, EPIC can express at most ~25 h",
+                        age_ns / 1_000_000_000
+                    ))
+                },
+            )?
         } else {
             0
         };
@@ -857,9 +930,9 @@ impl Generator {
                 src_host: &src_host,
                 payload_len: scion.payload_len,
             };
-            let h = p.full_macs.len();
-            let phvf = scion_dp::epic::hvf(&p.full_macs[h - 2], &input);
-            let lhvf = scion_dp::epic::hvf(&p.full_macs[h - 1], &input);
+            let h = full_macs.len();
+            let phvf = scion_dp::epic::hvf(&full_macs[h - 2], &input);
+            let lhvf = scion_dp::epic::hvf(&full_macs[h - 1], &input);
             out[at + 8..at + 12].copy_from_slice(&phvf);
             out[at + 12..at + 16].copy_from_slice(&lhvf);
         }
@@ -931,6 +1004,16 @@ impl Generator {
         result
     }
 
+    /// The pcap timestamp of packet `i`: `now_ns + i * gap_ns` (checked by [`Generator::new`]
+    /// for every packet of `count`; an error past that).
+    fn pcap_timestamp_ns(&self, i: u64) -> Result<u64, std::io::Error> {
+        i.checked_mul(self.opts.gap_ns)
+            .and_then(|d| d.checked_add(self.opts.now_ns))
+            .ok_or_else(|| {
+                std::io::Error::other(format!("packet {i}: pcap timestamp overflows 64 bits"))
+            })
+    }
+
     /// Writes packets `0..Options::count` to one pcap (Ethernet link type); `on_packet` sees
     /// each packet's facts.
     pub fn write_pcap<W: Write>(
@@ -945,7 +1028,7 @@ impl Generator {
             let info = self
                 .frame(i, &mut frame)
                 .map_err(|e| std::io::Error::other(e.to_string()))?;
-            pw.write(self.opts.now_ns + i * self.opts.gap_ns, &frame)?;
+            pw.write(self.pcap_timestamp_ns(i)?, &frame)?;
             sum.add(&info, frame.len());
             on_packet(&info);
         }
@@ -979,8 +1062,8 @@ impl Generator {
                 writers.insert(name.clone(), w);
             }
             if let Some(w) = writers.get_mut(&name) {
-                w.write(self.opts.now_ns + i * self.opts.gap_ns, &frame)
-                    .map_err(io(&path))?;
+                let ts = self.pcap_timestamp_ns(i).map_err(io(&path))?;
+                w.write(ts, &frame).map_err(io(&path))?;
             }
             sum.add(&info, frame.len());
             on_packet(&info);
@@ -989,6 +1072,20 @@ impl Generator {
             w.finish().map_err(io(&dir.join(name)))?;
         }
         Ok(sum)
+    }
+}
+
+/// Checks a DRKey epoch length (`--drkey-epoch`, seconds) against SCION's limits; the error
+/// names the option and the limits.
+pub fn check_drkey_epoch(secs: u32) -> Result<(), String> {
+    let (min, max) = (drkey::epoch::MIN_DURATION, drkey::epoch::MAX_DURATION);
+    if (min..=max).contains(&secs) {
+        Ok(())
+    } else {
+        Err(format!(
+            "--drkey-epoch {secs}: a DRKey epoch lasts {min}..={max} s (6 minutes to 3 days, \
+             SCION's limits)"
+        ))
     }
 }
 
@@ -1023,5 +1120,112 @@ mod tests {
         assert!(!Expect::Deliver { addr: a }.matches(&Disposition::Forward { ifid: 3 }));
         assert!(Expect::Rejected.matches(&Disposition::Bfd));
         assert!(!Expect::Rejected.matches(&Disposition::Sibling { ifid: 1, addr: a }));
+    }
+
+    /// The shared router_benchmark example (AS 1-ff00:0:1, router br1a).
+    fn example() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/vectors/scion/config_examples/router_benchmark")
+    }
+
+    #[test]
+    fn expired_epic_packets_are_expired_and_nothing_else() {
+        use idint_wire::path::EpicPathRepr;
+        use scion_dp::epic::{HvfInput, timestamp_fresh, verify_hvf};
+
+        let now = 1_763_800_000_123_000_000;
+        let topo = Topology::load(example().join("topology.json")).unwrap();
+        let keys = example().join("keys");
+        let mut o = Options::new(now);
+        o.kinds = vec![Kind::Epic];
+        o.count = 60;
+        o.malformed = 60;
+        let mut g = Generator::new(&topo, "br1a", &keys, o).unwrap();
+        let router =
+            scion_dp::config::Router::new(topo.router_config("br1a", &keys).unwrap()).unwrap();
+        let mut proc = scion_dp::Processor::new(&router);
+        let mut pkt = Vec::new();
+        let mut expired = 0;
+        for i in 0..60 {
+            // Used to fail: the EPIC timestamp was computed against a 2-day-old path.
+            let info = g.scion_packet(i, &mut pkt).unwrap();
+            if info.malformed != Some(Malformation::Expired) {
+                continue;
+            }
+            expired += 1;
+            let h = ScionHeader::new_checked(&pkt[..]).unwrap();
+            let epic = EpicPathRepr::parse(h.path_bytes()).unwrap();
+            let info0 = epic.scion.infos[0].timestamp;
+            assert!(timestamp_fresh(info0, epic.epic_ts, now), "packet {i}");
+            // The HVFs are keyed with the full MACs of the hop fields in the packet.
+            let full = &g.shapes[info.shape].expired_full_macs;
+            let n = full.len();
+            assert_eq!(epic.scion.hops[n - 2].mac, full[n - 2][..6]);
+            assert_eq!(epic.scion.hops[n - 1].mac, full[n - 1][..6]);
+            let src_host = h.src_host();
+            let input = HvfInput {
+                info0_timestamp: info0,
+                pkt_id: (u64::from(epic.epic_ts) << 32) | u64::from(epic.counter),
+                src_ia: h.src_ia(),
+                src_host: &src_host,
+                payload_len: h.payload_len(),
+            };
+            assert!(verify_hvf(&full[n - 2], &input, &epic.phvf), "packet {i}");
+            assert!(verify_hvf(&full[n - 1], &input, &epic.lhvf), "packet {i}");
+            // And the router objects to the expiry.
+            let mut buf = pkt.clone();
+            buf.resize(4096, 0);
+            let d = proc.process(&mut buf, pkt.len(), info.ingress, now);
+            assert!(
+                matches!(
+                    d,
+                    Disposition::Reply {
+                        scmp: scion_dp::ScmpReason::PathExpired,
+                        ..
+                    }
+                ),
+                "packet {i}: {d:?}"
+            );
+        }
+        assert_eq!(expired, 20);
+    }
+
+    #[test]
+    fn overflowing_options_are_refused() {
+        let topo = Topology::load(example().join("topology.json")).unwrap();
+        let keys = example().join("keys");
+        let now = 1_763_800_000_000_000_000;
+        let refused = |o: Options| match Generator::new(&topo, "br1a", &keys, o) {
+            Err(GenError::Options(m)) => m,
+            other => panic!("expected an options error, got {other:?}"),
+        };
+        let mut o = Options::new(now);
+        o.size = Size::Payload(usize::MAX);
+        let m = refused(o);
+        assert!(m.contains("--payload") && m.contains("too large"), "{m}");
+        let mut o = Options::new(now);
+        o.gap_ns = u64::MAX;
+        let m = refused(o);
+        assert!(m.contains("--gap-ns") && m.contains("2106"), "{m}");
+        // Within u64 but beyond pcap's 32-bit seconds.
+        let mut o = Options::new(now);
+        o.gap_ns = 3_000_000_000_000_000_000;
+        o.count = 2;
+        assert!(refused(o).contains("--gap-ns"));
+        let mut o = Options::new(now);
+        o.drkey_epoch_secs = 0;
+        assert!(refused(o).contains("--drkey-epoch 0"));
+        // The last allowed timestamp is fine, and timestamps never run backwards.
+        let mut o = Options::new(now);
+        o.count = 3;
+        o.gap_ns = (u64::from(u32::MAX) * 1_000_000_000 - now) / 2;
+        let mut g = Generator::new(&topo, "br1a", &keys, o).unwrap();
+        let (bytes, _) = g.write_pcap(Vec::new(), |_| {}).unwrap();
+        let mut r = wire_tools::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut last = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            assert!(rec.timestamp_ns >= last);
+            last = rec.timestamp_ns;
+        }
     }
 }

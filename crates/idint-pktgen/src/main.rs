@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use idint_pktgen::{Generator, IdIntOptions, Kind, Options, PacketInfo, Size, VerifierChoice};
+use idint_pktgen::{
+    GenError, Generator, IdIntOptions, Kind, Options, PacketInfo, Size, VerifierChoice,
+};
 use idint_wire::IsdAsn;
 use idint_wire::idint::{AggregationMode, Instruction};
 
@@ -52,7 +54,7 @@ struct Cli {
     /// Whole Ethernet frame size in bytes (e.g. 172); the payload fills the rest.
     #[arg(long, conflicts_with = "payload")]
     size: Option<usize>,
-    /// UDP payload size in bytes (default 64).
+    /// UDP payload size in bytes (default 64); SCION packets are limited to 65000 bytes.
     #[arg(long)]
     payload: Option<usize>,
     /// Percentage of packets carrying an ID-INT request (0-100).
@@ -86,13 +88,13 @@ struct Cli {
     /// Hop-field ExpTime (lifetime (1 + ExpTime) * 337.5 s).
     #[arg(long, default_value_t = 63)]
     exp_time: u8,
-    /// DRKey epoch length, seconds.
+    /// DRKey epoch length, seconds (360 to 259200, SCION's limits).
     #[arg(long, default_value_t = 86_400)]
     drkey_epoch: u32,
     /// Give hosts outside the router's AS IPv6 addresses.
     #[arg(long)]
     ipv6_hosts: bool,
-    /// Gap between pcap timestamps, nanoseconds.
+    /// Gap between pcap timestamps, nanoseconds (the last packet's must be before 2106).
     #[arg(long, default_value_t = 1000)]
     gap_ns: u64,
     /// Keys directory of another AS, as ISD-AS=DIR (repeatable).
@@ -182,6 +184,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
     o.malformed = cli.malformed;
     o.path_age_secs = cli.path_age;
     o.exp_time = cli.exp_time;
+    idint_pktgen::check_drkey_epoch(cli.drkey_epoch)?;
     o.drkey_epoch_secs = cli.drkey_epoch;
     o.ipv6_hosts = cli.ipv6_hosts;
     o.gap_ns = cli.gap_ns;
@@ -231,7 +234,10 @@ fn run(cli: &Cli) -> Result<(), String> {
             now,
             cli.sample,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            GenError::Capture(io) => format!("--verify {}: {io}", path.display()),
+            e => e.to_string(),
+        })?;
         println!(
             "ID-INT telemetry in {}: {} frames, {} with ID-INT, {} verified and decrypted, {} failed",
             path.display(),

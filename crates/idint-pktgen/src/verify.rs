@@ -37,7 +37,8 @@ pub struct Verified {
 
 /// Verifies every ID-INT stack in the pcap `input` (frames as the router sent them). The
 /// router's AS is `router_ia` with secret `router_master0`; other ASes' secrets come from
-/// `keys` (the generator's ring). `now_ns` is the verifier's clock.
+/// `keys` (the generator's ring). `now_ns` is the verifier's clock. An input that is not a
+/// readable pcap is a [`GenError::Capture`].
 pub fn verify_capture<R: Read>(
     input: R,
     keys: &mut KeyRing,
@@ -47,7 +48,7 @@ pub fn verify_capture<R: Read>(
     now_ns: u64,
     sample: usize,
 ) -> Result<Verified, GenError> {
-    let io = |e: std::io::Error| GenError::Key(format!("reading capture: {e}"));
+    let io = GenError::Capture;
     let mut reader = PcapReader::new(input).map_err(io)?;
     let provider = LocalProvider::new(router_ia, router_master0, epoch_secs)
         .map_err(|e| GenError::Key(e.to_string()))?;

@@ -146,3 +146,61 @@ fn errors_are_clear() {
     ]);
     assert!(e.contains("6 malformed packets"), "{e}");
 }
+
+#[test]
+fn bad_numbers_and_files_are_named() {
+    fn run<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+        let out = bin().args(args).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        err
+    }
+    let topo = example().join("topology.json");
+    let topo = topo.to_str().unwrap();
+    let base = ["-t", topo, "-r", "br1a", "-o", "/dev/null"];
+    let with = |extra: &[&'static str]| -> Vec<String> {
+        base.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    // Sizes and gaps that overflow are refused up front, naming the option.
+    let e = run(&with(&["--payload", "18446744073709551615"]));
+    assert!(e.contains("--payload") && e.contains("too large"), "{e}");
+    let e = run(&with(&["--gap-ns", "18446744073709551615"]));
+    assert!(e.contains("--gap-ns 18446744073709551615"), "{e}");
+    // A DRKey epoch outside SCION's limits, with or without ID-INT, names the option.
+    for extra in [
+        &["--drkey-epoch", "0"][..],
+        &["--drkey-epoch", "0", "--idint", "50"],
+    ] {
+        let e = run(&with(extra));
+        assert!(e.starts_with("idint-pktgen: --drkey-epoch 0: "), "{e}");
+        assert!(!e.contains("DRKey:"), "{e}");
+    }
+    // --verify of something that is not a capture names the file.
+    let e = run(&["-t", topo, "-r", "br1a", "--verify", topo]);
+    assert!(
+        e.contains(&format!("--verify {topo}: not a pcap file")),
+        "{e}"
+    );
+    assert!(!e.contains("DRKey"), "{e}");
+}
+
+#[test]
+fn malformed_epic_packets_are_written() {
+    let topo = example().join("topology.json");
+    for extra in [
+        &["-n", "200", "--malformed", "199"][..],
+        &["--kinds", "epic", "-n", "9", "--malformed", "3"],
+    ] {
+        let out = bin()
+            .arg("-t")
+            .arg(&topo)
+            .args(["-r", "br1a", "-o", "/dev/null", "--now", "1763800000.5"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {err}");
+        assert!(err.contains(" expired "), "{err}");
+    }
+}
