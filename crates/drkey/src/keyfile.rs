@@ -13,12 +13,21 @@ pub enum KeyFileError {
     NotBase64(usize),
     /// The decoded secret is empty or longer than [`MAX_MASTER_LEN`] bytes.
     Length(usize),
+    /// Not the canonical base64 of the secret: the unused low bits of the last character
+    /// (at this byte) are not zero, so another text decodes to the same secret (a corrupted
+    /// or hand-edited key?).
+    NonCanonical(usize),
 }
 
 impl fmt::Display for KeyFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeyFileError::NotBase64(at) => write!(f, "master key: invalid base64 at byte {at}"),
+            KeyFileError::NonCanonical(at) => write!(
+                f,
+                "master key: non-canonical base64: the unused low bits of the character at \
+                 byte {at} are not zero (a corrupted or hand-edited key?)"
+            ),
             KeyFileError::Length(n) => {
                 write!(
                     f,
@@ -72,6 +81,10 @@ pub fn decode_master_key(
     if n == 0 {
         return Err(KeyFileError::Length(0));
     }
+    // With one `=` the last character carries 2 unused bits, with two `=` 4: they must be 0.
+    if acc & ((1 << bits) - 1) != 0 {
+        return Err(KeyFileError::NonCanonical(body_len - 1));
+    }
     Ok(n)
 }
 
@@ -100,5 +113,22 @@ mod tests {
             Err(KeyFileError::Length(0))
         );
         assert!(decode_master_key(&[b'A'; 100], &mut out).is_err());
+        // "Dw==" is canonical; "Dx==" and "Dw9=" decode to the same bytes with unused bits set.
+        assert_eq!(
+            decode_master_key(b"AAECAwQFBgcICQoLDA0ODw==", &mut out),
+            Ok(16)
+        );
+        assert_eq!(
+            decode_master_key(b"AAECAwQFBgcICQoLDA0ODx==", &mut out),
+            Err(KeyFileError::NonCanonical(21))
+        );
+        assert_eq!(
+            decode_master_key(b"AAECAwQFBgcICQoLDA0ODw8=", &mut out),
+            Ok(17)
+        );
+        assert_eq!(
+            decode_master_key(b"AAECAwQFBgcICQoLDA0ODw9=", &mut out),
+            Err(KeyFileError::NonCanonical(22))
+        );
     }
 }
