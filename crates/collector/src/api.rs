@@ -566,16 +566,6 @@ fn filters_of(scope: Scope) -> &'static [&'static str] {
     }
 }
 
-fn scope_name(s: Scope) -> &'static str {
-    match s {
-        Scope::Hop => "hop",
-        Scope::Router => "router",
-        Scope::Link => "link",
-        Scope::Queue => "queue",
-        Scope::Path => "path",
-    }
-}
-
 /// A filter over metric keys from query parameters. A key matches when its scope takes every
 /// filter given and the filters match; a filter the requested scope does not take, or
 /// filters no scope takes together, are a 400 (the same rule for every source).
@@ -602,7 +592,7 @@ fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiEr
             if let Some(g) = given.iter().find(|g| !filters_of(sc).contains(g)) {
                 return Err(bad(format!(
                     "{g} does not apply to scope {} (it takes {})",
-                    scope_name(sc),
+                    crate::storage::scope_name(sc),
                     filters_of(sc).join(", ")
                 )));
             }
