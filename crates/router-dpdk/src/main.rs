@@ -8,7 +8,6 @@
 //! every counter on stdout (and into `--summary FILE`, which is created before the router
 //! starts). Exit codes: 0 done, 1 runtime error, 2 configuration or usage error.
 
-use std::fs::File;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -125,10 +124,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Created now, so a summary that cannot be written is known before the router starts.
+    // Opened now, so a summary that cannot be written is known before the router starts;
+    // an existing file keeps its content until the new summary replaces it.
     let mut summary_file = match &summary {
         None => None,
-        Some(p) => match File::create(p) {
+        Some(p) => match std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(p)
+        {
             Ok(f) => Some((p, f)),
             Err(e) => {
                 eprintln!(
@@ -154,7 +159,7 @@ fn main() -> ExitCode {
     println!("{summary}");
     let mut code = ExitCode::SUCCESS;
     if let Some((p, f)) = &mut summary_file
-        && let Err(e) = f.write_all(summary.as_bytes())
+        && let Err(e) = f.set_len(0).and_then(|()| f.write_all(summary.as_bytes()))
     {
         eprintln!("idint-router: --summary {}: cannot write: {e}", p.display());
         code = ExitCode::from(1);

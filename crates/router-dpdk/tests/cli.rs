@@ -387,6 +387,19 @@ fn summary_file_is_checked_first_and_counters_are_printed_anyway() {
         "{err}"
     );
     assert!(!err.contains("net_pcap7"), "{err}");
+    // A run that stops on a configuration error leaves an earlier summary as it was.
+    let dir = tempfile::tempdir().unwrap();
+    let earlier = dir.path().join("summary.json");
+    std::fs::write(&earlier, "{\"earlier\": true}").unwrap();
+    let out = run_edited_with(
+        |t| t.replace("device = \"net_null0\"", "device = \"net_pcap7\""),
+        &["--summary", earlier.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read_to_string(&earlier).unwrap(),
+        "{\"earlier\": true}"
+    );
     // A file that opens but cannot take the summary: the counters still reach stdout.
     let out = run_edited_with(|t| t, &["--summary", "/dev/full"]);
     let err = String::from_utf8_lossy(&out.stderr);
