@@ -109,8 +109,8 @@ pub struct ProbeSource {
     collector_ia: IsdAsn,
     collector_host: HostAddr,
     targets: Vec<Scheduled>,
-    /// The source timestamp of the last probe (none yet: `None`).
-    last_ts: Option<u64>,
+    /// The (full, Unix ns) time the last probe was stamped with (none yet: `None`).
+    last_ns: Option<u64>,
 }
 
 /// UDP port probes are sent from.
@@ -132,7 +132,7 @@ impl ProbeSource {
             collector_ia,
             collector_host,
             targets: Vec::new(),
-            last_ts: None,
+            last_ns: None,
         }
     }
 
@@ -209,8 +209,9 @@ impl ProbeSource {
             .enumerate()
             .filter(|(_, s)| s.next_ns <= now_ns)
             .min_by_key(|(_, s)| s.next_ns)?;
-        let ts = next_timestamp(now_ns, self.last_ts);
-        self.last_ts = Some(ts);
+        let stamp_ns = next_stamp(now_ns, self.last_ns);
+        self.last_ns = Some(stamp_ns);
+        let ts = stamp_ns % (1 << 48);
         let s = &mut self.targets[index];
         let seq = s.seq;
         s.seq += 1;
@@ -242,21 +243,15 @@ impl ProbeSource {
     }
 }
 
-/// The 48-bit source timestamp of a probe sent at `now_ns` after one stamped `last`:
-/// (timestamp, port) must never repeat under the key, so timestamps strictly increase, modulo
-/// 2^48 as verifiers read them (the clock's own value once it is ahead of `last`, also across
-/// a wrap, else `last + 1`).
-fn next_timestamp(now_ns: u64, last: Option<u64>) -> u64 {
-    const WRAP: u64 = 1 << 48;
-    let now = now_ns % WRAP;
-    let Some(last) = last else {
-        return now;
-    };
-    let ahead = now.wrapping_sub(last) % WRAP;
-    if ahead == 0 || ahead >= WRAP / 2 {
-        (last + 1) % WRAP
-    } else {
-        now
+/// The time (Unix ns) a probe sent at `now_ns` is stamped with, after one stamped `last`:
+/// (timestamp, port) must never repeat under the key, so stamps strictly increase: the
+/// clock's value, or one more than the last if the clock has not moved past it. Kept in full
+/// 64 bits and reduced modulo 2^48 only on the wire, so that neither the wrap of the 48-bit
+/// field nor a long pause between probes makes later stamps lag the clock.
+fn next_stamp(now_ns: u64, last: Option<u64>) -> u64 {
+    match last {
+        Some(last) if now_ns <= last => last.saturating_add(1),
+        _ => now_ns,
     }
 }
 
@@ -355,23 +350,27 @@ mod tests {
     const WRAP: u64 = 1 << 48;
 
     #[test]
-    fn timestamps_follow_the_clock_across_the_48_bit_wrap() {
-        // One probe a second, the first half a second before the wrap.
+    fn stamps_follow_the_clock_across_the_48_bit_wrap_and_long_pauses() {
+        // One probe a second, the first half a second before a wrap of the 48-bit field.
         let start = 7 * WRAP - 500_000_000;
         let mut last = None;
         for i in 0..5u64 {
             let now = start + i * 1_000_000_000;
-            let ts = next_timestamp(now, last);
-            assert_eq!(ts, now % WRAP, "probe {i}: the clock's own value");
-            last = Some(ts);
+            let ns = next_stamp(now, last);
+            assert_eq!(ns, now, "probe {i}: the clock's own value");
+            last = Some(ns);
         }
-        // Probes within the same nanosecond, and a clock that steps back a little: one more
-        // than the last each time, across the wrap too.
-        assert_eq!(next_timestamp(5 * WRAP + 10, Some(10)), 11);
-        assert_eq!(next_timestamp(5 * WRAP + 9, Some(11)), 12);
-        assert_eq!(next_timestamp(WRAP - 1, Some(WRAP - 1)), 0);
-        assert_eq!(next_timestamp(0, Some(WRAP - 1)), 0);
-        assert_eq!(next_timestamp(3 * WRAP, None), 0);
+        // After a pause of two days (more than half the 48-bit range): still the clock.
+        let later = start + 2 * 86_400_000_000_000;
+        assert_eq!(next_stamp(later, last), later);
+        // Probes within the same nanosecond, or a clock that steps back a little: one more
+        // than the last each time.
+        assert_eq!(
+            next_stamp(5 * WRAP + 10, Some(5 * WRAP + 10)),
+            5 * WRAP + 11
+        );
+        assert_eq!(next_stamp(5 * WRAP + 9, Some(5 * WRAP + 11)), 5 * WRAP + 12);
+        assert_eq!(next_stamp(3 * WRAP, None), 3 * WRAP);
     }
 
     fn target(path_type: PathType, path: Vec<u8>, interval_ns: u64) -> ProbeTarget {
