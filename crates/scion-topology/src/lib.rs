@@ -215,21 +215,38 @@ impl Topology {
         self.find_router(id).map(|(_, r)| r)
     }
 
-    /// Checks that router `id` can run with this file: no interface of its own has equal local
-    /// and remote underlay addresses, and no two of its interfaces receive on the same local
-    /// address (an unspecified IP overlaps every IP of its family with the same port). Other
-    /// routers' links are not checked: their underlay matters only to them.
+    /// Checks that router `id` can run with this file: its internal address has a port, no
+    /// interface of its own has equal local and remote underlay addresses, no two of its
+    /// interfaces receive on the same local address (an unspecified IP overlaps every IP of
+    /// its family with the same port), and the sibling routers it hands packets to have
+    /// internal addresses with a port. Other routers' links are not checked: their underlay
+    /// matters only to them.
     pub fn check_router(&self, id: &str) -> Result<(), TopologyError> {
-        let (_, r) = self.find_router(id)?;
-        match r.conflicts.first() {
-            None => Ok(()),
-            Some(c) => Err(TopologyError::Unusable {
-                file: self.file.clone(),
-                id: id.to_string(),
-                field: c.field.clone(),
-                reason: c.reason.clone(),
-            }),
+        let (asys, r) = self.find_router(id)?;
+        let unusable = |field: String, reason: String| TopologyError::Unusable {
+            file: self.file.clone(),
+            id: id.to_string(),
+            field,
+            reason,
+        };
+        if let Some(c) = r.conflicts.first() {
+            return Err(unusable(c.field.clone(), c.reason.clone()));
         }
+        if let Some(s) = asys
+            .routers
+            .iter()
+            .find(|s| s.id != r.id && s.internal_addr.port() == 0)
+        {
+            return Err(unusable(
+                format!("border_routers.{}.internal_addr", s.id),
+                format!(
+                    "sibling router {} has internal address {} without a port; this router \
+                     hands it the packets of its interfaces",
+                    s.id, s.internal_addr
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The data-plane configuration of router `id`, with the forwarding key derived from

@@ -145,6 +145,18 @@ impl Ctx<'_> {
     /// An address another node sends to or this router sends to: a unicast IP (not
     /// unspecified, multicast or broadcast) and a non-zero port. `what` says what it is for.
     fn endpoint(&self, v: &Value, path: &str, what: &str) -> R<SocketAddr> {
+        let a = self.unicast(v, path, what)?;
+        if a.port() == 0 {
+            return self.invalid(
+                path,
+                format!("{a}: port 0 is not a port one can send to; {what} needs a real port"),
+            );
+        }
+        Ok(a)
+    }
+
+    /// An address with a unicast IP (not unspecified, multicast or broadcast), any port.
+    fn unicast(&self, v: &Value, path: &str, what: &str) -> R<SocketAddr> {
         let a = self.addr(v, path)?;
         if let Some(kind) = not_unicast(a.ip()) {
             return self.invalid(
@@ -153,12 +165,6 @@ impl Ctx<'_> {
                     "{a}: {} is {kind}; {what} must be a unicast address",
                     a.ip()
                 ),
-            );
-        }
-        if a.port() == 0 {
-            return self.invalid(
-                path,
-                format!("{a}: port 0 is not a port one can send to; {what} needs a real port"),
             );
         }
         Ok(a)
@@ -314,11 +320,27 @@ struct Parsed {
 }
 
 /// A router from its interfaces: sorted by ID, with the conflicts between its own links'
-/// addresses recorded for [`crate::Topology::check_router`] (they only matter to the router
-/// that operates the links, so they do not make the file invalid).
-fn router(id: String, internal_addr: SocketAddr, mut parsed: Vec<Parsed>) -> BorderRouter {
+/// addresses, and an internal address without a port, recorded for
+/// [`crate::Topology::check_router`] (they only matter to the router that runs them, so they
+/// do not make the file invalid: scionproto's own test topologies give other routers
+/// internal addresses with port 0).
+fn router(
+    id: String,
+    internal_addr: SocketAddr,
+    internal_path: &str,
+    mut parsed: Vec<Parsed>,
+) -> BorderRouter {
     parsed.sort_by_key(|p| p.ifc.id);
     let mut conflicts = Vec::new();
+    if internal_addr.port() == 0 {
+        conflicts.push(Conflict {
+            field: internal_path.to_string(),
+            reason: format!(
+                "{internal_addr}: port 0 is not a port one can send to; {INTERNAL_ADDR} needs a \
+                 real port"
+            ),
+        });
+    }
     for (k, p) in parsed.iter().enumerate() {
         let u = p.ifc.underlay;
         if u.local == u.remote {
@@ -477,7 +499,7 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
         let path = format!("border_routers.{id}");
         let br = cx.obj(br, &path)?;
         let ia_path = format!("{path}.internal_addr");
-        let internal_addr = cx.endpoint(
+        let internal_addr = cx.unicast(
             cx.get(br, "internal_addr", &ia_path)?,
             &ia_path,
             INTERNAL_ADDR,
@@ -500,7 +522,7 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
                 interfaces.push(reference_interface(cx, key, ifc, &p)?);
             }
         }
-        routers.push(router(id.clone(), internal_addr, interfaces));
+        routers.push(router(id.clone(), internal_addr, &ia_path, interfaces));
     }
     Ok(AsTopology {
         ia,
@@ -606,7 +628,7 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
     let rp = format!("{path}.router");
     let router_obj = cx.obj(cx.get(body, "router", &rp)?, &rp)?;
     let iap = format!("{rp}.internal_address");
-    let internal_addr = cx.endpoint(
+    let internal_addr = cx.unicast(
         cx.get(router_obj, "internal_address", &iap)?,
         &iap,
         INTERNAL_ADDR,
@@ -680,7 +702,7 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
         mtu: cx.mtu(body, "internal_scion_mtu", &path)?,
         dispatched_ports: cx.ports(body, &format!("{path}.dispatched_ports"))?,
         services,
-        routers: vec![router(router_name(ia, 1), internal_addr, interfaces)],
+        routers: vec![router(router_name(ia, 1), internal_addr, &iap, interfaces)],
     })
 }
 
@@ -948,12 +970,6 @@ mod tests {
             ),
             (
                 r#""internal_addr": "10.123.10.1:30042""#,
-                r#""internal_addr": "10.123.10.1:0""#,
-                format!("{p}.internal_addr"),
-                "port 0",
-            ),
-            (
-                r#""internal_addr": "10.123.10.1:30042""#,
                 r#""internal_addr": "[ff02::1]:30042""#,
                 format!("{p}.internal_addr"),
                 "multicast",
@@ -1015,12 +1031,6 @@ mod tests {
             "isd_as.64-2:0:9.router.interfaces.1.address",
             "same IP version",
         );
-        let t = edit(
-            APPLIANCE,
-            r#""internal_address": "10.0.0.1:30042""#,
-            r#""internal_address": "10.0.0.1:0""#,
-        );
-        assert_refused(&t, "isd_as.64-2:0:9.router.internal_address", "port 0");
     }
 
     #[test]
@@ -1058,6 +1068,26 @@ mod tests {
         assert!(msg.contains("router br1a cannot run"), "{msg}");
         assert!(msg.contains("cannot be one UDP socket"), "{msg}");
         ok(&t, "br1b");
+        // An internal address without a port (scionproto's test topologies have them): the
+        // file loads; that router cannot run, nor can its siblings, which hand it packets.
+        let t = edit(
+            BASE,
+            r#""internal_addr": "10.123.10.1:30042""#,
+            r#""internal_addr": "10.123.10.1:0""#,
+        );
+        let (f, msg) = unusable(&t, "br1a");
+        assert_eq!(f, "border_routers.br1a.internal_addr", "{msg}");
+        assert!(msg.contains("port 0"), "{msg}");
+        let (f, msg) = unusable(&t, "br1b");
+        assert_eq!(f, "border_routers.br1a.internal_addr", "{msg}");
+        assert!(msg.contains("sibling router br1a"), "{msg}");
+        let t = edit(
+            APPLIANCE,
+            r#""internal_address": "10.0.0.1:30042""#,
+            r#""internal_address": "10.0.0.1:0""#,
+        );
+        let (f, msg) = unusable(&t, "br64-2_0_9-1");
+        assert_eq!(f, "isd_as.64-2:0:9.router.internal_address", "{msg}");
         // Two interfaces on one local address, also through the unspecified address.
         for local in ["10.123.2.1:50000", "0.0.0.0:50000", ":50000"] {
             let t = edit(
