@@ -12,6 +12,35 @@ use crate::metrics::DetectionConfig;
 /// Environment variable prefix of overrides.
 pub const ENV_PREFIX: &str = "IDINT_COLLECTOR__";
 
+/// Upper bound of `ingest.queue_batches`.
+pub const MAX_QUEUE_BATCHES: usize = 1 << 20;
+/// Upper bound of `ingest.queue_reports`.
+pub const MAX_QUEUE_REPORTS: usize = 1 << 26;
+/// Upper bound of `ingest.max_batch_bytes` (128 MiB).
+pub const MAX_BATCH_BYTES: usize = 1 << 27;
+/// Upper bound of `ingest.worker_chunk`.
+pub const MAX_WORKER_CHUNK: usize = 1 << 16;
+/// Upper bound of `ingest.workers`.
+pub const MAX_WORKERS: usize = 1024;
+/// Upper bound of `replay.capacity`.
+pub const MAX_REPLAY_CAPACITY: usize = 1 << 30;
+
+/// Keys whose values are strings: an environment override of one of them is taken as text
+/// even when it looks like a number or a boolean (`IDINT_COLLECTOR__API__ADMIN_TOKEN=123456`).
+const STRING_KEYS: &[&[&str]] = &[
+    &["collector", "isd_as"],
+    &["collector", "control_service"],
+    &["collector", "master_key"],
+    &["collector", "level1_keys"],
+    &["api", "admin_token"],
+    &["log", "format"],
+    &["log", "filter"],
+    &["storage", "postgres_url"],
+    &["storage", "timeseries"],
+    &["storage", "timeseries_url"],
+    &["storage", "influx_db"],
+];
+
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,13 +80,14 @@ pub struct CollectorConfig {
     pub host: std::net::IpAddr,
     /// The AS master secret file (`master0.key`), for own-AS keys.
     pub master_key: Option<PathBuf>,
-    /// DRKey epoch length of the own AS, seconds.
+    /// DRKey epoch length of the own AS, seconds (> 0).
     #[serde(default = "default_epoch")]
     pub epoch_secs: u32,
     /// Imported level-1 keys of other ASes (JSON array, `drkey` static key file format).
     pub level1_keys: Option<PathBuf>,
     /// The AS's control service (`http://host:port`, DRKey gRPC API), asked for level-1 keys
-    /// that are neither derived locally nor imported.
+    /// that are neither derived locally nor imported. Must be an `http://` or `https://` URL
+    /// with a host.
     pub control_service: Option<String>,
 }
 
@@ -71,22 +101,25 @@ fn default_epoch() -> u32 {
 pub struct IngestConfig {
     /// UDP listen address (none: no UDP ingest).
     pub udp_listen: Option<SocketAddr>,
-    /// Batches the ingest queue holds; beyond, HTTP answers 503 and UDP drops are counted.
+    /// Batches the ingest queue holds; beyond, HTTP answers 503 and UDP drops are counted
+    /// (1 to [`MAX_QUEUE_BATCHES`]).
     pub queue_batches: usize,
-    /// Largest accepted batch, bytes (HTTP bodies and UDP datagrams).
+    /// Largest accepted batch, bytes (HTTP bodies and UDP datagrams; 1 to
+    /// [`MAX_BATCH_BYTES`]).
     pub max_batch_bytes: usize,
     /// Most reports in one batch; larger batches are refused (HTTP 413, counted as
-    /// `too_large`).
+    /// `too_large`; 1 to `queue_reports`).
     pub max_batch_reports: usize,
     /// Decoded reports the ingest queues hold at most over all workers; beyond, HTTP answers
-    /// 503 and UDP drops are counted (bounds the queues' memory with `queue_batches`).
+    /// 503 and UDP drops are counted (bounds the queues' memory with `queue_batches`; 1 to
+    /// [`MAX_QUEUE_REPORTS`]).
     pub queue_reports: usize,
-    /// Batches a worker takes from the queue at once.
+    /// Batches a worker takes from the queue at once (1 to [`MAX_WORKER_CHUNK`]).
     pub worker_chunk: usize,
     /// UDP socket receive buffer, bytes (the kernel caps it at `net.core.rmem_max`).
     pub udp_recv_buffer: usize,
     /// Pipeline worker threads (reports are sharded by source; each has its own replay
-    /// memory and key caches and an equal share of `queue_batches`).
+    /// memory and key caches and an equal share of `queue_batches`; 1 to [`MAX_WORKERS`]).
     pub workers: usize,
 }
 
@@ -135,7 +168,7 @@ pub struct ReplaySection {
     pub window_s: u64,
     /// Allowed clock skew into the future, ms.
     pub skew_ms: u64,
-    /// Pairs remembered at most.
+    /// Pairs remembered at most (1 to [`MAX_REPLAY_CAPACITY`]).
     pub capacity: usize,
 }
 
@@ -203,7 +236,8 @@ impl Default for StorageConfig {
 pub struct LogConfig {
     /// `text` or `json`.
     pub format: String,
-    /// Filter (`RUST_LOG` syntax), e.g. `info,collector=debug`.
+    /// Filter (`RUST_LOG` syntax), e.g. `info,collector=debug`; a filter that does not parse
+    /// is refused.
     pub filter: String,
 }
 
@@ -246,7 +280,10 @@ impl Config {
                     "environment override {name}: empty key"
                 )));
             }
-            let v = parse_value(&value);
+            let mut v = parse_value(&value);
+            if !v.is_str() && STRING_KEYS.iter().any(|k| k.iter().eq(path.iter())) {
+                v = toml::Value::String(value);
+            }
             set(&mut table, &path, v).map_err(|e| ConfigError(format!("{name}: {e}")))?;
         }
         let cfg: Config = table
@@ -260,7 +297,7 @@ impl Config {
     pub fn load(path: &std::path::Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError(format!("{}: {e}", path.display())))?;
-        Self::from_toml(&text, std::env::vars())
+        Self::from_toml(&text, utf8_env(std::env::vars_os())?)
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -268,31 +305,91 @@ impl Config {
             .isd_as
             .parse::<idint_wire::IsdAsn>()
             .map_err(|_| ConfigError(format!("collector.isd_as {:?}", self.collector.isd_as)))?;
-        let i = &self.ingest;
-        if i.queue_batches == 0
-            || i.worker_chunk == 0
-            || i.workers == 0
-            || i.max_batch_bytes == 0
-            || i.max_batch_reports == 0
-            || i.queue_reports == 0
-        {
-            return Err(ConfigError(
-                "ingest.queue_batches, ingest.worker_chunk, ingest.workers, \
-                 ingest.max_batch_bytes, ingest.max_batch_reports and ingest.queue_reports must \
-                 be > 0"
-                    .into(),
-            ));
+        if self.collector.epoch_secs == 0 {
+            return Err(ConfigError("collector.epoch_secs must be > 0".into()));
         }
-        if i.max_batch_reports > i.queue_reports {
-            return Err(ConfigError(
-                "ingest.max_batch_reports must not exceed ingest.queue_reports".into(),
-            ));
+        if let Some(url) = &self.collector.control_service {
+            check_url(url)
+                .map_err(|e| ConfigError(format!("collector.control_service {url:?}: {e}")))?;
+        }
+        let i = &self.ingest;
+        for (key, v, max) in [
+            ("ingest.queue_batches", i.queue_batches, MAX_QUEUE_BATCHES),
+            ("ingest.queue_reports", i.queue_reports, MAX_QUEUE_REPORTS),
+            ("ingest.max_batch_bytes", i.max_batch_bytes, MAX_BATCH_BYTES),
+            (
+                "ingest.max_batch_reports",
+                i.max_batch_reports,
+                i.queue_reports,
+            ),
+            ("ingest.worker_chunk", i.worker_chunk, MAX_WORKER_CHUNK),
+            ("ingest.workers", i.workers, MAX_WORKERS),
+            ("replay.capacity", self.replay.capacity, MAX_REPLAY_CAPACITY),
+        ] {
+            in_range(key, v, max)?;
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return Err(ConfigError("log.format must be text or json".into()));
         }
+        tracing_subscriber::EnvFilter::try_new(&self.log.filter)
+            .map_err(|e| ConfigError(format!("log.filter {:?}: {e}", self.log.filter)))?;
+        if !matches!(
+            self.storage.timeseries.as_str(),
+            "none" | "victoria" | "influx"
+        ) {
+            return Err(ConfigError(format!(
+                "storage.timeseries {:?}: victoria, influx or none",
+                self.storage.timeseries
+            )));
+        }
         Ok(())
     }
+}
+
+fn in_range(key: &str, v: usize, max: usize) -> Result<(), ConfigError> {
+    if v == 0 || v > max {
+        return Err(ConfigError(format!(
+            "{key} = {v}: must be between 1 and {max}"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `url` is an absolute `http` or `https` URL with a host.
+fn check_url(url: &str) -> Result<(), String> {
+    let u: axum::http::Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(u.scheme_str(), Some("http" | "https")) {
+        return Err("scheme must be http or https".into());
+    }
+    if u.host().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    Ok(())
+}
+
+/// The environment as UTF-8 pairs: variables that are not UTF-8 are skipped, unless they
+/// are overrides (named `IDINT_COLLECTOR__...`), which are an error naming the variable.
+pub fn utf8_env(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        let ours = name.as_encoded_bytes().starts_with(ENV_PREFIX.as_bytes());
+        match (name.into_string(), value.into_string()) {
+            (Ok(n), Ok(v)) => out.push((n, v)),
+            (n, _) if ours => {
+                let n = match n {
+                    Ok(n) => n,
+                    Err(n) => n.to_string_lossy().into_owned(),
+                };
+                return Err(ConfigError(format!(
+                    "environment override {n}: name or value is not UTF-8"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 fn parse_value(s: &str) -> toml::Value {
@@ -364,5 +461,89 @@ latency_ns = 500.0
         assert!(e.0.contains("nope"), "{e}");
         let e = Config::from_toml(&BASE.replace("1-ff00:0:a", "x"), []).unwrap_err();
         assert!(e.0.contains("isd_as"), "{e}");
+    }
+
+    fn refused(extra: &str) -> String {
+        Config::from_toml(&format!("{BASE}\n{extra}"), [])
+            .unwrap_err()
+            .0
+    }
+
+    #[test]
+    fn out_of_range_and_unusable_values_name_the_key() {
+        for (extra, key) in [
+            (
+                "[ingest]\nworker_chunk = 4611686018427387904",
+                "ingest.worker_chunk",
+            ),
+            (
+                "[ingest]\nqueue_batches = 9223372036854775807",
+                "ingest.queue_batches",
+            ),
+            (
+                "[ingest]\nqueue_reports = 9223372036854775807",
+                "ingest.queue_reports",
+            ),
+            ("[ingest]\nworkers = 100000", "ingest.workers"),
+            ("[ingest]\nmax_batch_bytes = 0", "ingest.max_batch_bytes"),
+            (
+                "[ingest]\nmax_batch_reports = 300000",
+                "ingest.max_batch_reports",
+            ),
+            ("[replay]\ncapacity = 0", "replay.capacity"),
+            ("[log]\nfilter = \"[[[==\"", "log.filter"),
+            ("[storage]\ntimeseries = \"bogus\"", "storage.timeseries"),
+        ] {
+            let e = refused(extra);
+            assert!(e.contains(key), "{extra}: {e}");
+        }
+        let with = |k: &str, v: &str| BASE.replace("[api]", &format!("{k} = {v}\n[api]"));
+        for (k, v) in [
+            ("epoch_secs", "0"),
+            ("control_service", "\"not a url\""),
+            ("control_service", "\"ftp://cs:1\""),
+        ] {
+            let e = Config::from_toml(&with(k, v), []).unwrap_err().0;
+            assert!(e.contains(&format!("collector.{k}")), "{k}: {e}");
+        }
+        let ok = with("control_service", "\"http://127.0.0.1:31255\"");
+        Config::from_toml(
+            &format!("{ok}\n[log]\nfilter = \"info,collector=debug\""),
+            [],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn numeric_looking_string_overrides_stay_strings() {
+        let env = [
+            ("IDINT_COLLECTOR__API__ADMIN_TOKEN", "123456"),
+            ("IDINT_COLLECTOR__STORAGE__INFLUX_DB", "true"),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+        let c = Config::from_toml(BASE, env).unwrap();
+        assert_eq!(c.api.admin_token.as_deref(), Some("123456"));
+        assert_eq!(c.storage.influx_db, "true");
+    }
+
+    #[test]
+    fn non_utf8_environment_is_skipped_unless_an_override() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let junk = || OsString::from_vec(vec![0xff, b'x']);
+        let env = utf8_env([
+            (OsString::from("JUNK"), junk()),
+            (junk(), OsString::from("v")),
+            (OsString::from("HOME"), OsString::from("/root")),
+        ])
+        .unwrap();
+        assert_eq!(env, [("HOME".to_string(), "/root".to_string())]);
+        let e =
+            utf8_env([(OsString::from("IDINT_COLLECTOR__API__ADMIN_TOKEN"), junk())]).unwrap_err();
+        assert!(e.0.contains("IDINT_COLLECTOR__API__ADMIN_TOKEN"), "{e}");
+        let mut name = b"IDINT_COLLECTOR__".to_vec();
+        name.push(0xff);
+        let e = utf8_env([(OsString::from_vec(name), OsString::from("1"))]).unwrap_err();
+        assert!(e.0.contains("IDINT_COLLECTOR__"), "{e}");
     }
 }

@@ -145,6 +145,8 @@ pub struct Counters {
     pub udp_datagrams: AtomicU64,
     /// Datagrams dropped because the ingest queue was full.
     pub udp_queue_full: AtomicU64,
+    /// Errors receiving from the UDP socket.
+    pub udp_recv_errors: AtomicU64,
     /// HTTP ingest requests accepted into the queue.
     pub http_batches: AtomicU64,
     /// HTTP ingest requests answered 503 because the queue was full.
@@ -219,6 +221,11 @@ impl Counters {
             "udp_queue_full_total",
             "UDP datagrams dropped: ingest queue full",
             &self.udp_queue_full,
+        );
+        c(
+            "udp_receive_errors_total",
+            "Errors receiving from the UDP socket",
+            &self.udp_recv_errors,
         );
         c(
             "http_batches_total",

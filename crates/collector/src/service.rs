@@ -27,8 +27,9 @@ use crate::topology::{PathDescription, TopologyChange, TopologySink};
 
 /// One unit of work for the pipeline worker.
 pub enum Job {
-    /// A datagram, decoded by the worker.
-    Raw(Vec<u8>),
+    /// A datagram, decoded by the worker, and the reports it holds (taken from the report
+    /// budget until processed).
+    Raw(Vec<u8>, usize),
     /// A batch decoded by the HTTP handler.
     Decoded(v1::ReportBatch),
     /// Everything before this was accepted: finish.
@@ -77,9 +78,27 @@ impl Dispatcher {
         self.shards.iter().map(|s| s.capacity()).sum()
     }
 
-    /// Queues an undecoded datagram (one worker only).
-    pub fn try_raw(&self, bytes: Vec<u8>) -> Result<(), DispatchError> {
-        self.shards[0].try_send(Job::Raw(bytes)).map_err(send_error)
+    /// Queues an undecoded datagram holding `reports` reports (one worker only); refused
+    /// (`Full`) when the queue is full or the report budget would be exceeded.
+    pub fn try_raw(&self, bytes: Vec<u8>, reports: usize) -> Result<(), DispatchError> {
+        self.take_budget(reports)?;
+        let r = self.shards[0]
+            .try_send(Job::Raw(bytes, reports))
+            .map_err(send_error);
+        if r.is_err() {
+            self.queued.fetch_sub(reports, Relaxed);
+        }
+        r
+    }
+
+    /// Takes `k` reports from the budget, or refuses (`Full`) taking nothing.
+    fn take_budget(&self, k: usize) -> Result<(), DispatchError> {
+        let before = self.queued.fetch_add(k, Relaxed);
+        if before.saturating_add(k) > self.max_queued {
+            self.queued.fetch_sub(k, Relaxed);
+            return Err(DispatchError::Full);
+        }
+        Ok(())
     }
 
     /// A dispatcher over these queues holding at most `max_queued` decoded reports.
@@ -100,11 +119,7 @@ impl Dispatcher {
     /// (`Full`) when a queue is full or the report budget would be exceeded.
     pub fn try_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
         let k = batch.reports.len();
-        let before = self.queued.fetch_add(k, Relaxed);
-        if before.saturating_add(k) > self.max_queued {
-            self.queued.fetch_sub(k, Relaxed);
-            return Err(DispatchError::Full);
-        }
+        self.take_budget(k)?;
         let r = self.send_batch(batch);
         if r.is_err() {
             self.queued.fetch_sub(k, Relaxed);
@@ -114,7 +129,8 @@ impl Dispatcher {
 
     fn send_batch(&self, batch: v1::ReportBatch) -> Result<(), DispatchError> {
         let n = self.shards.len();
-        if n == 1 {
+        // A batch without reports still goes to a worker, which counts it.
+        if n == 1 || batch.reports.is_empty() {
             return self.shards[0]
                 .try_send(Job::Decoded(batch))
                 .map_err(send_error);
@@ -453,17 +469,25 @@ async fn udp_loop(
                 let n = match r {
                     Ok((n, _)) => n,
                     Err(e) => {
-                        warn!(error = %e, "UDP receive");
+                        let total = c.udp_recv_errors.fetch_add(1, Relaxed) + 1;
+                        if total.is_power_of_two() {
+                            warn!(error = %e, total, "UDP receive (logged at 1, 2, 4, 8, ... errors)");
+                        }
                         continue;
                     }
                 };
                 c.udp_datagrams.fetch_add(1, Relaxed);
-                if n > max || crate::wire::count_reports(&buf[..n]) > max_reports {
+                let reports = if n > max {
+                    usize::MAX
+                } else {
+                    crate::wire::count_reports(&buf[..n])
+                };
+                if reports > max_reports {
                     c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
                     continue;
                 }
                 let queued = if tx.single() {
-                    tx.try_raw(buf[..n].to_vec())
+                    tx.try_raw(buf[..n].to_vec(), reports)
                 } else {
                     match decode_batch(&buf[..n], Format::Protobuf) {
                         Ok(b) => tx.try_batch(b),
@@ -505,10 +529,11 @@ fn worker(
         let now = now_ns();
         for job in jobs.drain(..) {
             match job {
-                Job::Raw(bytes) => {
+                Job::Raw(bytes, reports) => {
                     if let Err((reason, _)) = p.process_encoded(&bytes, now) {
                         p.shared().counters.malformed(Transport::Udp, reason);
                     }
+                    queued.fetch_sub(reports, Relaxed);
                 }
                 Job::Decoded(b) => {
                     p.process_batch(&b, now);
@@ -581,5 +606,149 @@ mod tests {
         assert_eq!(got[0].len() + got[1].len(), 32);
         // The same source always lands on the same shard.
         assert_eq!(shard_of(&report(7), 2), shard_of(&report(7), 2));
+    }
+
+    #[test]
+    fn batches_without_reports_reach_a_worker_with_several_workers() {
+        let (t0, mut r0) = mpsc::channel(4);
+        let (t1, mut r1) = mpsc::channel(4);
+        let d = Dispatcher::new(vec![t0, t1], 100);
+        d.try_batch(v1::ReportBatch::default()).unwrap();
+        let got = [r0.try_recv(), r1.try_recv()];
+        let n = got
+            .iter()
+            .filter(|j| matches!(j, Ok(Job::Decoded(b)) if b.reports.is_empty()))
+            .count();
+        assert_eq!(n, 1, "an empty batch is queued once");
+        assert_eq!(d.queued_reports(), 0);
+    }
+
+    #[test]
+    fn raw_datagrams_take_from_the_report_budget() {
+        let (t0, mut r0) = mpsc::channel(8);
+        let d = Dispatcher::new(vec![t0], 10);
+        d.try_raw(vec![1], 6).unwrap();
+        assert_eq!(d.try_raw(vec![2], 5), Err(DispatchError::Full));
+        assert_eq!(d.queued_reports(), 6, "a refused datagram takes no budget");
+        d.try_raw(vec![3], 4).unwrap();
+        assert!(matches!(r0.try_recv(), Ok(Job::Raw(b, 6)) if b == [1]));
+    }
+
+    fn counted(s: &Shared) -> u64 {
+        use crate::counters::MalformedReason;
+        let c = &s.counters;
+        MalformedReason::ALL
+            .iter()
+            .map(|r| c.malformed_count(Transport::Udp, *r))
+            .sum::<u64>()
+            + c.udp_queue_full.load(Relaxed)
+    }
+
+    /// Runs `udp_loop` over `datagrams` and returns the jobs queued per shard.
+    async fn udp_run(shards: usize, datagrams: &[Vec<u8>]) -> (Shared, usize) {
+        let shared = Shared::new(crate::metrics::DetectionConfig::default(), 16);
+        let mut rxs = Vec::new();
+        let mut txs = Vec::new();
+        for _ in 0..shards {
+            let (t, r) = mpsc::channel(64);
+            txs.push(t);
+            rxs.push(r);
+        }
+        let d = Arc::new(Dispatcher::new(txs, 1000));
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(udp_loop(sock, d, shared.clone(), (1024, 4), stop_rx));
+        let out = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        for b in datagrams {
+            out.send_to(b, addr).await.unwrap();
+        }
+        for _ in 0..500 {
+            if shared.counters.udp_datagrams.load(Relaxed) == datagrams.len() as u64 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let _ = stop.send(true);
+        task.await.unwrap();
+        let mut jobs = 0;
+        for r in &mut rxs {
+            while r.try_recv().is_ok() {
+                jobs += 1;
+            }
+        }
+        (shared, jobs)
+    }
+
+    #[tokio::test]
+    async fn every_datagram_is_counted_once_whatever_the_worker_count() {
+        use idint_report::Message;
+        let batch = |reports: Vec<v1::Report>, exporter: bool| {
+            v1::ReportBatch {
+                exporter: exporter.then(|| v1::Exporter {
+                    isd_as: 0x0001_ff00_0000_0001,
+                    ..Default::default()
+                }),
+                sequence: 1,
+                reports,
+            }
+            .encode_to_vec()
+        };
+        // One source: a batch is one job whatever the worker count.
+        let good = batch(vec![report(1), report(1)], true);
+        let datagrams = vec![
+            Vec::new(),                                // empty: an empty batch
+            vec![0xff; 40],                            // garbage
+            good[..good.len() - 3].to_vec(),           // truncated
+            vec![0; 2000],                             // oversized
+            batch(vec![report(1); 5], false),          // too many reports
+            batch(vec![v1::Report::default()], false), // one empty report
+            batch(Vec::new(), true),                   // exporter only
+            good,
+        ];
+        for shards in [1, 2, 3] {
+            let (shared, jobs) = udp_run(shards, &datagrams).await;
+            let c = &shared.counters;
+            assert_eq!(c.udp_datagrams.load(Relaxed), 8, "{shards} shards");
+            // A queued job is one batch for a worker (with one worker it is decoded there,
+            // and counted as a batch or malformed).
+            assert_eq!(
+                jobs as u64 + counted(&shared),
+                8,
+                "{shards} shards: every datagram queued or counted once"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn udp_receive_errors_are_counted_and_exported() {
+        let shared = Shared::new(crate::metrics::DetectionConfig::default(), 16);
+        let (t0, _r0) = mpsc::channel(4);
+        let d = Arc::new(Dispatcher::new(vec![t0], 100));
+        // A connected socket whose peer is gone: the ICMP error surfaces on receive.
+        let gone = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let gone_addr = gone.local_addr().unwrap();
+        drop(gone);
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        sock.connect(gone_addr).await.unwrap();
+        sock.send(b"x").await.unwrap();
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(udp_loop(sock, d, shared.clone(), (1024, 4), stop_rx));
+        for _ in 0..500 {
+            if shared.counters.udp_recv_errors.load(Relaxed) > 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let _ = stop.send(true);
+        task.await.unwrap();
+        assert_eq!(shared.counters.udp_recv_errors.load(Relaxed), 1);
+        assert_eq!(shared.counters.udp_datagrams.load(Relaxed), 0);
+        let mut text = String::new();
+        shared.counters.prometheus(&mut text);
+        assert!(
+            text.contains("idint_collector_udp_receive_errors_total 1"),
+            "{text}"
+        );
     }
 }
