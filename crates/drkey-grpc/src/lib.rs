@@ -95,14 +95,26 @@ impl std::error::Error for GrpcError {}
 
 impl From<Status> for GrpcError {
     fn from(s: Status) -> Self {
+        // Transport failures come as a terse message ("transport error") with the cause in
+        // the source chain; keep the whole chain so the reason is not lost.
+        let mut message = s.message().to_string();
+        let mut source = std::error::Error::source(&s);
+        while let Some(e) = source {
+            let text = e.to_string();
+            if !message.contains(&text) {
+                message = if message.is_empty() {
+                    text
+                } else {
+                    format!("{message}: {text}")
+                };
+            }
+            source = e.source();
+        }
         match s.code() {
             tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
-                GrpcError::Unavailable(s.message().to_string())
+                GrpcError::Unavailable(message)
             }
-            code => GrpcError::Status {
-                code,
-                message: s.message().to_string(),
-            },
+            code => GrpcError::Status { code, message },
         }
     }
 }
@@ -141,7 +153,41 @@ fn epoch_of(
         t.and_then(|t| u32::try_from(t.seconds).ok())
             .ok_or(GrpcError::Malformed("epoch time missing or out of range"))
     };
-    Epoch::new(secs(begin)?, secs(end)?).ok_or(GrpcError::Malformed("epoch end before begin"))
+    let epoch = Epoch::new(secs(begin)?, secs(end)?)
+        .ok_or(GrpcError::Malformed("epoch end before begin"))?;
+    // The same bounds a local provider accepts: an absurd epoch (say the whole u32 range)
+    // would otherwise be cached and served for any time.
+    if !(drkey::epoch::MIN_DURATION..=drkey::epoch::MAX_DURATION)
+        .contains(&(epoch.end - epoch.begin))
+    {
+        return Err(GrpcError::Malformed(
+            "epoch length outside 360 s ..= 3 days",
+        ));
+    }
+    Ok(epoch)
+}
+
+/// Checks that `url` is a plaintext `http://` URL with a host: anything else is refused
+/// before a channel is built (TLS is not compiled into this build, and tonic would silently
+/// talk plaintext to an `https://` URL).
+fn check_url(url: &str) -> Result<(), GrpcError> {
+    let bad = |why: &str| GrpcError::BadAddress(format!("{url}: {why}"));
+    let uri: tonic::codegen::http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
+    match uri.scheme_str() {
+        Some(s) if s.eq_ignore_ascii_case("http") => {}
+        Some(s) if s.eq_ignore_ascii_case("https") => {
+            return Err(bad(
+                "https is not supported: TLS is not compiled into this build (keys would \
+                 travel in cleartext); use http:// on a trusted path",
+            ));
+        }
+        Some(s) => return Err(bad(&format!("scheme {s:?} is not supported, use http://"))),
+        None => return Err(bad("no scheme, use http://host:port")),
+    }
+    match uri.host() {
+        Some(h) if !h.is_empty() => Ok(()),
+        _ => Err(bad("no host")),
+    }
 }
 
 fn key_of(b: &[u8]) -> Result<Key, GrpcError> {
@@ -156,12 +202,27 @@ fn key_of(b: &[u8]) -> Result<Key, GrpcError> {
 pub struct ControlServiceClient {
     intra: DrKeyIntraServiceClient<Channel>,
     inter: DrKeyInterServiceClient<Channel>,
+    timeout: Duration,
 }
 
 impl ControlServiceClient {
     /// A client for the control service at `url` (e.g. `http://127.0.0.1:30252`). Connects
-    /// lazily; each request fails after `timeout`.
+    /// lazily; each request (connecting, headers and body) fails with
+    /// [`GrpcError::Unavailable`] after `timeout`.
+    ///
+    /// Only `http://host[:port]` URLs are accepted: TLS is not compiled into this build, so
+    /// `https://` (and any other scheme, or a URL without scheme or host) is refused with
+    /// [`GrpcError::BadAddress`] instead of silently falling back to plaintext.
+    ///
+    /// Must be called inside a Tokio runtime (the channel's connection task is spawned on
+    /// it); elsewhere it returns [`GrpcError::Unavailable`].
     pub fn new(url: &str, timeout: Duration) -> Result<Self, GrpcError> {
+        check_url(url)?;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(GrpcError::Unavailable(
+                "ControlServiceClient::new called outside a Tokio runtime".into(),
+            ));
+        }
         let channel = Endpoint::from_shared(url.to_string())
             .map_err(|e| GrpcError::BadAddress(format!("{url}: {e}")))?
             .connect_timeout(timeout)
@@ -170,7 +231,24 @@ impl ControlServiceClient {
         Ok(ControlServiceClient {
             intra: DrKeyIntraServiceClient::new(channel.clone()),
             inter: DrKeyInterServiceClient::new(channel),
+            timeout,
         })
+    }
+
+    /// Runs one RPC to completion (response headers *and* body) within the timeout: tonic's
+    /// own request timeout stops at the headers, so a server that sends them and then stalls
+    /// would otherwise hang the call forever.
+    async fn call<T>(
+        &self,
+        rpc: impl std::future::Future<Output = Result<Response<T>, Status>>,
+    ) -> Result<T, GrpcError> {
+        match tokio::time::timeout(self.timeout, rpc).await {
+            Ok(r) => Ok(r?.into_inner()),
+            Err(_) => Err(GrpcError::Unavailable(format!(
+                "no complete answer within {:?}",
+                self.timeout
+            ))),
+        }
     }
 
     /// Level-1 key K(src -> dst) valid at `time` (Unix seconds), from the local control
@@ -182,17 +260,15 @@ impl ControlServiceClient {
         dst: IsdAsn,
         time: u64,
     ) -> Result<(Epoch, Key), GrpcError> {
+        let mut intra = self.intra.clone();
         let r = self
-            .intra
-            .clone()
-            .dr_key_intra_level1(cp::DrKeyIntraLevel1Request {
+            .call(intra.dr_key_intra_level1(cp::DrKeyIntraLevel1Request {
                 val_time: Some(timestamp(time)),
                 protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
-            })
-            .await?
-            .into_inner();
+            }))
+            .await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -213,7 +289,8 @@ impl ControlServiceClient {
             .parse()
             .map_err(|_| GrpcError::Malformed("ISD-AS not usable as metadata"))?;
         req.metadata_mut().insert(REQUESTER_IA_METADATA, ia);
-        let r = self.inter.clone().dr_key_level1(req).await?.into_inner();
+        let mut inter = self.inter.clone();
+        let r = self.call(inter.dr_key_level1(req)).await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -224,15 +301,13 @@ impl ControlServiceClient {
         protocol: Protocol,
         time: u64,
     ) -> Result<(Epoch, Key), GrpcError> {
+        let mut intra = self.intra.clone();
         let r = self
-            .intra
-            .clone()
-            .dr_key_secret_value(cp::DrKeySecretValueRequest {
+            .call(intra.dr_key_secret_value(cp::DrKeySecretValueRequest {
                 val_time: Some(timestamp(time)),
                 protocol_id: protocol_to_pb(protocol),
-            })
-            .await?
-            .into_inner();
+            }))
+            .await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -246,18 +321,16 @@ impl ControlServiceClient {
         dst_host: IpAddr,
         time: u64,
     ) -> Result<(Epoch, Key), GrpcError> {
+        let mut intra = self.intra.clone();
         let r = self
-            .intra
-            .clone()
-            .dr_key_as_host(cp::DrKeyAsHostRequest {
+            .call(intra.dr_key_as_host(cp::DrKeyAsHostRequest {
                 val_time: Some(timestamp(time)),
                 protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 dst_host: dst_host.to_string(),
-            })
-            .await?
-            .into_inner();
+            }))
+            .await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -270,18 +343,16 @@ impl ControlServiceClient {
         dst: IsdAsn,
         time: u64,
     ) -> Result<(Epoch, Key), GrpcError> {
+        let mut intra = self.intra.clone();
         let r = self
-            .intra
-            .clone()
-            .dr_key_host_as(cp::DrKeyHostAsRequest {
+            .call(intra.dr_key_host_as(cp::DrKeyHostAsRequest {
                 val_time: Some(timestamp(time)),
                 protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 src_host: src_host.to_string(),
-            })
-            .await?
-            .into_inner();
+            }))
+            .await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 
@@ -293,19 +364,17 @@ impl ControlServiceClient {
         (dst, dst_host): (IsdAsn, IpAddr),
         time: u64,
     ) -> Result<(Epoch, Key), GrpcError> {
+        let mut intra = self.intra.clone();
         let r = self
-            .intra
-            .clone()
-            .dr_key_host_host(cp::DrKeyHostHostRequest {
+            .call(intra.dr_key_host_host(cp::DrKeyHostHostRequest {
                 val_time: Some(timestamp(time)),
                 protocol_id: protocol_to_pb(protocol),
                 src_ia: src.to_u64(),
                 dst_ia: dst.to_u64(),
                 src_host: src_host.to_string(),
                 dst_host: dst_host.to_string(),
-            })
-            .await?
-            .into_inner();
+            }))
+            .await?;
         Ok((epoch_of(r.epoch_begin, r.epoch_end)?, key_of(&r.key)?))
     }
 }
@@ -323,8 +392,19 @@ enum Exec {
 
 /// A blocking [`Level1Provider`] backed by the local control service: each key is fetched
 /// once per epoch and then served from memory. Runs its requests on a runtime of its own or
-/// on a shared one ([`ControlServiceProvider::with_handle`]); calls from inside an async
-/// runtime are refused with an error (use [`ControlServiceClient`] there).
+/// on a shared one ([`ControlServiceProvider::with_handle`]).
+///
+/// Cache misses must be fetched from a thread outside any Tokio runtime context (a plain
+/// `std::thread`). A thread that has entered a runtime — an async task, but also a
+/// `tokio::task::spawn_blocking` thread, which Tokio does not let a library tell apart from
+/// an async task without risking a panic — gets [`GrpcError::Unavailable`] (mapped to
+/// [`ProviderError::Config`]) instead of a key; use [`ControlServiceClient`] there, or run the
+/// provider on a dedicated thread. Cache hits are served from any thread.
+///
+/// Errors through [`Level1Provider`]: NOT_FOUND from the control service becomes
+/// [`ProviderError::NotFound`]; everything else (unavailable, timed out, malformed answer,
+/// other statuses) becomes [`ProviderError::Config`] whose message is the [`GrpcError`]'s,
+/// e.g. `control service unavailable: ...` with the underlying cause.
 pub struct ControlServiceProvider {
     client: ControlServiceClient,
     exec: Exec,
@@ -346,9 +426,16 @@ impl ControlServiceProvider {
             .map_err(|e| GrpcError::Unavailable(format!("runtime: {e}")))?;
         let client = {
             let _guard = runtime.enter();
-            ControlServiceClient::new(url, timeout)?
+            ControlServiceClient::new(url, timeout)
         };
-        Ok(Self::with_exec(client, Exec::Owned(Some(runtime))))
+        match client {
+            Ok(client) => Ok(Self::with_exec(client, Exec::Owned(Some(runtime)))),
+            Err(e) => {
+                // Dropping a runtime inside another one panics; this may be called from one.
+                runtime.shutdown_background();
+                Err(e)
+            }
+        }
     }
 
     /// A provider that runs its requests on the runtime behind `handle`, which must be a
@@ -405,14 +492,19 @@ impl ControlServiceProvider {
             ));
         }
         // Single flight: whoever waited for another thread's fetch finds the key cached.
-        let gate = self
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(id)
-            .or_default()
-            .clone();
-        let _turn = gate.lock().unwrap_or_else(|p| p.into_inner());
+        let gate = InflightGate {
+            map: &self.inflight,
+            id,
+            gate: self
+                .inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(id)
+                .or_default()
+                .clone(),
+        };
+        // Dropped before `gate`, which then prunes the map entry if no one else holds it.
+        let _turn = gate.gate.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = self.lookup(&id, time) {
             return Ok(hit);
         }
@@ -446,6 +538,29 @@ impl ControlServiceProvider {
             .iter()
             .find(|(e, _)| e.contains(time))
             .map(|(e, k)| (*e, k.clone()))
+    }
+}
+
+/// A caller's hold on the single-flight gate of one key id; the last holder removes the
+/// gate from the map, so the map only holds ids with a fetch under way.
+struct InflightGate<'a> {
+    map: &'a Mutex<HashMap<Level1Id, Arc<Mutex<()>>>>,
+    id: Level1Id,
+    gate: Arc<Mutex<()>>,
+}
+
+impl Drop for InflightGate<'_> {
+    fn drop(&mut self) {
+        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        // Clones are only taken under the map lock, so the count cannot grow meanwhile:
+        // 2 = the map's and ours.
+        if map
+            .get(&self.id)
+            .is_some_and(|g| Arc::ptr_eq(g, &self.gate))
+            && Arc::strong_count(&self.gate) == 2
+        {
+            map.remove(&self.id);
+        }
     }
 }
 
@@ -806,7 +921,7 @@ mod tests {
     #[test]
     fn responses_are_checked() {
         let t = |s| Some(timestamp(s));
-        assert_eq!(epoch_of(t(10), t(20)), Ok(Epoch::new(10, 20).unwrap()));
+        assert_eq!(epoch_of(t(10), t(3610)), Ok(Epoch::new(10, 3610).unwrap()));
         assert!(epoch_of(t(20), t(20)).is_err());
         assert!(epoch_of(None, t(20)).is_err());
         assert!(epoch_of(t(10), t(u64::from(u32::MAX) + 1)).is_err());
@@ -821,5 +936,80 @@ mod tests {
             GrpcError::Malformed("key is not 16 bytes")
         );
         assert!(key_of(&[]).is_err());
+    }
+
+    #[test]
+    fn epochs_outside_the_drkey_bounds_are_refused() {
+        let t = |s| Some(timestamp(s));
+        let bad = Err(GrpcError::Malformed(
+            "epoch length outside 360 s ..= 3 days",
+        ));
+        assert_eq!(epoch_of(t(0), t(u64::from(u32::MAX))), bad);
+        assert_eq!(epoch_of(t(1_800_000_000), t(1_800_000_001)), bad);
+        assert_eq!(epoch_of(t(1000), t(1359)), bad);
+        assert_eq!(epoch_of(t(0), t(3 * 86_400 + 1)), bad);
+        assert!(epoch_of(t(1000), t(1360)).is_ok());
+        assert!(epoch_of(t(0), t(3 * 86_400)).is_ok());
+    }
+
+    #[test]
+    fn only_plain_http_urls_with_a_host_are_accepted() {
+        let refused = |url: &str| match check_url(url) {
+            Err(GrpcError::BadAddress(m)) => m,
+            other => panic!("{url}: {other:?}"),
+        };
+        assert!(refused("https://127.0.0.1:1").contains("TLS is not compiled"));
+        assert!(refused("HTTPS://127.0.0.1:1").contains("TLS is not compiled"));
+        assert!(refused("ftp://127.0.0.1:1").contains("scheme"));
+        assert!(check_url("unix:/tmp/x").is_err());
+        assert!(refused("localhost:1").contains("no scheme"));
+        assert!(refused("/path").contains("no scheme"));
+        assert!(check_url("").is_err());
+        assert!(check_url("http://[::1").is_err());
+        assert_eq!(check_url("http://127.0.0.1:30252"), Ok(()));
+        assert_eq!(check_url("http://[::1]:30252"), Ok(()));
+        assert_eq!(check_url("http://cs.example"), Ok(()));
+    }
+
+    #[test]
+    fn finished_fetches_leave_no_inflight_gate() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Runtime::new() else {
+                return;
+            };
+            rt.block_on(async move {
+                let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+                let keys = LocalProvider::new(ia, b"0123456789abcdef", 86_400).unwrap();
+                let addr = ControlServiceServer::new(ia, keys)
+                    .spawn("127.0.0.1:0".parse().unwrap(), std::future::pending())
+                    .await
+                    .unwrap();
+                tx.send(addr).unwrap();
+                std::future::pending::<()>().await;
+            });
+        });
+        let addr = rx.recv().unwrap();
+        let p =
+            ControlServiceProvider::new(&format!("http://{addr}"), Duration::from_secs(5)).unwrap();
+        let src: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let t = 1_704_067_800;
+        for n in 1..=4u64 {
+            let dst = IsdAsn::from_u64(src.to_u64() + n);
+            p.fetch_level1(Protocol::IDINT, src, dst, t).unwrap();
+            // A refused key (another AS's) completes its fetch too.
+            p.fetch_level1(Protocol::IDINT, dst, src, t).unwrap_err();
+        }
+        assert_eq!(p.fetches(), 8);
+        assert!(p.inflight.lock().unwrap().is_empty());
+        // Concurrent misses of one key still share one fetch, and leave no gate behind.
+        let dst = IsdAsn::from_u64(src.to_u64() + 9);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| p.fetch_level1(Protocol::IDINT, src, dst, t).unwrap());
+            }
+        });
+        assert_eq!(p.fetches(), 9);
+        assert!(p.inflight.lock().unwrap().is_empty());
     }
 }

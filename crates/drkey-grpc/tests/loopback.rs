@@ -221,7 +221,7 @@ impl cp::dr_key_intra_service_server::DrKeyIntraService for Broken {
                 nanos: 0,
             }),
             epoch_end: Some(prost_types::Timestamp {
-                seconds: 20,
+                seconds: 3610,
                 nanos: 0,
             }),
             key: vec![0; 15],
