@@ -86,8 +86,9 @@ pub struct CollectorConfig {
     /// Imported level-1 keys of other ASes (JSON array, `drkey` static key file format).
     pub level1_keys: Option<PathBuf>,
     /// The AS's control service (`http://host:port`, DRKey gRPC API), asked for level-1 keys
-    /// that are neither derived locally nor imported. Must be an `http://` or `https://` URL
-    /// with a host.
+    /// that are neither derived locally nor imported. Must be an `http://` URL with a host
+    /// (the gRPC client is built without TLS: `https://` is refused rather than sent in
+    /// clear).
     pub control_service: Option<String>,
 }
 
@@ -305,8 +306,12 @@ impl Config {
             .isd_as
             .parse::<idint_wire::IsdAsn>()
             .map_err(|_| ConfigError(format!("collector.isd_as {:?}", self.collector.isd_as)))?;
-        if self.collector.epoch_secs == 0 {
-            return Err(ConfigError("collector.epoch_secs must be > 0".into()));
+        let (lo, hi) = (drkey::epoch::MIN_DURATION, drkey::epoch::MAX_DURATION);
+        if !(lo..=hi).contains(&self.collector.epoch_secs) {
+            return Err(ConfigError(format!(
+                "collector.epoch_secs = {}: a DRKey epoch lasts {lo} to {hi} s",
+                self.collector.epoch_secs
+            )));
         }
         if let Some(url) = &self.collector.control_service {
             check_url(url)
@@ -355,11 +360,16 @@ fn in_range(key: &str, v: usize, max: usize) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Checks that `url` is an absolute `http` or `https` URL with a host.
+/// Checks that `url` is an absolute `http` URL with a host (the DRKey gRPC client has no
+/// TLS: an `https` URL would not be honoured).
 fn check_url(url: &str) -> Result<(), String> {
     let u: axum::http::Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
-    if !matches!(u.scheme_str(), Some("http" | "https")) {
-        return Err("scheme must be http or https".into());
+    match u.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err("https is not supported: this build's gRPC client has no TLS".into());
+        }
+        _ => return Err("scheme must be http".into()),
     }
     if u.host().is_none_or(str::is_empty) {
         return Err("no host".into());
@@ -500,8 +510,11 @@ latency_ns = 500.0
         let with = |k: &str, v: &str| BASE.replace("[api]", &format!("{k} = {v}\n[api]"));
         for (k, v) in [
             ("epoch_secs", "0"),
+            ("epoch_secs", "10"),
+            ("epoch_secs", "300000"),
             ("control_service", "\"not a url\""),
             ("control_service", "\"ftp://cs:1\""),
+            ("control_service", "\"https://cs:1\""),
         ] {
             let e = Config::from_toml(&with(k, v), []).unwrap_err().0;
             assert!(e.contains(&format!("collector.{k}")), "{k}: {e}");
