@@ -43,7 +43,7 @@
 //! http = "127.0.0.1:9101"           # /metrics and /health; loopback only (port 0: any)
 //!
 //! [[port]]
-//! device = "net_pcap0"              # DPDK device name
+//! device = "net_pcap0"              # DPDK device name (PCI: "0000:01:00.0" or "01:00.0")
 //! interfaces = [1, 2]               # SCION interfaces of this router on that port
 //! internal = true                   # the AS-internal network is on this port too
 //!                                   # (a port needs interfaces, internal = true, or both)
@@ -206,7 +206,7 @@ pub struct InterfacePlan {
 /// One DPDK port and what runs over it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortPlan {
-    /// DPDK device name.
+    /// DPDK device name (a PCI address in its full form, `0000:01:00.0`).
     pub device: String,
     /// SCION interfaces on the port.
     pub interfaces: Vec<InterfacePlan>,
@@ -383,7 +383,9 @@ impl Config {
             if p.device.trim().is_empty() {
                 return Err(item(&format!("{name}.device"), "empty device name".into()));
             }
-            if ports.iter().any(|q: &PortPlan| q.device == p.device) {
+            // DPDK's name for the port (a PCI address in its full form).
+            let device = crate::eal_args::port_name(p.device.trim());
+            if ports.iter().any(|q: &PortPlan| q.device == device) {
                 return Err(item(
                     &format!("{name}.device"),
                     format!("device {:?} configured twice", p.device),
@@ -458,7 +460,7 @@ impl Config {
                 ));
             }
             ports.push(PortPlan {
-                device: p.device.clone(),
+                device,
                 interfaces,
                 internal: p.internal,
                 default_next_hop_mac,
@@ -744,6 +746,19 @@ mod tests {
         assert!(!c.io_only);
         let c = example(|t| t.to_string(), "[dataplane]\nio_only = true").unwrap();
         assert!(c.io_only);
+    }
+
+    #[test]
+    fn pci_devices_are_named_as_dpdk_names_their_ports() {
+        let pci = |t: &str| t.replace("net_null0", "3B:00.1");
+        let c = example(pci, "").unwrap();
+        assert_eq!(c.ports[0].device, "0000:3b:00.1");
+        // The same device with and without its PCI domain is one device.
+        refused_edit(
+            pci,
+            "[[port]]\ndevice = \"0000:3b:00.1\"\ninterfaces = [1]",
+            "port[1].device: device \"0000:3b:00.1\" configured twice",
+        );
     }
 
     #[test]

@@ -237,10 +237,42 @@ pub fn check(args: &[String], cpu: impl Fn(u32) -> Option<bool>) -> Result<(), S
     Ok(())
 }
 
+/// The name DPDK gives the port of PCI device `name` (`DDDD:BB:DD.F`, lower-case hex, domain
+/// `0000` when `name` has none, as EAL's `-a 01:00.0` and `-a 0000:01:00.0` both name it);
+/// `None` if `name` is not a PCI address.
+pub fn pci_name(name: &str) -> Option<String> {
+    fn hex(s: &str, max_digits: usize) -> Option<u32> {
+        if s.is_empty() || s.len() > max_digits || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u32::from_str_radix(s, 16).ok()
+    }
+    let parts: Vec<&str> = name.split(':').collect();
+    let (domain, bus, devfn) = match parts[..] {
+        [d, b, f] => (hex(d, 8)?, b, f),
+        [b, f] => (0, b, f),
+        _ => return None,
+    };
+    let bus = hex(bus, 2)?;
+    let (dev, func) = devfn.split_once('.')?;
+    let (dev, func) = (hex(dev, 2)?, hex(func, 1)?);
+    if dev > 0x1f || func > 7 {
+        return None;
+    }
+    Some(format!("{domain:04x}:{bus:02x}:{dev:02x}.{func:x}"))
+}
+
+/// `device` as DPDK names its port: a PCI address in its full form ([`pci_name`]), any other
+/// name (a virtual device's) as it is.
+pub fn port_name(device: &str) -> String {
+    pci_name(device).unwrap_or_else(|| device.to_string())
+}
+
 /// The argument of `args` that asks EAL for device `device`: a `--vdev` or `-a`/`--allow`
-/// whose name (before the first `,`) is `device`.
+/// whose name (before the first `,`) is `device` (PCI addresses compared in their full form).
 pub fn device_arg(args: &[String], device: &str) -> Option<String> {
-    let named = |v: &str| v.split(',').next() == Some(device);
+    let device = port_name(device);
+    let named = |v: &str| v.split(',').next().map(port_name).as_deref() == Some(device.as_str());
     let mut found: Vec<String> = long_values(args, "--vdev")
         .into_iter()
         .chain(long_values(args, "--allow"))
@@ -355,6 +387,37 @@ mod tests {
         assert!(device_arg(&a, "0000:03:00.0").is_some());
         assert_eq!(device_arg(&a, "net_null"), None);
         assert_eq!(device_arg(&a, "net_ring0"), None);
+        // A PCI address with or without its domain, in either case, names the same device.
+        assert!(device_arg(&a, "01:00.0").is_some());
+        assert!(device_arg(&a, "0000:02:00.0").is_some());
+        let short = args(&["-a", "0A:1f.7"]);
+        assert!(device_arg(&short, "0000:0a:1F.7").is_some());
+        assert_eq!(device_arg(&short, "0001:0a:1f.7"), None);
+    }
+
+    #[test]
+    fn pci_addresses_in_full_form() {
+        assert_eq!(pci_name("01:00.0").as_deref(), Some("0000:01:00.0"));
+        assert_eq!(pci_name("0000:3B:00.1").as_deref(), Some("0000:3b:00.1"));
+        assert_eq!(pci_name("1:2:3.4").as_deref(), Some("0001:02:03.4"));
+        assert_eq!(pci_name("10000:00:1f.7").as_deref(), Some("10000:00:1f.7"));
+        for not in [
+            "net_pcap0",
+            "",
+            "01:00",
+            "01:00.8",
+            "01:20.0",
+            "001:00.0",
+            "0:0:0:0.0",
+            "g1:00.0",
+            "01:00.",
+            ":00.0",
+            "01:00.00",
+        ] {
+            assert_eq!(pci_name(not), None, "{not:?}");
+        }
+        assert_eq!(port_name("net_ring0"), "net_ring0");
+        assert_eq!(port_name("3b:00.1"), "0000:3b:00.1");
     }
 
     #[test]
