@@ -236,6 +236,9 @@ pub enum LayoutError {
     NoPath,
     /// Segment lengths and hop fields disagree, or too many hops.
     Inconsistent,
+    /// An interface ID above 65535 or a segment of more than 63 hop fields: numbers that no
+    /// SCION path holds (protobuf carries them in 32 bits).
+    OutOfRange,
 }
 
 impl HopLayout {
@@ -266,6 +269,15 @@ impl HopLayout {
         cons_dir: &[bool],
         hop_fields: &[(u32, u32)],
     ) -> Result<Self, LayoutError> {
+        // Checked before anything is cut to its wire width: a report must not be mapped to
+        // the interface its number's low bits happen to name.
+        if seg_lens.iter().any(|&l| l > 63)
+            || hop_fields
+                .iter()
+                .any(|&(i, e)| i > u32::from(u16::MAX) || e > u32::from(u16::MAX))
+        {
+            return Err(LayoutError::OutOfRange);
+        }
         let n: usize = seg_lens.iter().map(|&l| l as usize).sum();
         if n == 0
             || n > MAX_HOPS
@@ -1038,6 +1050,31 @@ mod tests {
         bad.seg_lens = vec![2, 3];
         assert_eq!(HopLayout::of(Some(&bad)), Err(LayoutError::Inconsistent));
         assert!(matches!(HopLayout::of(None), Err(LayoutError::NoPath)));
+    }
+
+    #[test]
+    fn numbers_no_scion_path_holds_are_refused_not_truncated() {
+        let p = v1::Path {
+            seg_lens: vec![2],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(1, 0)],
+            ..Default::default()
+        };
+        assert!(HopLayout::of(Some(&p)).is_ok());
+        // 65537 would be interface 1 cut to 16 bits.
+        for (k, ingress) in [(0, false), (1, true)] {
+            let mut bad = p.clone();
+            if ingress {
+                bad.hop_fields[k].cons_ingress = 65_537;
+            } else {
+                bad.hop_fields[k].cons_egress = 65_537;
+            }
+            assert_eq!(HopLayout::of(Some(&bad)), Err(LayoutError::OutOfRange));
+        }
+        assert_eq!(
+            HopLayout::build(&[64], &[true], &[(0, 1); 64]),
+            Err(LayoutError::OutOfRange)
+        );
     }
 
     impl PartialEq for HopLayout {

@@ -642,15 +642,21 @@ mod tests {
         empty.exporter = None;
         let mut odd = sample();
         odd.path.as_mut().unwrap().seg_lens = vec![1, 1, 1, 1];
+        let mut wide = sample();
+        wide.path.as_mut().unwrap().hop_fields[0].cons_ingress = 0x1_0001;
         let batch = v1::ReportBatch {
             exporter: sample().exporter,
             sequence: 9,
-            reports: vec![sample(), empty, odd, v1::Report::default()],
+            reports: vec![sample(), empty, odd, v1::Report::default(), wide],
         };
         let bytes = batch.encode_to_vec();
         let mut spans = Spans::default();
         assert!(parse_batch(&bytes, &mut spans));
-        assert_eq!(spans.reports.len(), 4);
+        assert_eq!(spans.reports.len(), 5);
+        assert_eq!(
+            spans.layout(&spans.reports[4]).as_ref().err(),
+            Some(&LayoutError::OutOfRange)
+        );
         let r = &spans.reports;
         assert!(spans.layout(&r[0]).is_ok());
         assert_eq!(
