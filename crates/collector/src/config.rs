@@ -24,6 +24,20 @@ pub const MAX_WORKER_CHUNK: usize = 1 << 16;
 pub const MAX_WORKERS: usize = 1024;
 /// Upper bound of `replay.capacity`.
 pub const MAX_REPLAY_CAPACITY: usize = 1 << 30;
+/// Upper bound of `ingest.udp_recv_buffer` (1 GiB; the kernel caps it lower anyway).
+pub const MAX_UDP_RECV_BUFFER: usize = 1 << 30;
+/// Upper bound of `api.quarantine` (rejected reports kept in memory, a few hundred bytes
+/// each).
+pub const MAX_QUARANTINE: usize = 1 << 20;
+/// Upper bound of `storage.buffer_samples`.
+pub const MAX_BUFFER_SAMPLES: usize = 1 << 26;
+/// Upper bound of `storage.topology_queue`.
+pub const MAX_TOPOLOGY_QUEUE: usize = 1 << 24;
+/// Upper bound of `storage.wait_ms` (an hour).
+pub const MAX_WAIT_MS: u64 = 3_600_000;
+/// The 48-bit source timestamp wraps every 2^48 ns (~3.26 days): the replay window plus the
+/// allowed skew must stay below that, or a timestamp could be taken as either past or future.
+const TIMESTAMP_WRAP_NS: u64 = 1 << 48;
 
 /// Keys whose values are strings: an environment override of one of them is taken as text
 /// even when it looks like a number or a boolean (`IDINT_COLLECTOR__API__ADMIN_TOKEN=123456`).
@@ -117,7 +131,8 @@ pub struct IngestConfig {
     pub queue_reports: usize,
     /// Batches a worker takes from the queue at once (1 to [`MAX_WORKER_CHUNK`]).
     pub worker_chunk: usize,
-    /// UDP socket receive buffer, bytes (the kernel caps it at `net.core.rmem_max`).
+    /// UDP socket receive buffer, bytes (1 to [`MAX_UDP_RECV_BUFFER`]; the kernel caps it at
+    /// `net.core.rmem_max`).
     pub udp_recv_buffer: usize,
     /// Pipeline worker threads (reports are sharded by source; each has its own replay
     /// memory and key caches and an equal share of `queue_batches`; 1 to [`MAX_WORKERS`]).
@@ -147,7 +162,7 @@ pub struct ApiConfig {
     pub listen: SocketAddr,
     /// Bearer token of the admin endpoints (none: admin endpoints refuse everything).
     pub admin_token: Option<String>,
-    /// Rejected reports kept for operators.
+    /// Rejected reports kept for operators (0 to [`MAX_QUARANTINE`]).
     pub quarantine: usize,
 }
 
@@ -165,7 +180,8 @@ impl Default for ApiConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplaySection {
-    /// Oldest accepted source timestamp, seconds.
+    /// Oldest accepted source timestamp, seconds (at least 1; with `skew_ms`, under the
+    /// 2^48 ns wrap of the timestamps).
     pub window_s: u64,
     /// Allowed clock skew into the future, ms.
     pub skew_ms: u64,
@@ -205,14 +221,15 @@ pub struct StorageConfig {
     pub timeseries_url: Option<String>,
     /// InfluxDB database.
     pub influx_db: String,
-    /// Samples the time-series writer buffers at most.
+    /// Samples the time-series writer buffers at most (1 to [`MAX_BUFFER_SAMPLES`]).
     pub buffer_samples: usize,
-    /// Topology changes the write-behind queue holds at most.
+    /// Topology changes the write-behind queue holds at most (1 to [`MAX_TOPOLOGY_QUEUE`]).
     pub topology_queue: usize,
     /// Quarantined reports kept in PostgreSQL.
     pub quarantine_rows: u64,
     /// How long a pipeline worker waits for a full time-series buffer before counting the
-    /// points as refused, ms (meanwhile the ingest queues fill and push back).
+    /// points as refused, ms (meanwhile the ingest queues fill and push back; at most
+    /// [`MAX_WAIT_MS`]).
     pub wait_ms: u64,
 }
 
@@ -329,9 +346,50 @@ impl Config {
             ),
             ("ingest.worker_chunk", i.worker_chunk, MAX_WORKER_CHUNK),
             ("ingest.workers", i.workers, MAX_WORKERS),
+            (
+                "ingest.udp_recv_buffer",
+                i.udp_recv_buffer,
+                MAX_UDP_RECV_BUFFER,
+            ),
             ("replay.capacity", self.replay.capacity, MAX_REPLAY_CAPACITY),
+            (
+                "storage.buffer_samples",
+                self.storage.buffer_samples,
+                MAX_BUFFER_SAMPLES,
+            ),
+            (
+                "storage.topology_queue",
+                self.storage.topology_queue,
+                MAX_TOPOLOGY_QUEUE,
+            ),
         ] {
             in_range(key, v, max)?;
+        }
+        // Zero is allowed here: no rejected report kept.
+        if self.api.quarantine > MAX_QUARANTINE {
+            return Err(ConfigError(format!(
+                "api.quarantine = {}: must be at most {MAX_QUARANTINE}",
+                self.api.quarantine
+            )));
+        }
+        if self.storage.wait_ms > MAX_WAIT_MS {
+            return Err(ConfigError(format!(
+                "storage.wait_ms = {}: must be at most {MAX_WAIT_MS} (an hour)",
+                self.storage.wait_ms
+            )));
+        }
+        let r = &self.replay;
+        let span_ns = r
+            .window_s
+            .checked_mul(1_000_000_000)
+            .and_then(|w| w.checked_add(r.skew_ms.checked_mul(1_000_000)?));
+        if r.window_s == 0 || span_ns.is_none_or(|ns| ns >= TIMESTAMP_WRAP_NS) {
+            return Err(ConfigError(format!(
+                "replay.window_s = {} with replay.skew_ms = {}: the window must be at least 1 s \
+                 and window plus skew under 2^48 ns (~3.26 days), where the 48-bit source \
+                 timestamps wrap",
+                r.window_s, r.skew_ms
+            )));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return Err(ConfigError("log.format must be text or json".into()));
@@ -501,6 +559,21 @@ latency_ns = 500.0
                 "ingest.max_batch_reports",
             ),
             ("[replay]\ncapacity = 0", "replay.capacity"),
+            ("[replay]\nwindow_s = 0", "replay.window_s"),
+            ("[replay]\nwindow_s = 281475", "replay.window_s"),
+            (
+                "[replay]\nwindow_s = 281000\nskew_ms = 1000000",
+                "replay.window_s",
+            ),
+            ("[replay]\nskew_ms = 9223372036854775807", "replay.window_s"),
+            ("[ingest]\nudp_recv_buffer = 0", "ingest.udp_recv_buffer"),
+            (
+                "[ingest]\nudp_recv_buffer = 4611686018427387904",
+                "ingest.udp_recv_buffer",
+            ),
+            ("[storage]\nbuffer_samples = 0", "storage.buffer_samples"),
+            ("[storage]\ntopology_queue = 0", "storage.topology_queue"),
+            ("[storage]\nwait_ms = 86400000", "storage.wait_ms"),
             ("[log]\nfilter = \"[[[==\"", "log.filter"),
             ("[storage]\ntimeseries = \"bogus\"", "storage.timeseries"),
         ] {
@@ -519,6 +592,10 @@ latency_ns = 500.0
             let e = Config::from_toml(&with(k, v), []).unwrap_err().0;
             assert!(e.contains(&format!("collector.{k}")), "{k}: {e}");
         }
+        let big = BASE.replace("[api]", "[api]\nquarantine = 4611686018427387904");
+        let e = Config::from_toml(&big, []).unwrap_err().0;
+        assert!(e.contains("api.quarantine"), "{e}");
+        Config::from_toml(&BASE.replace("[api]", "[api]\nquarantine = 0"), []).unwrap();
         let ok = with("control_service", "\"http://127.0.0.1:31255\"");
         Config::from_toml(
             &format!("{ok}\n[log]\nfilter = \"info,collector=debug\""),
