@@ -435,6 +435,27 @@ impl Config {
                     ),
                 ));
             }
+            // Packets are told apart by the port they arrive on and their destination
+            // address: two receivers with one address on one port would be confused.
+            let mut receivers: Vec<(SocketAddr, String)> = interfaces
+                .iter()
+                .map(|f| (f.local, format!("interface {}", f.id)))
+                .collect();
+            if p.internal {
+                receivers.push((me.internal_addr, "the internal network".into()));
+            }
+            for (k, (addr, what)) in receivers.iter().enumerate() {
+                if let Some((_, other)) = receivers[..k].iter().find(|(a, _)| a == addr) {
+                    return Err(item(
+                        &name,
+                        format!(
+                            "{other} and {what} both receive on {addr} on device {:?}: the router \
+                             could not tell their packets apart (put them on different ports)",
+                            p.device
+                        ),
+                    ));
+                }
+            }
             if p.internal {
                 if let Some(prev) = internal_port {
                     return Err(item(
@@ -759,6 +780,40 @@ mod tests {
             "[[port]]\ndevice = \"0000:3b:00.1\"\ninterfaces = [1]",
             "port[1].device: device \"0000:3b:00.1\" configured twice",
         );
+    }
+
+    #[test]
+    fn receivers_sharing_an_address_on_one_port_are_refused() {
+        // In scionproto's router test topology, br1-ff00_0_110-1's interface 1 has the router's
+        // internal address.
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/vectors/scion/config_examples/router_control_testdata");
+        let config = |ports: &str| {
+            Config::parse(
+                &format!(
+                    "topology = {:?}\nkeys = {:?}\nrouter_id = \"br1-ff00_0_110-1\"\neal = []\n\n{ports}",
+                    ex.join("topology.json"),
+                    ex.join("keys"),
+                ),
+                Path::new("/x/router.toml"),
+            )
+        };
+        let e = config("[[port]]\ndevice = \"net_null0\"\ninterfaces = [1]\ninternal = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "/x/router.toml: port[0]: interface 1 and the internal network both receive on \
+                 127.0.0.1:50000"
+            ),
+            "{e}"
+        );
+        // On two ports the port tells them apart.
+        config(
+            "[[port]]\ndevice = \"net_null0\"\ninterfaces = [1]\n\n\
+             [[port]]\ndevice = \"net_null1\"\ninternal = true\n",
+        )
+        .unwrap();
     }
 
     #[test]
