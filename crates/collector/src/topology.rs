@@ -269,15 +269,6 @@ impl HopLayout {
         cons_dir: &[bool],
         hop_fields: &[(u32, u32)],
     ) -> Result<Self, LayoutError> {
-        // Checked before anything is cut to its wire width: a report must not be mapped to
-        // the interface its number's low bits happen to name.
-        if seg_lens.iter().any(|&l| l > 63)
-            || hop_fields
-                .iter()
-                .any(|&(i, e)| i > u32::from(u16::MAX) || e > u32::from(u16::MAX))
-        {
-            return Err(LayoutError::OutOfRange);
-        }
         let n: usize = seg_lens.iter().map(|&l| l as usize).sum();
         if n == 0
             || n > MAX_HOPS
@@ -286,6 +277,16 @@ impl HopLayout {
             || cons_dir.len() != seg_lens.len()
         {
             return Err(LayoutError::Inconsistent);
+        }
+        // Checked before anything is cut to its wire width: a report must not be mapped to
+        // the interface its number's low bits happen to name. (After the shape checks, so that
+        // both decoders, which check the shape in different places, give the same error.)
+        if seg_lens.iter().any(|&l| l > 63)
+            || hop_fields
+                .iter()
+                .any(|&(i, e)| i > u32::from(u16::MAX) || e > u32::from(u16::MAX))
+        {
+            return Err(LayoutError::OutOfRange);
         }
         let mut l = HopLayout {
             hop_fields: n,
