@@ -211,7 +211,7 @@ impl core::error::Error for ConfigError {}
 pub struct Router {
     config: RouterConfig,
     /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured).
-    by_id: Box<[u8]>,
+    by_id: Box<[u16]>,
     /// Liveness of each interface's link (same index as `config.interfaces`), set by the
     /// control plane (BFD) and read per packet with a relaxed load.
     link_up: Box<[AtomicBool]>,
@@ -225,7 +225,7 @@ pub struct Router {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Port {
     /// Index into the interface tables.
-    pub idx: u8,
+    pub idx: u16,
     /// Link type.
     pub link: LinkType,
     /// Whether this router owns the link (else a sibling does).
@@ -242,12 +242,12 @@ impl fmt::Debug for Router {
 }
 
 impl Router {
-    /// Most interfaces a router model holds (the lookup table stores one byte per ID).
-    pub const MAX_INTERFACES: usize = 255;
+    /// Most interfaces a router model holds: every non-zero 16-bit interface ID.
+    pub const MAX_INTERFACES: usize = u16::MAX as usize;
 
     /// Validates `config` and prepares the lookup tables and keys.
     pub fn new(config: RouterConfig) -> Result<Self, ConfigError> {
-        let mut by_id = alloc::vec![0u8; 1 << 16].into_boxed_slice();
+        let mut by_id = alloc::vec![0u16; 1 << 16].into_boxed_slice();
         if config.interfaces.len() > Self::MAX_INTERFACES {
             return Err(ConfigError::TooManyInterfaces);
         }
@@ -268,7 +268,7 @@ impl Router {
             if *slot != 0 {
                 return Err(ConfigError::DuplicateInterface(ifc.id));
             }
-            *slot = (i + 1) as u8;
+            *slot = (i + 1) as u16;
         }
         config.dispatched_ports.check()?;
         for (svc, _) in &config.services {
@@ -287,7 +287,7 @@ impl Router {
             .iter()
             .enumerate()
             .map(|(i, ifc)| Port {
-                idx: i as u8,
+                idx: i as u16,
                 link: ifc.link_type,
                 local: ifc.owner == Owner::Local,
             })
@@ -405,6 +405,28 @@ mod tests {
             dispatched_ports: "1024-65535".parse().unwrap(),
             forwarding_key: [7; 16],
         }
+    }
+
+    #[test]
+    fn ases_with_more_than_255_interfaces() {
+        // An attachment-point AS with many child links: interface IDs are 16-bit.
+        let mut c = sample();
+        c.interfaces = (1..=1000u16)
+            .map(|id| InterfaceConfig {
+                id: id * 60,
+                link_type: LinkType::Child,
+                neighbor_ia: IsdAsn::from_u64((1 << 48) | (0xff00_0000_1000 + u64::from(id))),
+                owner: Owner::Local,
+            })
+            .collect();
+        let r = Router::new(c).unwrap();
+        for id in [60u16, 300 * 60, 1000 * 60] {
+            assert_eq!(r.interface(id).map(|i| i.id), Some(id));
+            let p = r.port(id).unwrap();
+            assert_eq!(usize::from(p.idx), usize::from(id / 60) - 1);
+            assert!(r.link_up(id));
+        }
+        assert!(r.interface(61).is_none());
     }
 
     #[test]

@@ -16,6 +16,9 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 /// Hop-by-hop and end-to-end extension header protocol numbers.
 const HBH: u8 = 200;
+/// Bytes of an SCMP echo message up to its data: header (4), identifier and sequence (4).
+const ECHO_LEN: usize = 8;
+use crate::reply::TRACEROUTE_LEN;
 const E2E: u8 = 201;
 
 /// Why local delivery failed: an SCMP answer or a silent drop.
@@ -39,6 +42,33 @@ pub(crate) fn upper_layer(pkt: &[u8], hdr_len: usize, next: u8) -> Option<(u8, u
         off += (usize::from(h[1]) + 1) * 4;
     }
     Some((proto, off))
+}
+
+/// Whether the extension headers after the SCION header decode as the reference router decodes
+/// them (`scion-dp.md` §1.5): at most a hop-by-hop header, then at most an end-to-end header,
+/// each within the packet. An HBH header after an HBH or E2E header, an E2E header after an
+/// E2E header, or a header whose length runs past `pkt` is a decode error (the packet is
+/// dropped).
+#[inline]
+pub(crate) fn extensions_ok(pkt: &[u8], hdr_len: usize, next: u8) -> bool {
+    let (mut proto, mut off) = (next, hdr_len);
+    let (mut hbh, mut e2e) = (false, false);
+    loop {
+        match proto {
+            HBH if !hbh && !e2e => hbh = true,
+            E2E if !e2e => e2e = true,
+            HBH | E2E => return false,
+            _ => return true,
+        }
+        let Some(h) = pkt.get(off..off + 2) else {
+            return false;
+        };
+        off += (usize::from(h[1]) + 1) * 4;
+        if off > pkt.len() {
+            return false;
+        }
+        proto = h[0];
+    }
 }
 
 /// Resolves the underlay destination of a packet for a local host. `pkt` is the whole packet,
@@ -95,7 +125,11 @@ fn scmp_port(m: &[u8]) -> Option<u16> {
         msg_type::ECHO_REQUEST | msg_type::TRACEROUTE_REQUEST => {
             Some(DispatchedPorts::ENDHOST_PORT)
         }
-        msg_type::ECHO_REPLY | msg_type::TRACEROUTE_REPLY => port_at(m, 4),
+        // The identifier of a whole reply (a cut one is dropped, as the reference router
+        // does when it cannot decode it).
+        msg_type::ECHO_REPLY if m.len() >= ECHO_LEN => port_at(m, 4),
+        msg_type::TRACEROUTE_REPLY if m.len() >= TRACEROUTE_LEN => port_at(m, 4),
+        msg_type::ECHO_REPLY | msg_type::TRACEROUTE_REPLY => None,
         msg_type::DEST_UNREACHABLE
         | msg_type::PACKET_TOO_BIG
         | msg_type::PARAMETER_PROBLEM
@@ -114,10 +148,12 @@ fn quoted_port(q: &[u8]) -> Option<u16> {
     let hdr_len = usize::from(*q.get(5)?) * 4;
     let (proto, off) = upper_layer(q, hdr_len, *q.get(4)?)?;
     let l4 = q.get(off..)?;
+    // Only whole headers count: a quote cut inside them names no port.
     match proto {
-        UDP => port_at(l4, 0).filter(|&p| p != 0),
+        UDP if l4.len() >= 8 => port_at(l4, 0).filter(|&p| p != 0),
         scmp::PROTOCOL => match *l4.first()? {
-            msg_type::ECHO_REQUEST | msg_type::TRACEROUTE_REQUEST => port_at(l4, 4),
+            msg_type::ECHO_REQUEST if l4.len() >= ECHO_LEN => port_at(l4, 4),
+            msg_type::TRACEROUTE_REQUEST if l4.len() >= TRACEROUTE_LEN => port_at(l4, 4),
             _ => None,
         },
         _ => None,
@@ -137,9 +173,17 @@ mod tests {
         assert_eq!(l4_port(99, &[]), Some(30041));
         assert_eq!(l4_port(scmp::PROTOCOL, &[128, 0, 0, 0, 0, 7]), Some(30041));
         assert_eq!(
-            l4_port(scmp::PROTOCOL, &[129, 0, 0, 0, 0x9c, 0x41]),
+            l4_port(scmp::PROTOCOL, &[129, 0, 0, 0, 0x9c, 0x41, 0, 1]),
             Some(0x9c41)
         );
+        // Cut replies name no port: an echo reply needs its sequence number, a traceroute
+        // reply its IA and interface (24 bytes).
+        assert_eq!(l4_port(scmp::PROTOCOL, &[129, 0, 0, 0, 0x9c, 0x41]), None);
+        let mut tr = [0u8; 24];
+        tr[0] = 131;
+        tr[4..6].copy_from_slice(&[0x9c, 0x42]);
+        assert_eq!(l4_port(scmp::PROTOCOL, &tr), Some(0x9c42));
+        assert_eq!(l4_port(scmp::PROTOCOL, &tr[..23]), None);
         assert_eq!(l4_port(scmp::PROTOCOL, &[129, 0, 0, 0, 0x9c]), None);
         assert_eq!(l4_port(scmp::PROTOCOL, &[200, 0, 0, 0]), None);
         assert_eq!(l4_port(scmp::PROTOCOL, &[]), None);
@@ -158,6 +202,10 @@ mod tests {
         q[37] = 0;
         assert_eq!(quoted_port(&q), None, "source port 0 is not deliverable");
         assert_eq!(quoted_port(&q[..37]), None);
+        // A UDP header cut after its source port is not a UDP header.
+        q[36] = 0x75;
+        assert_eq!(quoted_port(&q[..40]), None);
+        assert_eq!(quoted_port(&q[..44]), Some(0x7500));
     }
 
     #[test]
@@ -167,5 +215,43 @@ mod tests {
         assert_eq!(upper_layer(&p, 8, HBH), Some((UDP, 12)));
         assert_eq!(upper_layer(&p[..9], 8, HBH), None);
         assert_eq!(upper_layer(&p, 8, UDP), Some((UDP, 8)));
+    }
+
+    #[test]
+    fn extension_headers_in_order_and_within_the_packet() {
+        use alloc::vec;
+        use alloc::vec::Vec;
+        // `ext(next, len_words)` : a 4-byte-word extension header.
+        let ext = |next: u8, words: u8| {
+            let mut h = vec![0u8; (usize::from(words) + 1) * 4];
+            h[0] = next;
+            h[1] = words;
+            h
+        };
+        let pkt = |parts: &[Vec<u8>]| {
+            let mut p = vec![0u8; 8];
+            for x in parts {
+                p.extend_from_slice(x);
+            }
+            p
+        };
+        let ok = |p: &[u8], first: u8| extensions_ok(p, 8, first);
+        assert!(ok(&pkt(&[]), UDP));
+        assert!(ok(&pkt(&[ext(UDP, 0)]), HBH));
+        assert!(ok(&pkt(&[ext(UDP, 2)]), E2E));
+        assert!(ok(&pkt(&[ext(E2E, 1), ext(UDP, 0)]), HBH));
+        // Out of order or repeated.
+        assert!(!ok(&pkt(&[ext(HBH, 0), ext(UDP, 0)]), HBH));
+        assert!(!ok(&pkt(&[ext(E2E, 0), ext(UDP, 0)]), E2E));
+        assert!(!ok(&pkt(&[ext(HBH, 0), ext(UDP, 0)]), E2E));
+        assert!(!ok(&pkt(&[ext(E2E, 0), ext(E2E, 0), ext(UDP, 0)]), HBH));
+        // Cut short: the header itself, or its declared length.
+        assert!(!ok(&pkt(&[]), HBH));
+        let mut long = pkt(&[ext(UDP, 0)]);
+        long[9] = 255;
+        assert!(!ok(&long, HBH));
+        let exact = pkt(&[ext(UDP, 3)]);
+        assert!(ok(&exact, HBH));
+        assert!(!ok(&exact[..exact.len() - 1], HBH));
     }
 }

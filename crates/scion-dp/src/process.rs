@@ -60,6 +60,8 @@ const TRANSIT_ALLOWED: u16 = 1 << (4 * LinkType::Core as u16 + LinkType::Core as
 
 /// BFD protocol number.
 const BFD: u8 = 203;
+const HBH: u8 = 200;
+const E2E: u8 = 201;
 
 /// One packet of a burst, as the I/O layer presents it.
 pub trait BurstPacket {
@@ -702,6 +704,10 @@ impl Engine<'_> {
         };
         let path_off = hdr.path_offset();
         let hl = hdr.header_len();
+        // Step 0 decodes the extension headers too (before the path type is looked at).
+        if !local::extensions_ok(&buf[..len], hl, hdr.next_header().into()) {
+            return done(Disposition::Drop(DropReason::Malformed));
+        }
         let (sp, epic_path) = match hdr.path_type() {
             PathType::Scion => (path_off, false),
             PathType::Epic if hl >= path_off + EPIC_PREFIX => (path_off + EPIC_PREFIX, true),
@@ -874,6 +880,11 @@ impl Engine<'_> {
         let hl = usize::from(pkt[5]) * 4;
         let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]]));
         if hl < sp + META_LEN || hl > len || payload != len - hl {
+            return None;
+        }
+        // Extension headers the general pipeline would refuse.
+        let next = pkt[4];
+        if (next == HBH || next == E2E) && !local::extensions_ok(pkt, hl, next) {
             return None;
         }
         let local = self.router.local_ia().to_u64();

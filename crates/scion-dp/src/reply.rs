@@ -13,6 +13,9 @@ use crate::process::peering_of;
 
 /// Length of the EPIC-HP fields before the embedded SCION path.
 pub(crate) const EPIC_PREFIX: usize = 16;
+/// Bytes of an SCMP traceroute message: header (4), identifier and sequence (4), IA (8),
+/// interface (8).
+pub(crate) const TRACEROUTE_LEN: usize = 24;
 
 /// What the fast path asks the reply builder for.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +54,13 @@ pub(crate) fn build(
         }
     }
     let (id, seq) = if is_traceroute {
-        if proto != scmp::PROTOCOL || l4.len() < 8 || l4[0] != msg_type::TRACEROUTE_REQUEST {
+        // A whole traceroute request, code 0: header (4), identifier, sequence, IA and
+        // interface (20), as the reference router decodes it before it answers.
+        if proto != scmp::PROTOCOL
+            || l4.len() < TRACEROUTE_LEN
+            || l4[0] != msg_type::TRACEROUTE_REQUEST
+            || l4[1] != 0
+        {
             return Err(DropReason::AlertNotTraceroute);
         }
         (
