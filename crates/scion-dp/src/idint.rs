@@ -11,20 +11,23 @@
 //! * **Roles.** *First BR*: the packet arrived on one of this router's inter-AS links.
 //!   *Egress*: it leaves on one. *Last BR*: egress, or it is delivered in this AS. An entry is
 //!   *closed* by the last BR, or always in aggregation mode 0.
-//! * **DelayHops > 0**: nothing is written; a router that would close an entry decrements it
-//!   (so in mode 0 it counts border routers, in modes 1-3 ASes, as the reference code does).
+//! * **DelayHops > 0**: nothing is written; a border router that would close an entry
+//!   decrements it (so in mode 0 it counts border routers, in modes 1-3 ASes, as the reference
+//!   code does); AS-internal nodes, which the source cannot know of, never do.
 //! * **Push or aggregate.** A first BR, or any router above the source entry, pushes a new
 //!   entry (I = first BR, E = egress, Hop = the hop-field index the packet arrived with; for
 //!   a segment crossover the first of the two hop fields). In mode 1 any other router
 //!   aggregates into the top entry — but only if that entry is still *open* (I set, E and C
-//!   clear: written by this AS's ingress router and not closed), so a router never merges
-//!   into another AS's entry, e.g. when this AS's ingress router had no key. Modes 0, 2 and
-//!   3 push at border routers. Aggregation sets A, keeps I and Hop, sets E = last BR.
+//!   clear: written by this AS's ingress router and not closed) and its hop field is this
+//!   AS's (the current one, or the one before when the segments cross inside this AS), so a
+//!   router never merges into another AS's entry, e.g. when this AS's ingress router had no
+//!   key or an earlier AS's egress router found the stack full. Modes 0, 2 and 3 push at
+//!   border routers. Aggregation sets A, keeps I and Hop, sets E = last BR.
 //! * **AS-internal nodes** ([`IdIntStage::process_internal`]): mode 0 pushes (and closes)
 //!   like every node; mode 1 aggregates into the open entry of the AS's ingress router;
 //!   mode 2 leaves the packet alone; mode 3 aggregates into the AS's internal summary entry
-//!   (flags S, I, E, C all clear) or pushes one if the top entry is not such an entry. The
-//!   hop index is the packet's current hop field.
+//!   (flags S, I, E, C all clear, this AS's hop field) or pushes one if the top entry is not
+//!   such an entry. The hop index is the packet's current hop field.
 //! * **Aggregation functions** apply per slot when both values exist (the big-endian slot
 //!   value as an unsigned integer, for identifiers and addresses too; in the slot width; *sum* wraps in the slot width; the unassigned functions 5-7 keep the existing value
 //!   like *first*); an empty side takes the other's value; a slot whose stored length differs
@@ -1324,7 +1327,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let close = role.last || mode == AggregationMode::Off;
         let delay = main.delay_hops();
         if delay > 0 {
-            if close {
+            // Border routers count the hops (AS-internal nodes, unknown to the source, do not).
+            if close && !role.internal {
                 idint.main_mut().set_delay_hops(delay - 1);
             }
             counters.delayed += 1;
@@ -1374,6 +1378,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             (true, AggregationMode::PerBorderRouterAndInternal) => state == 0,
             _ => false,
         };
+        // Only into an entry of this AS: its hop field must be this AS's (an entry left open
+        // by an earlier AS whose egress router could not close it, say with the stack full,
+        // has the same flags).
+        let merge = merge
+            && idint
+                .entry_at(top.offset)
+                .is_ok_and(|e| hop_of_this_as(head, hop, e.hop()));
 
         if !merge {
             // The common case: write the new entry straight into the stack.
@@ -1479,6 +1490,45 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         Ok(())
     }
+}
+
+/// Whether hop field `entry_hop` belongs to the AS that the packet (SCION header `head`) is in
+/// while its current hop field is `hop`: the same hop field, or the one before it when the
+/// segments cross inside this AS (`hop` starts a later segment that is not a peering segment:
+/// across a peering link the segments change between two ASes).
+fn hop_of_this_as(head: &[u8], hop: u8, entry_hop: u8) -> bool {
+    use idint_wire::path::PathMeta;
+    use idint_wire::path::epic::EPIC_PREFIX_LEN;
+    use idint_wire::scion::PathType;
+    if entry_hop == hop {
+        return true;
+    }
+    if hop == 0 || entry_hop != hop - 1 {
+        return false;
+    }
+    let Ok(h) = ScionHeader::new_checked(head) else {
+        return false;
+    };
+    let sp = match h.path_type() {
+        PathType::Scion => h.path_offset(),
+        PathType::Epic => h.path_offset() + EPIC_PREFIX_LEN,
+        _ => return false,
+    };
+    let Some(m) = head.get(sp..sp + 4) else {
+        return false;
+    };
+    let meta = PathMeta::from_u32(u32::from_be_bytes([m[0], m[1], m[2], m[3]]));
+    let (s0, s1) = (meta.seg_len[0], meta.seg_len[1]);
+    let segment = if hop == s0 {
+        1
+    } else if s1 > 0 && hop == s0 + s1 {
+        2
+    } else {
+        return false;
+    };
+    // The info field's Peer flag.
+    head.get(sp + 4 + 8 * segment)
+        .is_some_and(|&flags| flags & 0x02 == 0)
 }
 
 /// A verifier (ISD-AS and IPv4/IPv6 host) as plain integers.
@@ -2460,6 +2510,67 @@ mod tests {
         assert_eq!(m.node_id, Some(3));
         assert_eq!(m.node_count, Some(u16::MAX), "saturates");
         assert_eq!((m.ingress_if, m.egress_if), (Some(2), Some(5)));
+    }
+
+    /// A SCION header with a two-segment path (3 + 2 hop fields), current hop `hop`, the
+    /// second info field's Peer flag `peer`.
+    fn two_segment_header(hop: u8, peer: bool) -> alloc::vec::Vec<u8> {
+        use idint_wire::path::scion::{HopField, InfoField, PathMeta, ScionPathRepr};
+        use idint_wire::scion::{FlowId, NextHdr, PathType, ScionRepr};
+        let mut infos = [InfoField::default(); 3];
+        infos[0].peer = peer;
+        infos[1].peer = peer;
+        let path = ScionPathRepr {
+            meta: PathMeta {
+                curr_inf: u8::from(hop >= 3),
+                curr_hf: hop,
+                reserved: 0,
+                seg_len: [3, 2, 0],
+            },
+            infos,
+            hops: [HopField::default(); 64],
+        };
+        let mut pb = alloc::vec![0u8; path.buffer_len()];
+        path.emit(&mut pb).unwrap();
+        let repr = ScionRepr {
+            version: 0,
+            traffic_class: 0,
+            flow_id: FlowId::new(1).unwrap(),
+            next_header: NextHdr::from(17),
+            path_type: PathType::Scion,
+            path_len: pb.len(),
+            payload_len: 0,
+            dst_ia: "1-ff00:0:2".parse().unwrap(),
+            src_ia: "1-ff00:0:1".parse().unwrap(),
+            dst_host: HostAddr::V4(core::net::Ipv4Addr::new(10, 0, 0, 2)),
+            src_host: HostAddr::V4(core::net::Ipv4Addr::new(10, 0, 0, 1)),
+        };
+        let mut v = alloc::vec![0u8; repr.header_len()];
+        repr.emit(&mut v).unwrap();
+        let at = repr.address_end();
+        v[at..].copy_from_slice(&pb);
+        v
+    }
+
+    #[test]
+    fn entries_of_this_as_by_hop_field() {
+        // Within a segment only the current hop field is this AS's.
+        let h = two_segment_header(1, false);
+        assert!(hop_of_this_as(&h, 1, 1));
+        assert!(!hop_of_this_as(&h, 1, 0), "the previous AS");
+        assert!(!hop_of_this_as(&h, 1, 2));
+        // Hop 3 starts the second segment: crossing inside this AS, hop 2 is this AS's too.
+        let h = two_segment_header(3, false);
+        assert!(hop_of_this_as(&h, 3, 3));
+        assert!(hop_of_this_as(&h, 3, 2), "segment crossover in this AS");
+        assert!(!hop_of_this_as(&h, 3, 1));
+        // Across a peering link the segments change between two ASes.
+        let h = two_segment_header(3, true);
+        assert!(hop_of_this_as(&h, 3, 3));
+        assert!(!hop_of_this_as(&h, 3, 2), "the peer AS's hop field");
+        // No header to read: only the current hop field.
+        assert!(hop_of_this_as(&[], 3, 3));
+        assert!(!hop_of_this_as(&[], 3, 2));
     }
 
     #[test]

@@ -1357,3 +1357,99 @@ fn internal_nodes_per_aggregation_mode() {
     assert_eq!(hop_b(&entries), 4);
     assert!(entries.iter().skip(1).all(|e| e.encrypted));
 }
+#[test]
+fn internal_node_never_merges_into_an_open_entry_of_another_as() {
+    let rs = routers();
+    let mut req = request(AggregationMode::PerAs, true);
+    // source 12 + RA (closing, encrypted) 56 + RB1 (open, plain) 44 = 112 bytes = 28 words;
+    // 8 bytes left: nothing else fits, but a same-size replacement of the top entry does.
+    req.stack_len_words = 30;
+    let mut packet = request_packet(&rs, &req);
+    let len = packet.len();
+    let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+    for (r, (ingress, want)) in hops().into_iter().enumerate() {
+        let mut p = Processor::new(&rs[r]);
+        let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
+        assert_eq!(d, want, "router {r}");
+    }
+    let full: Vec<u64> = stages.iter().map(|s| s.counters.stack_full).collect();
+    assert_eq!(full, [0, 0, 1, 1, 1], "RB2, RC, RD found the stack full");
+    // Control: the stack as the border routers left it verifies (X is outside the MAC).
+    let before = verify(&mut packet.clone()).expect("valid X-flagged stack verifies");
+    assert_eq!(before.len(), 3);
+    assert_eq!(before[2].hop, 1);
+    assert!(
+        before[2].ingress && !before[2].egress,
+        "B's entry is still open"
+    );
+
+    // An AS-internal node of AS D, on the way from RD to the destination host.
+    let mut node = stage(4, &rs);
+    node.source.node = 400;
+    node.process_internal(ases()[3], &mut packet, len, (11, 12), NOW);
+    // D has no entry of its own to merge into: the stack is full, so it only sets X.
+    assert_eq!((node.counters.aggregated, node.counters.stack_full), (0, 1));
+    let after = verify(&mut packet.clone());
+    assert!(after.is_ok(), "the stack no longer verifies: {after:?}");
+}
+
+/// Same defect in mode 3: AS A's internal summary entry (flags all clear) is on top because
+/// the later border routers found the stack full; an internal node of AS B merges into it.
+#[test]
+fn mode3_internal_node_never_merges_into_another_ases_summary() {
+    let rs = routers();
+    let mut req = request(AggregationMode::PerBorderRouterAndInternal, false);
+    // source 12 + A's internal summary 44 = 56 bytes = 14 words; 20 bytes left.
+    req.stack_len_words = 19;
+    let mut packet = request_packet(&rs, &req);
+    let len = packet.len();
+    // An internal node of AS A between host a and RA.
+    let mut a_node = stage(0, &rs);
+    a_node.source.node = 200;
+    a_node.process_internal(ases()[0], &mut packet, len, (21, 22), NOW);
+    assert_eq!(a_node.counters.pushed, 1);
+    let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
+    for (r, (ingress, want)) in hops().into_iter().enumerate() {
+        if r == 2 {
+            // An internal node of AS B between RB1 and RB2.
+            let mut b_node = stage(1, &rs);
+            b_node.source.node = 300;
+            b_node.process_internal(ases()[1], &mut packet, len, (31, 32), NOW);
+            // A's summary is on top and B's own does not fit: X, nothing merged.
+            assert_eq!(
+                (b_node.counters.aggregated, b_node.counters.stack_full),
+                (0, 1)
+            );
+        }
+        let mut p = Processor::new(&rs[r]);
+        let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
+        assert_eq!(d, want, "router {r}");
+    }
+    let got = verify(&mut packet);
+    assert!(got.is_ok(), "the stack no longer verifies: {got:?}");
+}
+
+#[test]
+fn delay_hops_count_border_routers_not_internal_nodes() {
+    let rs = routers();
+    let mut req = request(AggregationMode::Off, false);
+    req.delay_hops = 1;
+    let mut packet = request_packet(&rs, &req);
+    let len = packet.len();
+    let delay = |p: &[u8]| {
+        let r = hbh_range(p);
+        IdInt::locate(&p[r]).unwrap().unwrap().main().delay_hops()
+    };
+    // An internal node of A (mode 0 would close its entry) writes nothing and leaves the
+    // count alone.
+    let mut node = stage(0, &rs);
+    node.process_internal(ases()[0], &mut packet, len, (1, 2), NOW);
+    assert_eq!((node.counters.delayed, node.counters.pushed), (1, 0));
+    assert_eq!(delay(&packet), 1);
+    // RA, the first border router, uses the delayed hop up.
+    let mut ra = stage(0, &rs);
+    let d = Processor::new(&rs[0]).process_with(&mut packet, len, Ingress::Internal, NOW, &mut ra);
+    assert_eq!(d, Disposition::Forward { ifid: 1 });
+    assert_eq!((ra.counters.delayed, ra.counters.pushed), (1, 0));
+    assert_eq!(delay(&packet), 0);
+}

@@ -227,6 +227,9 @@ impl core::error::Error for ReplayError {}
 
 const WRAP: u64 = 1 << 48;
 
+/// Marks a used slot of [`ReplayWindow`] (above the 16 port bits).
+const OCCUPIED: u32 = 1 << 16;
+
 /// Freshness and replay suppression for the 48-bit source timestamp (`idint.md` §11): the
 /// full time is reconstructed from the receiver's clock, pairs older than `window_ns` or more
 /// than `skew_ns` ahead are refused, and up to `N` fresh pairs are remembered. No allocation:
@@ -235,8 +238,9 @@ const WRAP: u64 = 1 << 48;
 pub struct ReplayWindow<const N: usize> {
     window_ns: u64,
     skew_ns: u64,
-    /// (full timestamp, port); timestamp 0 marks an empty slot.
-    slots: [(u64, u16); N],
+    /// (full timestamp, port | [`OCCUPIED`]); (0, 0) is an empty slot. The mark is a bit of
+    /// its own: every timestamp, 0 included, can be recorded.
+    slots: [(u64, u32); N],
 }
 
 impl<const N: usize> ReplayWindow<N> {
@@ -283,7 +287,8 @@ impl<const N: usize> ReplayWindow<N> {
     /// Whether the pair has been recorded.
     pub fn seen(&self, full: u64, port: u16) -> bool {
         let home = Self::home(full, port);
-        (0..N).any(|i| self.slots[(home + i) & (N - 1)] == (full, port))
+        let want = (full, u32::from(port) | OCCUPIED);
+        (0..N).any(|i| self.slots[(home + i) & (N - 1)] == want)
     }
 
     /// Records a pair (after its packet verified). Fails if the pair was already recorded or
@@ -296,8 +301,8 @@ impl<const N: usize> ReplayWindow<N> {
         let home = Self::home(full, port);
         for i in 0..N {
             let s = &mut self.slots[(home + i) & (N - 1)];
-            if s.0 == 0 || s.0 < oldest_ok {
-                *s = (full.max(1), port);
+            if s.1 & OCCUPIED == 0 || s.0 < oldest_ok {
+                *s = (full, u32::from(port) | OCCUPIED);
                 return Ok(());
             }
         }
@@ -365,6 +370,18 @@ mod tests {
             Err(ReplayError::Future { ahead_ns: WRAP - 6 })
         );
         assert_eq!(wide.fresh(0, 5), Ok(0));
+    }
+
+    #[test]
+    fn time_zero_and_port_zero_are_ordinary_pairs() {
+        // A receiver whose clock is still near the Unix epoch (no real-time clock yet).
+        let now = 30 * S;
+        let mut w = ReplayWindow::<8>::new(60 * S, S);
+        assert_eq!(w.check(0, 0, now), Ok(0), "a fresh pair, not an empty slot");
+        assert_eq!(w.check(0, 0, now), Err(ReplayError::Replayed));
+        assert_eq!(w.check(0, 5, now), Ok(0));
+        assert_eq!(w.check(0, 5, now), Err(ReplayError::Replayed));
+        assert!(!w.seen(1, 5), "time 0 is not stored as 1");
     }
 
     #[test]
