@@ -14,7 +14,7 @@ use idint_wire::idint::crypto::{VerifyError, verify_stack_with};
 use idint_wire::idint::verify::{
     DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entry,
 };
-use idint_wire::idint::{IdInt, Verifier};
+use idint_wire::idint::{AggregationFunction, IdInt, Verifier};
 use idint_wire::{AddrType, HostAddr, IsdAsn};
 use prost::Message;
 use rustc_hash::FxHashMap;
@@ -143,8 +143,19 @@ impl Default for ReplayConfig {
     }
 }
 
-/// The previous entry while measuring: (AS hop, node id, egress interface, egress timestamp).
-type PrevEntry = (usize, Option<u32>, Option<u16>, Option<u64>);
+/// The previous entry while measuring.
+#[derive(Clone, Copy)]
+struct PrevEntry {
+    /// AS hop.
+    k: usize,
+    node: Option<u32>,
+    /// Egress interface (non-zero).
+    eif: Option<u16>,
+    /// Egress timestamp.
+    eg: Option<u64>,
+    /// Written or closed by the router that sent the packet out of its AS (E).
+    left_as: bool,
+}
 
 /// Things learned from verified reports, applied to the topology once per batch.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +170,9 @@ pub struct Pipeline {
     shared: Shared,
     keys: KeyResolver,
     replay: ReplayFilter,
+    /// How far a report's receive time may lie before and after the collector's clock (the
+    /// replay window and skew).
+    receive_bounds: (u64, u64),
     topo: Arc<Topology>,
     topo_gen: u64,
     hbh: Vec<u8>,
@@ -305,6 +319,7 @@ impl Pipeline {
             shared,
             keys,
             replay: ReplayFilter::new(replay.window_ns, replay.skew_ns, replay.capacity),
+            receive_bounds: (replay.window_ns, replay.skew_ns),
             topo,
             topo_gen,
             hbh: Vec::with_capacity(1024),
@@ -576,11 +591,8 @@ impl Pipeline {
         };
 
         // Keys, by the sink's receive time (the routers' processing time, give or take).
-        let time_s = if r.receive_time_ns != 0 {
-            r.receive_time_ns
-        } else {
-            now_ns
-        } / 1_000_000_000;
+        let time = report_time(self.receive_bounds, r.receive_time_ns, now_ns);
+        let time_s = time / 1_000_000_000;
         self.keys
             .source_key(source, src, src_host, time_s)
             .map_err(|e| {
@@ -600,6 +612,7 @@ impl Pipeline {
         // Entries are decoded as they verify (one walk of the stack); a decoding error is
         // reported only after the MACs, the instructions and the replay record, as before.
         let instructions = idint.main().instructions();
+        let functions = idint.main().aggregation_functions();
         let entries = &mut self.entries;
         entries.clear();
         let mut decode_error = None;
@@ -627,12 +640,14 @@ impl Pipeline {
         if let Some(err) = decode_error {
             return Err(decode_reject(err));
         }
-        let time = if r.receive_time_ns != 0 {
-            r.receive_time_ns
-        } else {
-            now_ns
-        };
-        self.measure(path_id, &ases, layout, ts48, instructions, time);
+        self.measure(
+            path_id,
+            &ases,
+            layout,
+            ts48,
+            (instructions, functions),
+            time,
+        );
         if walked {
             let hops = (0..layout.as_hops)
                 .map(|k| PathHop {
@@ -658,10 +673,19 @@ impl Pipeline {
         ases: &[IsdAsn],
         layout: &HopLayout,
         src_ts: u64,
-        instructions: [idint_wire::idint::Instruction; 4],
+        (instructions, functions): (
+            [idint_wire::idint::Instruction; 4],
+            [AggregationFunction; 4],
+        ),
         time_ns: u64,
     ) {
         let slot_of = |c: u8| instructions.iter().position(|i| i.0 == c);
+        // Of an aggregated entry (A: several routers of an AS), a slot aggregated with "last"
+        // holds the value of the router that wrote last: with E set, the one that sent the
+        // packet out of the AS.
+        let last_of =
+            |s: Option<usize>| s.is_some_and(|s| functions[s] == AggregationFunction::Last);
+        let summed = |s: Option<usize>| s.is_some_and(|s| functions[s] == AggregationFunction::Sum);
         let (s_in, s_eg, s_q, s_u, s_e, s_c) = (
             slot_of(code::INGRESS_TS),
             slot_of(code::EGRESS_TS),
@@ -683,6 +707,8 @@ impl Pipeline {
         // Previous entry: (AS hop, node id, egress interface, egress timestamp).
         let mut prev: Option<PrevEntry> = None;
         let (mut max_u, mut max_q, mut sum_e, mut sum_c) = (None::<u64>, None::<u64>, None, None);
+        // Whether the sums hold every router's share (see below).
+        let (mut whole_e, mut whole_c) = (true, true);
         let mut last_in = None;
         let mut learned = Vec::new();
         let entries = std::mem::take(&mut self.entries);
@@ -697,7 +723,7 @@ impl Pipeline {
             let (ing, eg) = (val(s_in), val(s_eg));
             let node = md.node_id;
             // A new AS hop: close the previous one.
-            if prev.is_some_and(|p| p.0 != k) {
+            if prev.is_some_and(|p| p.k != k) {
                 if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
                     push(
                         obs,
@@ -707,17 +733,24 @@ impl Pipeline {
                 }
                 hop_first_in = None;
                 hop_last_eg = None;
-                // Inter-AS link latency: previous AS's egress to this ingress.
-                if let Some((pk, _, Some(pif), Some(peg))) = prev
+                // Inter-AS link latency: the previous AS's egress router to this AS's ingress
+                // router, only across one link (the next AS hop) between the two routers on
+                // its ends (E, then I): across an AS that wrote nothing, or from a router
+                // that handed the packet on inside its AS, the span holds more than the link.
+                if let Some(p) = prev
+                    && let (Some(pif), Some(peg)) = (p.eif, p.eg)
+                    && p.left_as
+                    && e.ingress
+                    && k == p.k + 1
                     && let Some(i) = ing
                 {
                     push(
                         obs,
-                        MetricKey::link(ases[pk], pif, Measurement::LatencyNs),
+                        MetricKey::link(ases[p.k], pif, Measurement::LatencyNs),
                         diff48(i, peg) as f64,
                     );
                 }
-            } else if let Some((_, Some(pn), _, _)) = prev
+            } else if let Some(pn) = prev.and_then(|p| p.node)
                 && let Some(n) = node
                 && pn != n
             {
@@ -743,6 +776,10 @@ impl Pipeline {
                 if !self.topo.has_router(ia, n) {
                     learned.push(Learned::Router(ia, n));
                 }
+            }
+            // A router's own measurements: not from an aggregated entry, whose values span
+            // several routers (its node id is the last one's).
+            if let Some(n) = node.filter(|_| !e.aggregated) {
                 if let (Some(i), Some(o)) = (ing, eg) {
                     push(
                         obs,
@@ -762,14 +799,21 @@ impl Pipeline {
                 }
             }
             let eif = md.egress_if.filter(|&x| x != 0);
+            // An inter-AS link's queue and utilisation as the router sending on it measured
+            // them (E set; a router handing the packet to a sibling measured its way there).
+            let sender = |s: Option<usize>| e.egress && (!e.aggregated || last_of(s));
             if let Some(q) = val(s_q) {
-                if let (Some(n), Some(f)) = (node, eif) {
+                if let (Some(n), Some(f)) = (node, eif)
+                    && sender(s_q)
+                {
                     push(obs, MetricKey::queue(ia, n, f), q as f64);
                 }
                 max_q = Some(max_q.map_or(q, |m| m.max(q)));
             }
             if let Some(u) = val(s_u) {
-                if let Some(f) = eif {
+                if let Some(f) = eif
+                    && sender(s_u)
+                {
                     push(
                         obs,
                         MetricKey::link(ia, f, Measurement::UtilisationKbps),
@@ -778,13 +822,23 @@ impl Pipeline {
                 }
                 max_u = Some(max_u.map_or(u, |m| m.max(u)));
             }
+            // Path totals add every router's share: an aggregated entry holds its routers'
+            // total only if it was aggregated with "sum".
             if let Some(v) = val(s_e) {
                 sum_e = Some(sum_e.unwrap_or(0) + v);
+                whole_e &= !e.aggregated || summed(s_e);
             }
             if let Some(v) = val(s_c) {
                 sum_c = Some(sum_c.unwrap_or(0) + v);
+                whole_c &= !e.aggregated || summed(s_c);
             }
-            prev = Some((k, node, eif, eg));
+            prev = Some(PrevEntry {
+                k,
+                node,
+                eif,
+                eg,
+                left_as: e.egress,
+            });
         }
         if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
             push(
@@ -803,8 +857,8 @@ impl Pipeline {
         for (m, v) in [
             (Measurement::UtilisationKbps, max_u),
             (Measurement::QueueLen, max_q),
-            (Measurement::EnergyNj, sum_e),
-            (Measurement::Co2Pg, sum_c),
+            (Measurement::EnergyNj, sum_e.filter(|_| whole_e)),
+            (Measurement::Co2Pg, sum_c.filter(|_| whole_c)),
         ] {
             if let Some(v) = v {
                 push(obs, MetricKey::path(path, m), v as f64);
@@ -820,6 +874,17 @@ impl Pipeline {
             self.learn(l);
         }
     }
+}
+
+/// The time of a report: the sink's receive time if it lies within the replay window of
+/// the collector's clock (`now - window ..= now + skew`), else (absent, or off: it is not
+/// covered by any MAC) the collector's own clock. A receive time far ahead would otherwise
+/// pin the current values until then and pick another key epoch.
+fn report_time((window, skew): (u64, u64), receive_ns: u64, now_ns: u64) -> u64 {
+    let plausible = receive_ns != 0
+        && receive_ns <= now_ns.saturating_add(skew)
+        && receive_ns >= now_ns.saturating_sub(window);
+    if plausible { receive_ns } else { now_ns }
 }
 
 fn replay_reject(e: ReplayError) -> Reject {

@@ -257,11 +257,25 @@ pub struct Chain {
     src_key: Aes128Enc,
     pub now_ns: u64,
     buf: Vec<u8>,
+    /// Routers (0..4) that forward without an ID-INT stage (as one without a key would).
+    pub no_idint: Vec<usize>,
+    /// The sink (RD) sees the probe this much later (path latency grows by it).
+    pub sink_delay_ns: u64,
 }
 
 impl Chain {
     /// A chain whose clocks read `now_ns`; probes encrypt when `encrypt`.
     pub fn new(now_ns: u64, encrypt: bool, ask: Ask) -> Self {
+        Self::with_request(now_ns, encrypt, ask, |_| {})
+    }
+
+    /// As [`Self::new`], with the probe request adjusted by `f`.
+    pub fn with_request(
+        now_ns: u64,
+        encrypt: bool,
+        ask: Ask,
+        f: impl FnOnce(&mut ProbeRequest),
+    ) -> Self {
         let rs = routers();
         let now_s = now_ns / 1_000_000_000;
         let a = ases()[0];
@@ -279,6 +293,13 @@ impl Chain {
             Ask::Carbon => [0x4a, 0x4b, 0x4f, 0x4d],
         }
         .map(Instruction);
+        let mut request = ProbeRequest {
+            encrypt,
+            instructions,
+            stack_len_words: 100,
+            ..ProbeRequest::default()
+        };
+        f(&mut request);
         probes
             .add(
                 ProbeTarget {
@@ -288,12 +309,7 @@ impl Chain {
                     path_type: PathType::Scion,
                     path: raw_path,
                     interval_ns: 1,
-                    request: ProbeRequest {
-                        encrypt,
-                        instructions,
-                        stack_len_words: 100,
-                        ..ProbeRequest::default()
-                    },
+                    request,
                 },
                 0,
             )
@@ -308,6 +324,8 @@ impl Chain {
             src_key,
             now_ns,
             buf: vec![0u8; 2048],
+            no_idint: Vec::new(),
+            sink_delay_ns: 0,
         }
     }
 
@@ -331,9 +349,12 @@ impl Chain {
         ];
         for (r, ing) in ingress.into_iter().enumerate() {
             let mut p = Processor::new(&self.routers[r]);
-            if r == 4 {
+            if self.no_idint.contains(&r) {
+                p.process(&mut self.buf, len, ing, now);
+            } else if r == 4 {
                 self.sink.source.seq = probe.seq as u32;
-                p.process_with(&mut self.buf, len, ing, now, &mut self.sink);
+                let t = now + self.sink_delay_ns;
+                p.process_with(&mut self.buf, len, ing, t, &mut self.sink);
             } else {
                 self.stages[r].source.seq = probe.seq as u32;
                 p.process_with(&mut self.buf, len, ing, now, &mut self.stages[r]);
