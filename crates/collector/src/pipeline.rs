@@ -772,10 +772,10 @@ impl Pipeline {
             if eg.is_some() {
                 hop_last_eg = eg;
             }
-            if let Some(n) = node {
-                if !self.topo.has_router(ia, n) {
-                    learned.push(Learned::Router(ia, n));
-                }
+            if let Some(n) = node
+                && !self.topo.has_router(ia, n)
+            {
+                learned.push(Learned::Router(ia, n));
             }
             // A router's own measurements: not from an aggregated entry, whose values span
             // several routers (its node id is the last one's).
