@@ -109,11 +109,13 @@ impl TimeSeriesStore for Influx {
             )
         } else {
             format!(
-                "SELECT {}(\"{}\") FROM \"{}\" WHERE {cond} GROUP BY time({}ns), * fill(none)",
+                "SELECT {}(\"{}\") FROM \"{}\" WHERE {cond} GROUP BY time({}ns, {}ns), * fill(none)",
                 function(q.aggregation),
                 q.field,
                 q.measurement,
-                q.step_ns
+                q.step_ns,
+                // Steps counted from the range's start (not from the epoch).
+                q.start_ns % q.step_ns
             )
         };
         let v = self.influxql(&sql, false).await?;

@@ -177,16 +177,29 @@ impl TimeSeriesStore for Victoria {
             out.sort_by(|a, b| a.tags.cmp(&b.tags));
             return Ok(out);
         }
+        // Steps of `step` from `start` (as the in-memory history and InfluxDB with an offset
+        // count them), the last one partial: step `i` holds the samples of
+        // [start + i * step, start + (i + 1) * step), at VictoriaMetrics' millisecond
+        // resolution. A lookbehind window `[step]` evaluated at `t` covers (t - step, t], so
+        // step `i` is evaluated at the millisecond before it ends; `nocache=1` keeps the
+        // evaluation times as asked (with many points it would shift them to cache them).
         let step_ms = (q.step_ns / 1_000_000).max(1);
+        let from_ms = q.start_ns.div_ceil(1_000_000);
+        let to_ms = (q.end_ns / 1_000_000).max(from_ms);
+        let steps = (to_ms - from_ms) / step_ms + 1;
+        let first_eval = from_ms + step_ms - 1;
+        let last_eval = from_ms + steps * step_ms - 1;
+        let ms = |t: u64| format!("{}.{:03}", t / 1000, t % 1000);
         let query = format!("{}({}[{}ms])", over_time(q.aggregation), sel, step_ms);
         let body = self
             .get(
                 "/api/v1/query_range",
                 &[
                     ("query", query),
-                    ("start", secs(q.start_ns)),
-                    ("end", secs(q.end_ns)),
+                    ("start", ms(first_eval)),
+                    ("end", ms(last_eval)),
                     ("step", format!("{step_ms}ms")),
+                    ("nocache", "1".into()),
                 ],
             )
             .await?;
@@ -202,12 +215,12 @@ impl TimeSeriesStore for Victoria {
                 .filter_map(|p| {
                     let t = p.get(0)?.as_f64()?;
                     let v: f64 = p.get(1)?.as_str()?.parse().ok()?;
-                    // Stamp each step with the start of its window, as InfluxDB does
-                    // (VictoriaMetrics stamps the window's end).
-                    let end_ns = (t * 1000.0).round() as u64 * 1_000_000;
-                    Some((end_ns.checked_sub(step_ms * 1_000_000)?, v))
+                    // Each step stamped with its start, as InfluxDB does (VictoriaMetrics
+                    // stamps the evaluation time, the step's last millisecond).
+                    let t_ms = (t * 1000.0).round() as u64;
+                    let i = t_ms.checked_sub(first_eval)? / step_ms;
+                    (i < steps).then(|| (q.start_ns + i * q.step_ns, v))
                 })
-                .filter(|p| p.0 >= q.start_ns)
                 .collect();
             out.push(Series {
                 tags: labels(&r["metric"]),

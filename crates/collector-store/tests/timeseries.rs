@@ -114,6 +114,32 @@ async fn aggregated_steps<T: TimeSeriesStore>(store: &T) {
             "{agg:?}"
         );
     }
+    // A range that starts anywhere (the API's default: the last hour up to now) and ends
+    // inside a step: steps counted from its start, the first and the last (partial) one
+    // included.
+    let series = unique("unaligned");
+    let t1 = base_time() + 1_234_567_891;
+    let at = [(500, 1.0), (2000, 2.0), (4900, 3.0), (5500, 10.0), (9000, 20.0), (11_000, 7.0)];
+    let samples: Vec<Sample> = at
+        .iter()
+        .map(|&(ms, v)| sample(&series, 1, v, t1 + ms * 1_000_000))
+        .collect();
+    store.write(&samples).await.unwrap();
+    for (agg, want) in [
+        (Aggregation::Count, [3.0, 2.0, 1.0]),
+        (Aggregation::Max, [3.0, 20.0, 7.0]),
+    ] {
+        let got = store
+            .query_range(&query(&series, t1, t1 + 11_500_000_000, 5 * S, agg))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{agg:?}: {got:?}");
+        assert_eq!(
+            got[0].points,
+            vec![(t1, want[0]), (t1 + 5 * S, want[1]), (t1 + 10 * S, want[2])],
+            "{agg:?}"
+        );
+    }
     // Nothing outside the range.
     let none = store
         .query_range(&query(
