@@ -119,7 +119,14 @@ async fn aggregated_steps<T: TimeSeriesStore>(store: &T) {
     // included.
     let series = unique("unaligned");
     let t1 = base_time() + 1_234_567_891;
-    let at = [(500, 1.0), (2000, 2.0), (4900, 3.0), (5500, 10.0), (9000, 20.0), (11_000, 7.0)];
+    let at = [
+        (500, 1.0),
+        (2000, 2.0),
+        (4900, 3.0),
+        (5500, 10.0),
+        (9000, 20.0),
+        (11_000, 7.0),
+    ];
     let samples: Vec<Sample> = at
         .iter()
         .map(|&(ms, v)| sample(&series, 1, v, t1 + ms * 1_000_000))

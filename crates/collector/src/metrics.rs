@@ -292,6 +292,31 @@ pub struct Latest {
     /// Written values (time, value), oldest first, bounded.
     #[serde(skip)]
     pub history: VecDeque<(u64, f64)>,
+    /// The largest value of each stretch between two written values (time, value), oldest
+    /// first, bounded like `history`: event detection leaves values within the threshold
+    /// unwritten, but an upper-bound objective (`/api/v1/sla`) must still see them.
+    #[serde(skip)]
+    pub peaks: VecDeque<(u64, f64)>,
+    /// The largest value seen since the last written one, if any.
+    #[serde(skip)]
+    pub pending_peak: Option<(u64, f64)>,
+}
+
+impl Latest {
+    /// Every value kept that lies at or after `from_ns`: written ones and the peaks between
+    /// them, in time order.
+    pub fn kept_since(&self, from_ns: u64) -> Vec<(u64, f64)> {
+        let mut v: Vec<(u64, f64)> = self
+            .history
+            .iter()
+            .chain(&self.peaks)
+            .chain(&self.pending_peak)
+            .filter(|(t, _)| *t >= from_ns)
+            .copied()
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    }
 }
 
 /// The latest values of every key, shared by the pipeline (one write lock per batch) and the
@@ -377,6 +402,8 @@ impl MetricStore {
                         written_value: p.value,
                         written_ns: p.time_ns,
                         history,
+                        peaks: VecDeque::new(),
+                        pending_peak: None,
                     });
                     (slot, true)
                 }
@@ -398,7 +425,15 @@ impl MetricStore {
                                 l.history.pop_front();
                             }
                             l.history.push_back((p.time_ns, p.value));
+                            if let Some(peak) = l.pending_peak.take() {
+                                if l.peaks.len() >= cfg.history {
+                                    l.peaks.pop_front();
+                                }
+                                l.peaks.push_back(peak);
+                            }
                         }
+                    } else if cfg.history > 0 && l.pending_peak.is_none_or(|(_, v)| p.value > v) {
+                        l.pending_peak = Some((p.time_ns, p.value));
                     }
                     (slot, changed || due)
                 }

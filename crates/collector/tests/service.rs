@@ -841,3 +841,69 @@ async fn bad_queries_and_requests_get_json_errors() {
     r.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Path latency 45 µs, 54 µs, 46 µs with the default 10 µs detection threshold: the 54 µs
+/// value is within the threshold of the written 45 µs and is not written, yet a 50 µs
+/// objective must see it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sla_sees_values_event_detection_left_unwritten() {
+    let dir = tempdir("sla");
+    let mut cfg = config(&dir, 64, true);
+    cfg.detection.latency_ns = 10_000.0;
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let api = r.http_addr;
+    for f in chain::topology_files() {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
+    }
+    let mut chain = Chain::new(now_ns(), false, Ask::Latency);
+    let mut latencies = Vec::new();
+    for (k, delay) in [40_000u64, 49_000, 41_000].into_iter().enumerate() {
+        chain.sink_delay_ns = delay;
+        chain.now_ns += 1_000_000;
+        let b = chain.batch(1, k as u64 + 1);
+        let (st, body) = http(
+            api,
+            "POST",
+            "/api/v1/reports",
+            &[("Content-Type", "application/x-protobuf")],
+            &b.encode_to_vec(),
+        )
+        .await;
+        assert_eq!(st, 202, "{}", String::from_utf8_lossy(&body));
+        settle(&r, k as u64 + 1).await;
+        let (_, paths) = get_json(api, "/api/v1/paths").await;
+        let lat = paths["paths"][0]["telemetry"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["scope"] == "path" && t["measurement"] == "latency_ns")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        latencies.push(lat);
+    }
+    assert_eq!(r.shared.counters.accepted.load(Relaxed), 3);
+    // Only the middle value is above 50 µs, and it was not written.
+    assert!(latencies[1] > 50_000.0 && latencies[0] < 50_000.0 && latencies[2] < 50_000.0);
+    let (_, paths) = get_json(api, "/api/v1/paths").await;
+    let id = paths["paths"][0]["id"].as_str().unwrap().to_string();
+    let (st, sla) = get_json(
+        api,
+        &format!("/api/v1/sla?path={id}&objective=latency&max=50000"),
+    )
+    .await;
+    assert_eq!(st, 200, "{sla}");
+    assert_eq!(sla["compliant"], false, "{sla:#}");
+    let v = sla["violations"].as_array().unwrap();
+    assert_eq!(v.len(), 1, "{sla:#}");
+    assert_eq!(v[0]["value"].as_f64(), Some(latencies[1]));
+    // A bound above every value: compliant.
+    let (_, ok) = get_json(
+        api,
+        &format!("/api/v1/sla?path={id}&objective=latency&max=60000"),
+    )
+    .await;
+    assert_eq!(ok["compliant"], true, "{ok:#}");
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
