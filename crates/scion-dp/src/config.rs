@@ -210,7 +210,8 @@ impl core::error::Error for ConfigError {}
 /// hop-field MAC.
 pub struct Router {
     config: RouterConfig,
-    /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured).
+    /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured), up to the
+    /// highest configured ID: a few hundred bytes that stay cached, not a 128 KiB table.
     by_id: Box<[u16]>,
     /// Liveness of each interface's link (same index as `config.interfaces`), set by the
     /// control plane (BFD) and read per packet with a relaxed load.
@@ -247,7 +248,8 @@ impl Router {
 
     /// Validates `config` and prepares the lookup tables and keys.
     pub fn new(config: RouterConfig) -> Result<Self, ConfigError> {
-        let mut by_id = alloc::vec![0u16; 1 << 16].into_boxed_slice();
+        let top = config.interfaces.iter().map(|i| i.id).max().unwrap_or(0);
+        let mut by_id = alloc::vec![0u16; usize::from(top) + 1].into_boxed_slice();
         if config.interfaces.len() > Self::MAX_INTERFACES {
             return Err(ConfigError::TooManyInterfaces);
         }
@@ -311,10 +313,16 @@ impl Router {
         self.config.local_ia
     }
 
+    /// Index + 1 of interface `id` in the interface tables (0: not configured).
+    #[inline(always)]
+    fn slot(&self, id: u16) -> u16 {
+        self.by_id.get(usize::from(id)).copied().unwrap_or(0)
+    }
+
     /// The interface with this ID, if configured (own or sibling-owned).
     #[inline]
     pub fn interface(&self, id: u16) -> Option<&InterfaceConfig> {
-        match self.by_id[usize::from(id)] {
+        match self.slot(id) {
             0 => None,
             k => self.config.interfaces.get(usize::from(k) - 1),
         }
@@ -324,7 +332,7 @@ impl Router {
     /// the control plane (BFD) reports changes with [`Router::set_link_up`].
     #[inline]
     pub fn link_up(&self, id: u16) -> bool {
-        match self.by_id[usize::from(id)] {
+        match self.slot(id) {
             0 => false,
             k => self.link_up[usize::from(k) - 1].load(Ordering::Relaxed),
         }
@@ -333,7 +341,7 @@ impl Router {
     /// The interface with this ID as the fast path sees it.
     #[inline(always)]
     pub(crate) fn port(&self, id: u16) -> Option<Port> {
-        match self.by_id[usize::from(id)] {
+        match self.slot(id) {
             0 => None,
             k => self.ports.get(usize::from(k) - 1).copied(),
         }
@@ -349,7 +357,7 @@ impl Router {
 
     /// Records the liveness of interface `id`'s link; false if `id` is not configured.
     pub fn set_link_up(&self, id: u16, up: bool) -> bool {
-        match self.by_id[usize::from(id)] {
+        match self.slot(id) {
             0 => false,
             k => {
                 self.link_up[usize::from(k) - 1].store(up, Ordering::Relaxed);

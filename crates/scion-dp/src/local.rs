@@ -49,25 +49,24 @@ pub(crate) fn upper_layer(pkt: &[u8], hdr_len: usize, next: u8) -> Option<(u8, u
 /// each within the packet. An HBH header after an HBH or E2E header, an E2E header after an
 /// E2E header, or a header whose length runs past `pkt` is a decode error (the packet is
 /// dropped).
-#[inline]
+#[inline(always)]
 pub(crate) fn extensions_ok(pkt: &[u8], hdr_len: usize, next: u8) -> bool {
-    let (mut proto, mut off) = (next, hdr_len);
-    let (mut hbh, mut e2e) = (false, false);
-    loop {
-        match proto {
-            HBH if !hbh && !e2e => hbh = true,
-            E2E if !e2e => e2e = true,
-            HBH | E2E => return false,
-            _ => return true,
-        }
-        let Some(h) = pkt.get(off..off + 2) else {
-            return false;
-        };
-        off += (usize::from(h[1]) + 1) * 4;
-        if off > pkt.len() {
-            return false;
-        }
-        proto = h[0];
+    if next != HBH && next != E2E {
+        return true;
+    }
+    // The end of the extension header at `at` and the header after it, if it is whole.
+    let header = |at: usize| -> Option<(usize, u8)> {
+        let h = pkt.get(at..at + 2)?;
+        let end = at + (usize::from(h[1]) + 1) * 4;
+        (end <= pkt.len()).then_some((end, h[0]))
+    };
+    let Some((end, after)) = header(hdr_len) else {
+        return false;
+    };
+    match (next, after) {
+        (_, HBH) | (E2E, E2E) => false,
+        (HBH, E2E) => header(end).is_some_and(|(_, n)| n != HBH && n != E2E),
+        _ => true,
     }
 }
 
