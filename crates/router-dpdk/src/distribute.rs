@@ -50,8 +50,12 @@ pub fn flow_hash(frame: &[u8]) -> u64 {
         Ok(r) if r.len >= 12 => {
             let s = &frame[r.offset..r.offset + r.len];
             eat(&[s[1] & 0x0f, s[2], s[3]]);
-            // Address header: ISD-ASes (16 bytes) and hosts, up to 32 bytes of hosts.
-            let end = s.len().min(12 + 16 + 32);
+            // Address header: ISD-ASes (16 bytes) and the two hosts, their lengths from the
+            // DL/SL fields (4, 8, 12 or 16 bytes each). Nothing of the path: an EPIC path
+            // starts with a per-packet ID, and one flow must stay on one worker.
+            let types = s[9];
+            let hosts = 4 * (usize::from((types >> 4) & 3) + 1) + 4 * (usize::from(types & 3) + 1);
+            let end = s.len().min(12 + 16 + hosts);
             eat(&s[12.min(end)..end]);
         }
         _ => eat(&frame[..frame.len().min(64)]),
@@ -190,5 +194,55 @@ mod tests {
         assert!(buckets.iter().all(|&b| b > 60), "{buckets:?}");
         // Not SCION/UDP: still hashed, no panic.
         let _ = flow_hash(&[0u8; 3]);
+    }
+}
+
+#[cfg(test)]
+mod flow_tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    /// SCION/UDP frame with an EPIC-HP path (path type 3), IPv4 hosts (DL = SL = 0);
+    /// `pkt_counter` is the per-packet counter in the EPIC PktID.
+    fn epic_frame(flow: u32, pkt_counter: u32) -> Vec<u8> {
+        let mut scion = vec![0u8; 36 + 16 + 4 + 8 + 12 + 12];
+        scion[0] = 0; // version 0, TC 0
+        scion[1..4].copy_from_slice(&flow.to_be_bytes()[1..]);
+        scion[4] = 17; // NextHdr UDP
+        scion[5] = (scion.len() / 4) as u8;
+        scion[8] = 3; // PathType EPIC
+        scion[9] = 0; // DT/DL/ST/SL: IPv4 hosts
+        scion[12..20].copy_from_slice(&[0, 1, 0xff, 0, 0, 0, 0, 2]); // dst IA
+        scion[20..28].copy_from_slice(&[0, 1, 0xff, 0, 0, 0, 0, 1]); // src IA
+        scion[28..32].copy_from_slice(&[10, 2, 0, 9]); // dst host
+        scion[32..36].copy_from_slice(&[10, 1, 0, 5]); // src host
+        // EPIC path: PktID = TsRel (4) + Counter (4), PHVF, LHVF, then the SCION path.
+        scion[36..40].copy_from_slice(&1234u32.to_be_bytes());
+        scion[40..44].copy_from_slice(&pkt_counter.to_be_bytes());
+        let src: SocketAddr = "10.0.0.1:50000".parse().unwrap();
+        let dst: SocketAddr = "10.0.0.2:50000".parse().unwrap();
+        let mut f = vec![0u8; underlay::V4_HDR_LEN + scion.len()];
+        f[underlay::V4_HDR_LEN..].copy_from_slice(&scion);
+        assert!(underlay::write(
+            &mut f,
+            [1; 6],
+            [2; 6],
+            &src,
+            &dst,
+            scion.len()
+        ));
+        f
+    }
+
+    #[test]
+    fn epic_packets_of_one_flow_hash_to_one_worker() {
+        let workers = 2u64;
+        let w: Vec<u64> = (0..16)
+            .map(|c| flow_hash(&epic_frame(7, c)) % workers)
+            .collect();
+        assert!(
+            w.iter().all(|x| *x == w[0]),
+            "one flow spread over workers: {w:?}"
+        );
     }
 }

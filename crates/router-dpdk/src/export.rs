@@ -106,20 +106,44 @@ impl ExportStats {
     }
 }
 
+/// Bytes of `v` as a protobuf varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 struct Batcher {
     cfg: ExportConfig,
     socket: UdpSocket,
     batch: ReportBatch,
+    /// Encoded bytes of the batch so far, its exporter and sequence number included.
     bytes: usize,
     oldest: Option<Instant>,
     stats: Arc<ExportStats>,
 }
 
 impl Batcher {
+    /// The encoded size of the batch without reports (the sequence number at its longest).
+    fn empty_len(&self) -> usize {
+        ReportBatch {
+            exporter: self.batch.exporter.clone(),
+            sequence: u64::MAX,
+            reports: Vec::new(),
+        }
+        .encoded_len()
+    }
+
+    /// Adds a report, sending the batch first if the report would take it past `max_bytes`
+    /// (a report larger than that on its own goes alone).
     fn add(&mut self, r: Report) {
-        let len = r.encoded_len() + 4;
+        if self.bytes == 0 {
+            self.bytes = self.empty_len();
+        }
+        let body = r.encoded_len();
+        // Field tag and length prefix of the report.
+        let len = 1 + varint_len(body as u64) + body;
         if !self.batch.reports.is_empty() && self.bytes + len > self.cfg.max_bytes {
             self.send();
+            self.bytes = self.empty_len();
         }
         self.bytes += len;
         self.batch.reports.push(r);
@@ -220,5 +244,69 @@ pub fn run_exporter(
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+
+    #[test]
+    fn datagrams_stay_within_max_bytes() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let max_bytes = 512;
+        let mut b = Batcher {
+            cfg: ExportConfig {
+                collector: rx.local_addr().unwrap(),
+                exporter: Exporter {
+                    isd_as: 0x0001_ff00_0000_0110,
+                    router_id: 1,
+                    name: "br1-ff00_0_110-1".into(),
+                },
+                max_reports: 1024,
+                max_bytes,
+                flush: Duration::from_secs(10),
+            },
+            socket: UdpSocket::bind("127.0.0.1:0").unwrap(),
+            batch: ReportBatch {
+                exporter: Some(Exporter {
+                    isd_as: 0x0001_ff00_0000_0110,
+                    router_id: 1,
+                    name: "br1-ff00_0_110-1".into(),
+                }),
+                sequence: 0,
+                reports: Vec::new(),
+            },
+            bytes: 0,
+            oldest: None,
+            stats: Arc::new(ExportStats::default()),
+        };
+        for i in 0..20u64 {
+            b.add(Report {
+                receive_time_ns: 1_700_000_000_000_000_000 + i,
+                idint_stack: vec![0xab; 112],
+                ..Default::default()
+            });
+        }
+        b.send();
+        let mut buf = [0u8; 65536];
+        let mut sizes = Vec::new();
+        let mut reports = 0;
+        while let Ok(n) = rx.recv(&mut buf) {
+            sizes.push(n);
+            reports += ReportBatch::decode(&buf[..n]).unwrap().reports.len();
+            if sizes.len() as u64 == b.stats.batches.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        assert_eq!(reports, 20);
+        assert!(
+            sizes.iter().all(|&n| n <= max_bytes),
+            "datagram over max_bytes: {sizes:?}"
+        );
+        // Full datagrams: one more report (~126 bytes) would not have fitted.
+        let full = &sizes[..sizes.len() - 1];
+        assert!(full.iter().all(|&n| n + 126 > max_bytes), "{sizes:?}");
     }
 }

@@ -199,7 +199,7 @@ impl PortSample {
     }
 }
 
-/// Configured energy figures (instructions 0x08 power draw, 0x4b/0x4c energy and CO2 per
+/// Configured energy figures (instructions 0x08 power draw, 0x4a/0x4b energy and CO2 per
 /// packet); absent values stay unmeasured.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EnergyFigures {
@@ -307,14 +307,10 @@ impl RouterTelemetry {
     /// Samples every buffer's depth into its average (called periodically by the worker).
     pub fn sample_buffers(&mut self) {
         for (b, avg) in self.buffers.iter().zip(self.depth_avg_x16.iter_mut()) {
-            *avg = match (b.depth(), *avg) {
-                (None, _) => None,
-                (Some(d), None) => Some(d.saturating_mul(16)),
-                (Some(d), Some(a)) => {
-                    let (d, a) = (i64::from(d.saturating_mul(16)), i64::from(a));
-                    Some((a + (d - a) / 8) as u32)
-                }
-            };
+            *avg = b.depth().map(|d| match *avg {
+                None => d.saturating_mul(16),
+                Some(a) => average_x16(a, d),
+            });
         }
     }
 
@@ -330,6 +326,16 @@ impl RouterTelemetry {
 }
 
 /// `part / whole` in 255ths (clamped to 255; 0 of nothing).
+/// One step of the buffer-occupancy average (weight 1/8, kept ×16): `avg_x16` moved an eighth
+/// of the way to `depth`, rounded toward `depth` so that it reaches it (a step truncated toward
+/// zero left an emptied buffer's average at 1 for ever).
+fn average_x16(avg_x16: u32, depth: u32) -> u32 {
+    let (d, a) = (i64::from(depth.saturating_mul(16)), i64::from(avg_x16));
+    let step = d - a;
+    let moved = if step >= 0 { step + 7 } else { step }.div_euclid(8);
+    (a + moved).clamp(0, i64::from(u32::MAX)) as u32
+}
+
 fn fraction_255(part: u64, whole: u64) -> u8 {
     (u128::from(part.min(whole)) * 255 / u128::from(whole.max(1))) as u8
 }
@@ -390,7 +396,7 @@ impl TelemetrySource for RouterTelemetry {
                 .get(self.current)
                 .copied()
                 .flatten()
-                .map(|a| a.div_ceil(16)),
+                .map(|a| (a + 8) / 16),
         }
     }
     fn cpu_memory_usage(&mut self) -> Option<(u8, u8)> {
@@ -1065,7 +1071,27 @@ fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::{TscClock, fraction_255};
+    use super::{TscClock, average_x16, fraction_255};
+
+    #[test]
+    fn buffer_average_reaches_the_depth_both_ways() {
+        // A buffer that held one packet once, then stays empty: the average returns to 0.
+        let mut a = 16;
+        for _ in 0..200 {
+            a = average_x16(a, 0);
+        }
+        assert_eq!(((a + 8) / 16, a), (0, 0));
+        // And climbs to a steady depth without overshooting it.
+        let mut a = 0;
+        for _ in 0..200 {
+            a = average_x16(a, 40);
+            assert!(a <= 40 * 16);
+        }
+        assert_eq!(a, 40 * 16);
+        // An eighth of the way per step.
+        assert_eq!(average_x16(0, 8), 16);
+        assert_eq!(average_x16(16 * 8, 0), 16 * 7);
+    }
 
     #[test]
     fn tsc_conversion_matches_exact_division() {
