@@ -20,16 +20,19 @@ pub struct DistStats {
     pub tx: AtomicU64,
     /// Frames dropped because a tx queue was full.
     pub tx_full: AtomicU64,
+    /// Frames still waiting for a worker when the router stopped (freed, not processed).
+    pub discarded: AtomicU64,
 }
 
 impl DistStats {
     /// `(name, value)` pairs.
-    pub fn named(&self) -> [(&'static str, u64); 4] {
+    pub fn named(&self) -> [(&'static str, u64); 5] {
         [
             ("dist_rx", self.rx.load(Ordering::Relaxed)),
             ("dist_ring_full", self.ring_full.load(Ordering::Relaxed)),
             ("dist_tx", self.tx.load(Ordering::Relaxed)),
             ("dist_tx_full", self.tx_full.load(Ordering::Relaxed)),
+            ("dist_discarded", self.discarded.load(Ordering::Relaxed)),
         ]
     }
 }
@@ -90,7 +93,7 @@ impl Distributor {
         let mut staged: Vec<MbufBurst> = (0..workers).map(|_| MbufBurst::new()).collect();
         let mut out = MbufBurst::new();
         let (mut rx, mut full, mut tx, mut tx_full) = (0u64, 0u64, 0u64, 0u64);
-        let mut idle = 0u32;
+        let mut loops = 0u32;
         loop {
             let stopping = dpdk::stop_requested();
             let mut work = 0;
@@ -129,21 +132,35 @@ impl Distributor {
                     out.clear();
                 }
             }
-            if work == 0 {
-                idle += 1;
-                if idle > 1024 {
-                    idle = 0;
-                    self.stats.rx.store(rx, Ordering::Relaxed);
-                    self.stats.ring_full.store(full, Ordering::Relaxed);
-                    self.stats.tx.store(tx, Ordering::Relaxed);
-                    self.stats.tx_full.store(tx_full, Ordering::Relaxed);
-                }
-                // Workers have stopped and their rings are drained: done.
-                if stopping && self.done.load(Ordering::Acquire) {
-                    break;
+            // Published every 1024 rounds, busy or not (`/metrics` reads them).
+            loops = loops.wrapping_add(1);
+            if loops % 1024 == 0 {
+                self.stats.rx.store(rx, Ordering::Relaxed);
+                self.stats.ring_full.store(full, Ordering::Relaxed);
+                self.stats.tx.store(tx, Ordering::Relaxed);
+                self.stats.tx_full.store(tx_full, Ordering::Relaxed);
+            }
+            // Workers have stopped and their output rings are drained: done.
+            if work == 0 && stopping && self.done.load(Ordering::Acquire) {
+                break;
+            }
+        }
+        // What the workers did not take before they stopped is freed and counted: every
+        // frame received is accounted for.
+        let mut discarded = 0u64;
+        for rings in &self.to_workers {
+            for ring in rings {
+                loop {
+                    let n = ring.dequeue(&mut input);
+                    if n == 0 {
+                        break;
+                    }
+                    discarded += n as u64;
+                    input.clear();
                 }
             }
         }
+        self.stats.discarded.store(discarded, Ordering::Relaxed);
         self.stats.rx.store(rx, Ordering::Relaxed);
         self.stats.ring_full.store(full, Ordering::Relaxed);
         self.stats.tx.store(tx, Ordering::Relaxed);

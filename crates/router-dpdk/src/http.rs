@@ -183,7 +183,12 @@ pub fn prometheus(
         &lookups,
     );
     for (k, v) in extra {
-        counter(&format!("{k}_total"), "Report export counter", &one(*v));
+        let help = if k.starts_with("dist_") {
+            "Software flow distribution counter"
+        } else {
+            "Report export counter"
+        };
+        counter(&format!("{k}_total"), help, &one(*v));
     }
     let per_port = |f: fn(&crate::dpdk::PortStats) -> u64| -> Vec<(String, u64)> {
         ports

@@ -20,7 +20,7 @@ use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
 use crate::worker::{
-    IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, TscClock, Worker,
+    IfEgress, PortSample, RouterTelemetry, SharedClock, Sink, Source, Tables, TscClock, Worker,
 };
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
@@ -283,6 +283,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     );
     let clock = TscClock::new(eal.tsc_hz());
     let started_ns = clock.now_ns();
+    // Corrected against the system clock by the control loop below.
+    let shared_clock = Arc::new(SharedClock::new(clock));
     let samples: Arc<[PortSample]> = ports.iter().map(|_| PortSample::default()).collect();
     sample_ports(&ports, &samples, 1);
     dpdk::install_stop_signals()?;
@@ -392,6 +394,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         let s = Arc::new(WorkerStats::default());
         stats.push(s.clone());
         let worker = Worker {
+            clock: shared_clock.clone(),
             io_only: config.io_only,
             rx,
             tx,
@@ -464,9 +467,10 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     let http_thread = match control {
         None => None,
         Some(listener) => {
-            let (st, es, d, pids) = (
+            let (st, es, ds, d, pids) = (
                 stats.clone(),
                 export_stats.clone(),
+                dist_stats.clone(),
                 done.clone(),
                 port_ids.clone(),
             );
@@ -486,7 +490,9 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                                         (n.clone(), dpdk::port_stats(*id).unwrap_or_default())
                                     })
                                     .collect();
-                                crate::http::prometheus(&snap, &ps, &es.named())
+                                let mut extra = es.named().to_vec();
+                                extra.extend(ds.named());
+                                crate::http::prometheus(&snap, &ps, &extra)
                             },
                             || {
                                 let snap = Snapshot::sum(st2.iter().map(|s| &**s));
@@ -507,6 +513,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
 
     let start = Instant::now();
     let mut last_sample = Instant::now();
+    // Where the TSC rate is measured from (see `TscClock::resynced`).
+    let mut rate_from = clock.anchor();
     while !dpdk::stop_requested() {
         if opts.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
@@ -516,6 +524,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             let ns = last_sample.elapsed().as_nanos() as u64;
             last_sample = Instant::now();
             sample_ports(&ports, &samples, ns);
+            let (tsc, real) = (dpdk::rdtsc(), unix_now_ns());
+            shared_clock.store(&shared_clock.load().resynced(tsc, real, &mut rate_from));
         }
     }
     let signalled = dpdk::stop_requested();
@@ -592,6 +602,14 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         summary: text,
         failure,
     })
+}
+
+/// The system clock, Unix ns (0 before 1970).
+fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -150,6 +150,123 @@ impl TscClock {
     pub fn now_ns(&self) -> u64 {
         self.unix_ns(dpdk::rdtsc())
     }
+
+    /// The calibration pair: (TSC, Unix ns) this clock counts from.
+    pub fn anchor(&self) -> (u64, u64) {
+        (self.tsc0, self.unix_ns0)
+    }
+
+    /// This clock corrected against the system clock, which read `real_ns` at TSC `tsc`
+    /// (`start`: the pair the rate is measured from, `(tsc, real_ns)`; reset by a step). The declared TSC frequency is only
+    /// nominal (on the development VM DPDK says 2.6 GHz, the kernel measured 2596.144 MHz: the
+    /// uncorrected clock lost 5 s an hour), so the rate becomes the one measured since `start`,
+    /// plus a slew that absorbs the clock's current error over the next [`SLEW_NS`]
+    /// (limited to ±[`MAX_SLEW_PPM`]): the result continues this clock's reading at `tsc`, so
+    /// time never jumps, unless the error exceeds [`STEP_NS`] (the system clock was set): then
+    /// it steps to the system clock.
+    pub fn resynced(&self, tsc: u64, real_ns: u64, start: &mut (u64, u64)) -> TscClock {
+        let now = self.unix_ns(tsc);
+        let error = i128::from(real_ns) - i128::from(now);
+        if error.unsigned_abs() > u128::from(STEP_NS) {
+            // The system clock was set: the rate is measured afresh from here.
+            *start = (tsc, real_ns);
+            return TscClock {
+                tsc0: tsc,
+                unix_ns0: real_ns,
+                ..*self
+            };
+        }
+        // ns per tick × 2^NS_SHIFT, measured over the whole run once it is long enough.
+        let (ticks, ns) = (tsc.wrapping_sub(start.0), real_ns.saturating_sub(start.1));
+        let rate = if ns >= MIN_RATE_SPAN_NS && ticks > 0 {
+            (u128::from(ns) << NS_SHIFT) / u128::from(ticks)
+        } else {
+            self.ns_per_tick
+        };
+        // The error spread over the next SLEW_NS: a relative rate change of error / SLEW_NS.
+        let max = i128::from(SLEW_NS) * i128::from(MAX_SLEW_PPM) / 1_000_000;
+        let slew = error.clamp(-max, max);
+        let adjusted = (rate as i128) + (rate as i128) * slew / i128::from(SLEW_NS);
+        TscClock {
+            tsc0: tsc,
+            unix_ns0: now,
+            hz: self.hz,
+            ns_per_tick: adjusted.max(1) as u128,
+        }
+    }
+}
+
+/// How long a clock correction takes to absorb the error (see [`TscClock::resynced`]).
+pub const SLEW_NS: u64 = 1_000_000_000;
+/// Largest rate correction for the error, parts per million.
+pub const MAX_SLEW_PPM: u64 = 500;
+/// An error beyond this is a step of the system clock: followed at once.
+pub const STEP_NS: u64 = 100_000_000;
+/// The rate is measured once the run is this long (before, the declared frequency).
+const MIN_RATE_SPAN_NS: u64 = 1_000_000_000;
+
+/// The router's clock as the control thread corrects it ([`TscClock::resynced`]), read by the
+/// workers a few hundred times a second (a sequence lock: no lock, no allocation).
+#[derive(Debug)]
+pub struct SharedClock {
+    seq: AtomicU64,
+    tsc0: AtomicU64,
+    unix_ns0: AtomicU64,
+    hz: AtomicU64,
+    rate_hi: AtomicU64,
+    rate_lo: AtomicU64,
+}
+
+impl SharedClock {
+    /// Starts with `c`.
+    pub fn new(c: TscClock) -> Self {
+        let s = SharedClock {
+            seq: AtomicU64::new(0),
+            tsc0: AtomicU64::new(0),
+            unix_ns0: AtomicU64::new(0),
+            hz: AtomicU64::new(0),
+            rate_hi: AtomicU64::new(0),
+            rate_lo: AtomicU64::new(0),
+        };
+        s.store(&c);
+        s
+    }
+
+    /// Publishes `c` (one writer: the control thread).
+    pub fn store(&self, c: &TscClock) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        self.tsc0.store(c.tsc0, Ordering::Relaxed);
+        self.unix_ns0.store(c.unix_ns0, Ordering::Relaxed);
+        self.hz.store(c.hz, Ordering::Relaxed);
+        self.rate_hi
+            .store((c.ns_per_tick >> 64) as u64, Ordering::Relaxed);
+        self.rate_lo.store(c.ns_per_tick as u64, Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// The clock last published.
+    pub fn load(&self) -> TscClock {
+        loop {
+            let s1 = self.seq.load(Ordering::Acquire);
+            if s1 & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let c = TscClock {
+                tsc0: self.tsc0.load(Ordering::Relaxed),
+                unix_ns0: self.unix_ns0.load(Ordering::Relaxed),
+                hz: self.hz.load(Ordering::Relaxed),
+                ns_per_tick: (u128::from(self.rate_hi.load(Ordering::Relaxed)) << 64)
+                    | u128::from(self.rate_lo.load(Ordering::Relaxed)),
+            };
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.seq.load(Ordering::Relaxed) == s1 {
+                return c;
+            }
+        }
+    }
 }
 
 /// Port measurements sampled by the control thread (a few times per second) and read by the
@@ -557,6 +674,8 @@ pub struct Worker<K: VerifierKeys> {
     pub exporter: Option<RingExporter>,
     /// Benchmark mode: frames leave by the next port untouched (see `Config::io_only`).
     pub io_only: bool,
+    /// The corrected clock the control thread publishes (taken up every few ms).
+    pub clock: Arc<SharedClock>,
 }
 
 impl<K: VerifierKeys> Worker<K> {
@@ -574,6 +693,7 @@ impl<K: VerifierKeys> Worker<K> {
             telemetry,
             exporter,
             io_only,
+            clock: shared_clock,
         } = self;
         let clock = telemetry.clock;
         let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
@@ -583,6 +703,7 @@ impl<K: VerifierKeys> Worker<K> {
             tables,
             stats,
             clock,
+            shared_clock,
             pool,
         };
         if io_only {
@@ -602,6 +723,7 @@ struct Io {
     tables: Arc<Tables>,
     stats: Arc<WorkerStats>,
     clock: TscClock,
+    shared_clock: Arc<SharedClock>,
     pool: Arc<dpdk::Mempool>,
 }
 
@@ -655,7 +777,7 @@ impl Io {
         let mut slots: Vec<Slot> = (0..MAX_BURST).map(|_| Slot::default()).collect();
         let mut out: Vec<MbufBurst> = (0..self.tx.len()).map(|_| MbufBurst::new()).collect();
         let mut burst = MbufBurst::new();
-        let clock = self.clock;
+        let mut clock = self.clock;
         let mut resolver = Resolver {
             pool: self.pool.clone(),
             interval: clock.hz / 10,
@@ -699,6 +821,9 @@ impl Io {
                     .sample_usage(busy, tsc.wrapping_sub(last_publish), &self.pool);
                 last_publish = tsc;
                 busy = 0;
+                // The control thread's corrected clock, for timestamps and time.
+                clock = self.shared_clock.load();
+                stage.source.clock = clock;
             }
         }
         send_all(tables, &mut out, &mut self.tx, &mut io);
@@ -1071,7 +1196,67 @@ fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::{TscClock, average_x16, fraction_255};
+    use super::{SharedClock, TscClock, average_x16, fraction_255};
+
+    /// A TSC declared at 2.6 GHz that runs at 2596.144 MHz (as on the development VM), the
+    /// clock resynced every 100 ms: it converges on the system clock, never goes back, and the
+    /// shared copy reads what was stored.
+    #[test]
+    fn corrected_clock_follows_the_system_clock() {
+        let (declared, true_hz) = (2_600_000_000u64, 2_596_144_000u64);
+        let c0 = TscClock {
+            tsc0: 1_000_000,
+            unix_ns0: 1_763_800_000_000_000_000,
+            hz: declared,
+            ns_per_tick: ((1_000_000_000u128 << super::NS_SHIFT) + u128::from(declared) / 2)
+                / u128::from(declared),
+        };
+        let real_at = |tsc: u64| {
+            c0.unix_ns0 + (u128::from(tsc - c0.tsc0) * 1_000_000_000 / u128::from(true_hz)) as u64
+        };
+        let shared = SharedClock::new(c0);
+        let mut start = c0.anchor();
+        let step = true_hz / 10;
+        let mut tsc = c0.tsc0;
+        let mut last = 0u64;
+        let mut errors = Vec::new();
+        for _ in 0..600 {
+            // A minute of 100 ms steps; times read every 10 ms in between are monotonic.
+            for k in 1..=10 {
+                let t = shared.load().unix_ns(tsc + step * k / 10);
+                assert!(t >= last, "clock went back");
+                last = t;
+            }
+            tsc += step;
+            let c = shared.load();
+            let next = c.resynced(tsc, real_at(tsc), &mut start);
+            assert!(next.unix_ns(tsc).abs_diff(c.unix_ns(tsc)) <= 1, "no jump");
+            shared.store(&next);
+            assert_eq!(shared.load().anchor(), next.anchor());
+            errors.push(next.unix_ns(tsc + step).abs_diff(real_at(tsc + step)));
+        }
+        // Uncorrected, the clock would be 89 ms behind after a minute.
+        let uncorrected = c0.unix_ns(tsc).abs_diff(real_at(tsc));
+        assert!(uncorrected > 80_000_000, "{uncorrected}");
+        // Corrected: within a microsecond after the first seconds.
+        let worst_late = errors[100..].iter().max().copied().unwrap();
+        assert!(worst_late < 1_000, "{worst_late} ns");
+        // A step of the system clock (set by hand) is followed at once.
+        let c = shared.load();
+        let stepped = c.resynced(tsc, real_at(tsc) + 5_000_000_000, &mut start);
+        assert_eq!(stepped.unix_ns(tsc), real_at(tsc) + 5_000_000_000);
+        assert_eq!(start, (tsc, real_at(tsc) + 5_000_000_000));
+        // And tracked from there, the rate measured from the step on.
+        let mut c = stepped;
+        for _ in 0..300 {
+            tsc += step;
+            c = c.resynced(tsc, real_at(tsc) + 5_000_000_000, &mut start);
+        }
+        let err = c
+            .unix_ns(tsc + step)
+            .abs_diff(real_at(tsc + step) + 5_000_000_000);
+        assert!(err < 1_000, "{err} ns after a step");
+    }
 
     #[test]
     fn buffer_average_reaches_the_depth_both_ways() {

@@ -370,6 +370,7 @@ fn software_flow_distribution_keeps_flows_in_order() {
     assert_eq!(summary["distributor"]["dist_rx"], 60);
     assert_eq!(summary["distributor"]["dist_tx"], 60);
     assert_eq!(summary["distributor"]["dist_ring_full"], 0);
+    assert_eq!(summary["distributor"]["dist_discarded"], 0);
 
     let sent: Vec<Vec<u8>> = sent.iter().map(|f| split(f).4).collect();
     assert_eq!(sent.len(), 60);
