@@ -134,7 +134,7 @@ impl Distributor {
             }
             // Published every 1024 rounds, busy or not (`/metrics` reads them).
             loops = loops.wrapping_add(1);
-            if loops % 1024 == 0 {
+            if loops.is_multiple_of(1024) {
                 self.stats.rx.store(rx, Ordering::Relaxed);
                 self.stats.ring_full.store(full, Ordering::Relaxed);
                 self.stats.tx.store(tx, Ordering::Relaxed);
