@@ -173,11 +173,24 @@ pub fn level1(sv: &Key, dst: IsdAsn) -> Key {
 
 /// PRF input `type | [protocol(2)] | nibble | host`, zero padded to 32 bytes; returns the
 /// buffer and the number of meaningful bytes (the PRF zero-fills to a block boundary anyway).
+/// An IPv4-mapped IPv6 host (`::ffff:a.b.c.d`) is the IPv4 host `a.b.c.d`, as SCION packs
+/// host addresses for derivations (`slayers.PackAddr` unmaps them).
 pub fn level2_input(
     kind: KeyType,
     protocol: Option<Protocol>,
     host: &HostAddr,
 ) -> Result<([u8; 32], usize), DeriveError> {
+    let unmapped;
+    let host = match host {
+        HostAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => {
+                unmapped = HostAddr::V4(v4);
+                &unmapped
+            }
+            None => host,
+        },
+        _ => host,
+    };
     if !host.addr_type().is_known() {
         return Err(DeriveError::HostType);
     }

@@ -181,3 +181,31 @@ fn master_key_files_of_the_config_examples() {
         assert_eq!(n, 16, "{dir}");
     }
 }
+
+/// SCION packs an IPv4-mapped IPv6 host as the IPv4 host before every level-2/3 derivation
+/// (`slayers.PackAddr` unmaps it): the keys of `::ffff:a.b.c.d` are those of `a.b.c.d`.
+#[test]
+fn ipv4_mapped_ipv6_hosts_derive_as_ipv4() {
+    use drkey::{Key, Protocol, as_host, generic_as_host, host_as, host_host};
+    use idint_wire::HostAddr;
+    let l1 = Key::from_bytes([0x59; 16]).cipher();
+    for (v4, v6) in [
+        ("127.0.0.1", "::ffff:127.0.0.1"),
+        ("10.1.2.3", "::ffff:10.1.2.3"),
+    ] {
+        let a = HostAddr::V4(v4.parse().unwrap());
+        let b = HostAddr::V6(v6.parse().unwrap());
+        assert_eq!(as_host(&l1, &a).unwrap(), as_host(&l1, &b).unwrap());
+        assert_eq!(host_as(&l1, &a).unwrap(), host_as(&l1, &b).unwrap());
+        let ha = host_as(&l1, &a).unwrap().cipher();
+        assert_eq!(host_host(&ha, &a).unwrap(), host_host(&ha, &b).unwrap());
+        assert_eq!(
+            generic_as_host(&l1, Protocol::IDINT, &a).unwrap(),
+            generic_as_host(&l1, Protocol::IDINT, &b).unwrap()
+        );
+    }
+    // Other IPv6 hosts, including the IPv4-compatible form, stay IPv6.
+    let v6 = HostAddr::V6("::127.0.0.1".parse().unwrap());
+    let v4 = HostAddr::V4("127.0.0.1".parse().unwrap());
+    assert_ne!(as_host(&l1, &v6).unwrap(), as_host(&l1, &v4).unwrap());
+}

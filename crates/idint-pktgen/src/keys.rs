@@ -41,8 +41,10 @@ struct AsKeys {
 pub struct KeyRing {
     ases: HashMap<IsdAsn, AsKeys>,
     epoch_secs: u32,
-    level1: HashMap<(IsdAsn, IsdAsn), Key>,
-    host: HashMap<(IsdAsn, HostAddr, IsdAsn, HostAddr), Aes128Enc>,
+    /// Level-1 keys by (src, dst, epoch number).
+    level1: HashMap<(IsdAsn, IsdAsn, u64), Key>,
+    /// Host-to-host keys by (src, src host, dst, dst host, epoch number).
+    host: HashMap<(IsdAsn, HostAddr, IsdAsn, HostAddr, u64), Aes128Enc>,
 }
 
 impl KeyRing {
@@ -98,18 +100,20 @@ impl KeyRing {
         dst_host: HostAddr,
         now_s: u64,
     ) -> Result<&Aes128Enc, GenError> {
-        let k = (src, src_host, dst, dst_host);
+        // Epochs are aligned to the Unix epoch (as `LocalProvider` has them).
+        let epoch = now_s / u64::from(self.epoch_secs.max(1));
+        let k = (src, src_host, dst, dst_host, epoch);
         if !self.host.contains_key(&k) {
-            if !self.level1.contains_key(&(src, dst)) {
+            if !self.level1.contains_key(&(src, dst, epoch)) {
                 let master = self.entry(src).master.clone();
                 let p = LocalProvider::new(src, &master, self.epoch_secs)
                     .map_err(|e| GenError::Key(e.to_string()))?;
                 let (_, l1) = p
                     .level1(Protocol::IDINT, src, dst, now_s)
                     .map_err(|e| GenError::Key(e.to_string()))?;
-                self.level1.insert((src, dst), l1);
+                self.level1.insert((src, dst, epoch), l1);
             }
-            let l1 = &self.level1[&(src, dst)];
+            let l1 = &self.level1[&(src, dst, epoch)];
             let ha = drkey::host_as(&l1.cipher(), &src_host)
                 .map_err(|e| GenError::Key(e.to_string()))?;
             let hh = drkey::host_host(&ha.cipher(), &dst_host)
@@ -123,6 +127,30 @@ impl KeyRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_keys_follow_the_epoch_of_the_time_asked() {
+        let (a, b): (IsdAsn, IsdAsn) =
+            ("1-ff00:0:1".parse().unwrap(), "1-ff00:0:2".parse().unwrap());
+        let (ha, hb) = (
+            HostAddr::V4("10.0.0.1".parse().unwrap()),
+            HostAddr::V4("10.0.0.2".parse().unwrap()),
+        );
+        let epoch = 86_400u64;
+        let t = 1_763_800_000u64 / epoch * epoch + 100;
+        // A key's fingerprint: its CBC-MAC of a zero block.
+        let key_bytes = |ring: &mut KeyRing, now_s: u64| {
+            let k = ring.idint_host_key(a, ha, b, hb, now_s).unwrap();
+            idint_wire::crypto::cbc_mac(k, &[0; 16])
+        };
+        let mut ring = KeyRing::new(epoch as u32);
+        let first = key_bytes(&mut ring, t);
+        assert_eq!(key_bytes(&mut ring, t + 1000), first, "same epoch");
+        let next = key_bytes(&mut ring, t + epoch);
+        assert_ne!(next, first, "the next epoch's key, not the cached one");
+        // A fresh ring asked for the next epoch first agrees.
+        assert_eq!(key_bytes(&mut KeyRing::new(epoch as u32), t + epoch), next);
+    }
 
     #[test]
     fn deterministic_and_distinct() {
