@@ -201,7 +201,32 @@ pub enum KeyError {
 struct PathKeys {
     begin: u64,
     end: u64,
+    /// The ASes the keys are for: a path id is a hash, and another path's keys must never be
+    /// taken for this one's.
+    ases: Vec<IsdAsn>,
     keys: Vec<Aes128Enc>,
+}
+
+/// A cached source key and whose it is (the cache slot is a hash of the source).
+struct SourceKey {
+    ia: IsdAsn,
+    host: HostAddr,
+    epoch: Epoch,
+    key: Aes128Enc,
+}
+
+/// The cache slot of a source's key: a 64-bit hash of its ISD-AS and host. Not an identity
+/// (collisions can be computed): cached entries carry their source and are checked.
+pub fn source_slot(ia: IsdAsn, host: &HostAddr) -> u64 {
+    let (b, n) = host.to_bytes();
+    let mut h = ia.to_u64() ^ 0x9e37_79b9_7f4a_7c15;
+    for chunk in b[..n].chunks(8) {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 31;
+    }
+    h ^ u64::from(host.addr_type().nibble())
 }
 
 /// A worker's key resolver: the AS-to-host keys K(AS -> collector) of every AS of a path,
@@ -213,7 +238,7 @@ pub struct KeyResolver {
     host: HostAddr,
     provider: Arc<dyn Level1Provider>,
     path_keys: FxHashMap<u64, PathKeys>,
-    source_keys: FxHashMap<u64, (Epoch, Aes128Enc)>,
+    source_keys: FxHashMap<u64, SourceKey>,
     capacity: usize,
     watched: Option<(Arc<ImportedKeys>, u64)>,
 }
@@ -285,7 +310,7 @@ impl KeyResolver {
         time_s: u64,
     ) -> Result<&[Aes128Enc], KeyError> {
         let fresh = matches!(self.path_keys.get(&path),
-            Some(p) if p.begin <= time_s && time_s < p.end && p.keys.len() == ases.len());
+            Some(p) if p.begin <= time_s && time_s < p.end && p.ases == ases);
         if !fresh {
             let (mut begin, mut end) = (0u64, u64::MAX);
             let mut keys = Vec::with_capacity(ases.len());
@@ -298,7 +323,15 @@ impl KeyResolver {
             if self.path_keys.len() >= self.capacity {
                 self.path_keys.clear();
             }
-            self.path_keys.insert(path, PathKeys { begin, end, keys });
+            self.path_keys.insert(
+                path,
+                PathKeys {
+                    begin,
+                    end,
+                    ases: ases.to_vec(),
+                    keys,
+                },
+            );
         }
         self.path_keys
             .get(&path)
@@ -311,7 +344,7 @@ impl KeyResolver {
     pub fn cached(&self, id: u64, path: u64) -> Option<(&Aes128Enc, &[Aes128Enc])> {
         let s = self.source_keys.get(&id)?;
         let p = self.path_keys.get(&path)?;
-        Some((&s.1, &p.keys[..]))
+        Some((&s.key, &p.keys[..]))
     }
 
     /// K(`ia`:`src` -> collector) at `time_s`, the source entry's key; `id` identifies the
@@ -323,7 +356,8 @@ impl KeyResolver {
         src: HostAddr,
         time_s: u64,
     ) -> Result<&Aes128Enc, KeyError> {
-        let fresh = matches!(self.source_keys.get(&id), Some((e, _)) if e.contains(time_s));
+        let fresh = matches!(self.source_keys.get(&id),
+            Some(s) if s.ia == ia && s.host == src && s.epoch.contains(time_s));
         if !fresh {
             let (epoch, l1) = self
                 .provider
@@ -334,11 +368,19 @@ impl KeyResolver {
             if self.source_keys.len() >= self.capacity {
                 self.source_keys.clear();
             }
-            self.source_keys.insert(id, (epoch, hh.cipher()));
+            self.source_keys.insert(
+                id,
+                SourceKey {
+                    ia,
+                    host: src,
+                    epoch,
+                    key: hh.cipher(),
+                },
+            );
         }
         self.source_keys
             .get(&id)
-            .map(|(_, k)| k)
+            .map(|s| &s.key)
             .ok_or(KeyError::BadHost)
     }
 }
@@ -356,6 +398,50 @@ mod tests {
             epoch_end: 200,
             key_hex: "00112233445566778899aabbccddeeff".into(),
         }
+    }
+
+    /// Two paths sharing a cache slot (their ids are hashes): each gets its own ASes' keys.
+    #[test]
+    fn path_keys_are_for_the_ases_asked_for() {
+        let own: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let local = drkey::provider::LocalProvider::new(own, &[7; 16], 86_400).unwrap();
+        let other: IsdAsn = "1-ff00:0:111".parse().unwrap();
+        let t = 1_763_800_000u64;
+        let imported = Arc::new(ImportedKeys::default());
+        imported
+            .import(&[ImportedKey {
+                src_ia: "1-ff00:0:111".into(),
+                dst_ia: "1-ff00:0:110".into(),
+                protocol: 2,
+                epoch_begin: (t - 100) as u32,
+                epoch_end: (t + 100) as u32,
+                key_hex: "00112233445566778899aabbccddeeff".into(),
+            }])
+            .unwrap();
+        let provider = Arc::new(CollectorProvider::new(own, Some(local), imported, None));
+        let host = HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9));
+        let mut r = KeyResolver::new(own, host, provider);
+        let fingerprint = |k: &Aes128Enc| idint_wire::crypto::cbc_mac(k, &[0; 16]);
+        let keys = |r: &mut KeyResolver, ases: &[IsdAsn]| -> Vec<[u8; 16]> {
+            r.path_keys(5, ases, t)
+                .unwrap()
+                .iter()
+                .map(fingerprint)
+                .collect()
+        };
+        let mine = keys(&mut r, &[own]);
+        let theirs = keys(&mut r, &[other]);
+        assert_ne!(mine, theirs, "[other] got the cached [own] keys");
+        assert_eq!(keys(&mut r, &[own]), mine);
+        // The same for source keys: one slot, two sources, two keys.
+        let a = r.source_key(9, own, host, t).map(fingerprint).unwrap();
+        let other_host = HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 10));
+        let b = r
+            .source_key(9, own, other_host, t)
+            .map(fingerprint)
+            .unwrap();
+        assert_ne!(a, b);
+        assert_eq!(r.source_key(9, own, host, t).map(fingerprint).unwrap(), a);
     }
 
     #[test]

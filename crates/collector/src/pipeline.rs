@@ -21,10 +21,11 @@ use rustc_hash::FxHashMap;
 
 use crate::counters::{Counters, MalformedReason, Quarantine, Quarantined, RejectReason};
 use crate::keys::KeyResolver;
+use crate::keys::source_slot;
 use crate::metrics::{
     DetectionConfig, Measurement, MetricKey, MetricStore, NO_SLOT, Point, PointSink,
 };
-use crate::replay::ReplayFilter;
+use crate::replay::{ReplayFilter, Source};
 use crate::topology::{
     HopLayout, InternalLink, LayoutError, Mapping, PathHop, PathInfo, PathOrigin, Topology,
     TopologyHandle, add_internal_link, add_path, add_router,
@@ -295,18 +296,6 @@ fn host_of(h: Option<(u32, &[u8])>) -> Result<HostAddr, Reject> {
         .map_err(|e| reject(RejectReason::BadHost, format!("host address: {e}")))
 }
 
-fn source_id(ia: IsdAsn, host: &HostAddr) -> u64 {
-    let (b, n) = host.to_bytes();
-    let mut h = ia.to_u64() ^ 0x9e37_79b9_7f4a_7c15;
-    for chunk in b[..n].chunks(8) {
-        let mut w = [0u8; 8];
-        w[..chunk.len()].copy_from_slice(chunk);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3);
-        h ^= h >> 31;
-    }
-    h ^ u64::from(host.addr_type().nibble())
-}
-
 impl Pipeline {
     /// A worker pipeline with its own key caches and replay memory.
     ///
@@ -571,10 +560,11 @@ impl Pipeline {
         }
 
         // Freshness and replay before the (costly) MACs; recorded only after they verify.
-        let source = source_id(src, &src_host);
+        let source = source_slot(src, &src_host);
+        let who = Source::new(src, &src_host);
         let full_ts = self
             .replay
-            .check(source, ts48, port, now_ns)
+            .check(who, ts48, port, now_ns)
             .map_err(replay_reject)?;
 
         // Hops to ASes.
@@ -635,7 +625,7 @@ impl Pipeline {
         .map_err(verify_reject)?;
         check_instructions(&idint.main()).map_err(decode_reject)?;
         self.replay
-            .record(source, full_ts, port, now_ns)
+            .record(who, full_ts, port, now_ns)
             .map_err(replay_reject)?;
         if let Some(err) = decode_error {
             return Err(decode_reject(err));

@@ -7,10 +7,31 @@
 use std::collections::VecDeque;
 
 use idint_wire::idint::verify::{ReplayError, ReplayWindow};
+use idint_wire::{HostAddr, IsdAsn};
 use rustc_hash::FxHashSet;
 
-/// A source's identity plus its (full timestamp, port) pair.
-type Pair = (u64, u64, u16);
+/// Who sent a report: its ISD-AS and host, exactly (a hash of them could be made to collide,
+/// and another source's pairs then count against this one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Source {
+    ia: u64,
+    kind: u8,
+    host: [u8; 16],
+}
+
+impl Source {
+    /// The source `host` in `ia`.
+    pub fn new(ia: IsdAsn, host: &HostAddr) -> Self {
+        Source {
+            ia: ia.to_u64(),
+            kind: host.addr_type().nibble(),
+            host: host.to_bytes().0,
+        }
+    }
+}
+
+/// A source plus its (full timestamp, port) pair.
+type Pair = (Source, u64, u16);
 
 /// Replay filter for every source the collector hears from.
 pub struct ReplayFilter {
@@ -37,7 +58,7 @@ impl ReplayFilter {
     /// The full time of a fresh 48-bit timestamp, and whether `(source, full, port)` is new.
     pub fn check(
         &self,
-        source: u64,
+        source: Source,
         ts48: u64,
         port: u16,
         now_ns: u64,
@@ -52,7 +73,7 @@ impl ReplayFilter {
     /// Records a pair checked by [`Self::check`] (after its MACs verified).
     pub fn record(
         &mut self,
-        source: u64,
+        source: Source,
         full: u64,
         port: u16,
         now_ns: u64,
@@ -101,26 +122,31 @@ mod tests {
     const NOW: u64 = 1_763_800_000 * S;
     const WRAP: u64 = 1 << 48;
 
+    fn src(last: u8) -> Source {
+        let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        Source::new(ia, &HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, last)))
+    }
+
     #[test]
     fn pairs_are_per_source_and_expire() {
         let mut f = ReplayFilter::new(60 * S, S, 3);
         let ts = (NOW - S) % WRAP;
-        let full = f.check(1, ts, 7, NOW).unwrap();
-        f.record(1, full, 7, NOW).unwrap();
-        assert_eq!(f.check(1, ts, 7, NOW), Err(ReplayError::Replayed));
+        let full = f.check(src(1), ts, 7, NOW).unwrap();
+        f.record(src(1), full, 7, NOW).unwrap();
+        assert_eq!(f.check(src(1), ts, 7, NOW), Err(ReplayError::Replayed));
         // Another source may use the same pair.
-        let full2 = f.check(2, ts, 7, NOW).unwrap();
-        f.record(2, full2, 7, NOW).unwrap();
-        f.record(2, full2 + 1, 7, NOW).unwrap();
-        assert_eq!(f.record(2, full2 + 2, 7, NOW), Err(ReplayError::Full));
+        let full2 = f.check(src(2), ts, 7, NOW).unwrap();
+        f.record(src(2), full2, 7, NOW).unwrap();
+        f.record(src(2), full2 + 1, 7, NOW).unwrap();
+        assert_eq!(f.record(src(2), full2 + 2, 7, NOW), Err(ReplayError::Full));
         assert!(matches!(
-            f.check(1, (NOW - 61 * S) % WRAP, 7, NOW),
+            f.check(src(1), (NOW - 61 * S) % WRAP, 7, NOW),
             Err(ReplayError::Stale { .. })
         ));
         // A minute later, the old pairs are gone and room is free again.
         let later = NOW + 61 * S;
-        let t2 = f.check(1, later % WRAP, 7, later).unwrap();
-        f.record(1, t2, 7, later).unwrap();
+        let t2 = f.check(src(1), later % WRAP, 7, later).unwrap();
+        f.record(src(1), t2, 7, later).unwrap();
         assert_eq!(f.len(), 1);
     }
 }
