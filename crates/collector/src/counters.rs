@@ -170,6 +170,9 @@ pub struct Counters {
     pub points_refused: AtomicU64,
     /// Paths learned from reports.
     pub paths_learned: AtomicU64,
+    /// Reports accepted with some entries under the previous key epoch's keys (just after
+    /// an epoch began: DRKey's grace period).
+    pub grace_accepted: AtomicU64,
     /// Times a worker waited for a full time-series buffer (20 ms each).
     pub sink_waits: AtomicU64,
 }
@@ -254,6 +257,11 @@ impl Counters {
             "paths_learned_total",
             "Paths learned from reports",
             &self.paths_learned,
+        );
+        c(
+            "grace_accepted_total",
+            "Reports accepted with entries under the previous key epoch (grace period)",
+            &self.grace_accepted,
         );
         let _ = writeln!(
             out,

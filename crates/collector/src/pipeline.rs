@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
+use drkey::epoch::GRACE_PERIOD;
 use idint_report::v1;
+use idint_wire::crypto::{Aes128Enc, cbc_mac};
 use idint_wire::idint::crypto::{VerifyError, verify_stack_with};
 use idint_wire::idint::verify::{
     DecodeError, DecodedEntry, ReplayError, check_instructions, decode_entry,
@@ -606,7 +608,7 @@ impl Pipeline {
         let entries = &mut self.entries;
         entries.clear();
         let mut decode_error = None;
-        verify_stack_with(
+        let verified = verify_stack_with(
             &mut idint,
             source_key,
             |_, e| {
@@ -621,9 +623,23 @@ impl Pipeline {
                     }
                 }
             },
-        )
-        .map_err(verify_reject)?;
-        check_instructions(&idint.main()).map_err(decode_reject)?;
+        );
+        match verified {
+            Ok(_) => check_instructions(&idint.main()).map_err(decode_reject)?,
+            // Just after a key epoch began, entries written just before it carry MACs under
+            // the previous epoch's keys (DRKey's grace period): those entries are tried with
+            // them.
+            Err(VerifyError::BadMac { index }) => {
+                decode_error = self.verify_in_grace(
+                    (r.main_option, r.stack),
+                    (source, src, src_host),
+                    (path_id, &ases, layout),
+                    time_s,
+                    index,
+                )?;
+            }
+            Err(e) => return Err(verify_reject(e)),
+        }
         self.replay
             .record(who, full_ts, port, now_ns)
             .map_err(replay_reject)?;
@@ -655,6 +671,93 @@ impl Pipeline {
             }));
         }
         Ok(())
+    }
+
+    /// Verifies the options again after entry `failed` had a bad MAC under the keys of
+    /// `time_s`'s epoch, when `time_s` lies within [`GRACE_PERIOD`] of that epoch's start:
+    /// each failing entry is tried with the previous epoch's key (an entry's MAC depends only
+    /// on its own key and the on-wire MAC below it), until the stack verifies or an entry
+    /// fails under both. On success the main option's instructions are checked and the first
+    /// decoding error of the entries is returned.
+    fn verify_in_grace(
+        &mut self,
+        (main_option, stack): (&[u8], &[u8]),
+        (source, src, src_host): (u64, IsdAsn, HostAddr),
+        (path_id, ases, layout): (u64, &[IsdAsn], &HopLayout),
+        time_s: u64,
+        failed: usize,
+    ) -> Result<Option<DecodeError>, Reject> {
+        let bad = |index| verify_reject(VerifyError::BadMac { index });
+        let prev_s = time_s.saturating_sub(u64::from(GRACE_PERIOD));
+        // Both epochs' keys, copied (the cache holds one epoch per source and path).
+        let keys = |k: &mut KeyResolver, t: u64| -> Option<(Aes128Enc, Vec<Aes128Enc>)> {
+            let s = k.source_key(source, src, src_host, t).ok()?.clone();
+            let h = k.path_keys(path_id, ases, t).ok()?.to_vec();
+            Some((s, h))
+        };
+        let (Some(now), Some(prev)) = (keys(&mut self.keys, time_s), keys(&mut self.keys, prev_s))
+        else {
+            return Err(bad(failed));
+        };
+        // Not within a grace period: the previous second's keys are the same.
+        let fp = |k: &Aes128Enc| cbc_mac(k, &[0; 16]);
+        let same =
+            fp(&now.0) == fp(&prev.0) && now.1.iter().zip(&prev.1).all(|(a, b)| fp(a) == fp(b));
+        if same {
+            return Err(bad(failed));
+        }
+        let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
+        // Entry `i` takes the previous epoch's key if bit `i` is set (entries past 127 never).
+        let mut previous = 1u128.checked_shl(failed as u32).unwrap_or(0);
+        loop {
+            // The options again, as received (a verification decrypts them in place).
+            self.hbh.truncate(2);
+            self.hbh.extend_from_slice(main_option);
+            self.hbh.extend_from_slice(stack);
+            let Ok(Some(mut idint)) = IdInt::locate(&mut self.hbh[..]) else {
+                return Err(bad(failed));
+            };
+            let instructions = idint.main().instructions();
+            let entries = &mut self.entries;
+            entries.clear();
+            let mut decode_error = None;
+            let key_set = |i: usize| {
+                if (previous >> i.min(127)) & 1 == 1 {
+                    &prev
+                } else {
+                    &now
+                }
+            };
+            let result = verify_stack_with(
+                &mut idint,
+                &key_set(0).0,
+                |i, e| {
+                    let j = usize::from(e.hop());
+                    (j < nhf).then(|| &key_set(i).1[usize::from(hop_of[j])])
+                },
+                |index, e| {
+                    if decode_error.is_none() {
+                        match decode_entry(index, e, &instructions) {
+                            Ok(d) => entries.push(d),
+                            Err(err) => decode_error = Some(err),
+                        }
+                    }
+                },
+            );
+            match result {
+                Ok(_) => {
+                    check_instructions(&idint.main()).map_err(decode_reject)?;
+                    self.shared.counters.grace_accepted.fetch_add(1, Relaxed);
+                    return Ok(decode_error);
+                }
+                Err(VerifyError::BadMac { index })
+                    if index < 128 && (previous >> index) & 1 == 0 =>
+                {
+                    previous |= 1 << index;
+                }
+                Err(e) => return Err(verify_reject(e)),
+            }
+        }
     }
 
     fn measure(

@@ -1,5 +1,6 @@
-//! The collector's key caches and replay memory are keyed by hashes of a source or a path;
-//! an entry is only ever used for the source or path it was made for.
+//! The collector's keys: cached entries (in slots keyed by hashes of a source or a path) are
+//! only ever used for the source or path they were made for, and entries written just before
+//! a key epoch began verify under the previous epoch's keys (DRKey's grace period).
 
 mod common;
 
@@ -104,4 +105,93 @@ fn another_source_cannot_poison_a_sources_cached_key() {
     };
     let out = p.process_batch(&genuine, now);
     assert_eq!(out.accepted, 1, "{:?}", reasons(&p));
+}
+
+/// A probe sent 1 ms before a DRKey epoch boundary: the source and routers RA..RC MAC with
+/// epoch i keys, the sink RD (2 ms later) with epoch i+1 keys and reports its receive time.
+/// SCION (doc/cryptography/drkey.rst, "Grace period"): "We define a short overlapping period
+/// in which the protocol accepts packets with the key for the previous epoch i-1 and also for
+/// the current one i ... GRACE_PERIOD = 5 seconds". The collector has every key it needs.
+#[test]
+fn a_report_crossing_an_epoch_boundary_verifies() {
+    let epoch_ns = u64::from(chain::EPOCH) * 1_000_000_000;
+    let boundary = (1_763_800_000_000_000_000u64 / epoch_ns + 1) * epoch_ns;
+    let sent = boundary - 1_000_000;
+    let mut chain = Chain::new(sent, false, Ask::Latency);
+    chain.sink_delay_ns = 2_000_000;
+    let b = chain.batch(1, 1);
+    let mut p = collector(&[sent / 1_000_000_000, boundary / 1_000_000_000]);
+    let out = p.process_batch(&b, boundary + 10_000_000);
+    assert_eq!((out.accepted, out.rejected), (1, 0), "{:?}", reasons(&p));
+    assert_eq!(
+        p.shared()
+            .counters
+            .grace_accepted
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    // A tampered entry fails under both epochs' keys.
+    let mut chain = Chain::new(sent + 1_000, false, Ask::Latency);
+    chain.sink_delay_ns = 2_000_000;
+    let mut b = chain.batch(1, 2);
+    // The second entry's MAC (the stack ends in padding): the source entry is
+    // `stack[1] + 2` bytes long, the next entry as long again by its own length byte.
+    let stack = &mut b.reports[0].idint_stack;
+    let second = usize::from(stack[1]) + 2;
+    let mac_end = second + usize::from(stack[second + 1]) + 2;
+    stack[mac_end - 1] ^= 1;
+    let out = p.process_batch(&b, boundary + 20_000_000);
+    assert_eq!((out.accepted, out.rejected), (0, 1));
+    assert!(
+        reasons(&p)
+            .iter()
+            .any(|(r, n)| *r == RejectReason::BadMac && *n == 1),
+        "{:?}",
+        reasons(&p)
+    );
+}
+
+/// Same, but every router (and the sink) processed the probe in epoch i; the report carries no
+/// receive time (optional field), so the collector's clock, 10 ms later and past the boundary,
+/// picks epoch i+1 for every key.
+#[test]
+fn a_report_without_receive_time_processed_just_after_the_boundary_verifies() {
+    let epoch_ns = u64::from(chain::EPOCH) * 1_000_000_000;
+    let boundary = (1_763_800_000_000_000_000u64 / epoch_ns + 1) * epoch_ns;
+    let sent = boundary - 1_000_000;
+    let mut chain = Chain::new(sent, false, Ask::Latency);
+    let mut b = chain.batch(1, 1);
+    b.reports[0].receive_time_ns = 0;
+    let mut p = collector(&[sent / 1_000_000_000, boundary / 1_000_000_000]);
+    let out = p.process_batch(&b, boundary + 10_000_000);
+    assert_eq!((out.accepted, out.rejected), (1, 0), "{:?}", reasons(&p));
+}
+
+/// The same setups away from an epoch boundary, and the genuine report alone, are accepted.
+#[test]
+fn the_same_setups_without_boundary_or_forgery_are_accepted() {
+    let epoch_ns = u64::from(chain::EPOCH) * 1_000_000_000;
+    let boundary = (1_763_800_000_000_000_000u64 / epoch_ns + 1) * epoch_ns;
+    let sent = boundary - 1_000_000_000;
+    let mut chain = Chain::new(sent, false, Ask::Latency);
+    chain.sink_delay_ns = 2_000_000;
+    let b = chain.batch(1, 1);
+    let mut p = collector(&[sent / 1_000_000_000, boundary / 1_000_000_000]);
+    let out = p.process_batch(&b, sent + 10_000_000);
+    assert_eq!((out.accepted, out.rejected), (1, 0), "{:?}", reasons(&p));
+
+    let now = 1_763_800_000_000_000_000u64;
+    let mut chain = Chain::new(now, false, Ask::Latency);
+    let b = chain.batch(2, 1);
+    let mut p = collector(&[now / 1_000_000_000]);
+    let genuine = v1::ReportBatch {
+        reports: vec![b.reports[1].clone()],
+        ..Default::default()
+    };
+    assert_eq!(
+        p.process_batch(&genuine, now).accepted,
+        1,
+        "{:?}",
+        reasons(&p)
+    );
 }
