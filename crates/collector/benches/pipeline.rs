@@ -10,13 +10,11 @@
 mod chain;
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chain::{Ask, Chain, ases};
-use collector::keys::{CollectorProvider, ImportedKeys, KeyResolver};
 use collector::metrics::DetectionConfig;
-use collector::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
+use collector::pipeline::{Format, Pipeline, Shared, decode_batch};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use drkey::provider::LocalProvider;
 use idint_report::{Message, idint_hbh, v1};
@@ -30,29 +28,10 @@ const BATCH: usize = 64;
 const BATCHES: usize = 16;
 
 fn pipeline() -> Pipeline {
-    let a = ases()[0];
-    let imported = Arc::new(ImportedKeys::default());
-    imported
-        .import(&chain::level1_imports(NOW / 1_000_000_000))
-        .unwrap();
-    let local = LocalProvider::new(a, &chain::secret(0), chain::EPOCH).unwrap();
-    let provider = Arc::new(CollectorProvider::new(
-        a,
-        Some(local),
-        imported.clone(),
-        None,
-    ));
-    let keys = KeyResolver::new(a, HostAddr::V4(chain::COLLECTOR), provider).watch(imported);
-    let p = Pipeline::new(
+    chain::collector_pipeline(
         Shared::new(DetectionConfig::default(), 1024),
-        keys,
-        ReplayConfig::default(),
-    );
-    p.shared()
-        .topology
-        .import_path(&chain::path_description())
-        .unwrap();
-    p
+        &[NOW / 1_000_000_000],
+    )
 }
 
 fn bench(c: &mut Criterion) {

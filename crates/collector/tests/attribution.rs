@@ -6,12 +6,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use collector::keys::{CollectorProvider, ImportedKeys, KeyResolver};
 use collector::metrics::{DetectionConfig, Measurement, MetricKey, Point, PointSink, SinkFull};
-use collector::pipeline::{Pipeline, ReplayConfig, Shared};
+use collector::pipeline::{Pipeline, Shared};
 use common::chain::{self, Ask, Chain, ases};
-use drkey::provider::LocalProvider;
-use idint_wire::HostAddr;
 use idint_wire::idint::{AggregationMode, IdInt};
 
 const NOW: u64 = 1_763_800_000_000_000_000;
@@ -32,25 +29,10 @@ fn pipeline() -> (Pipeline, Arc<Capture>) {
     let mut shared = Shared::new(DetectionConfig::default(), 64);
     let cap = Arc::new(Capture::default());
     shared.sink = Some(cap.clone());
-    let a = ases()[0];
-    let imported = Arc::new(ImportedKeys::default());
-    imported
-        .import(&chain::level1_imports(NOW / 1_000_000_000))
-        .unwrap();
-    let local = LocalProvider::new(a, &chain::secret(0), chain::EPOCH).unwrap();
-    let provider = Arc::new(CollectorProvider::new(
-        a,
-        Some(local),
-        imported.clone(),
-        None,
-    ));
-    let keys = KeyResolver::new(a, HostAddr::V4(chain::COLLECTOR), provider).watch(imported);
-    let p = Pipeline::new(shared, keys, ReplayConfig::default());
-    p.shared()
-        .topology
-        .import_path(&chain::path_description())
-        .unwrap();
-    (p, cap)
+    (
+        chain::collector_pipeline(shared, &[NOW / 1_000_000_000]),
+        cap,
+    )
 }
 
 fn value(p: &Pipeline, k: MetricKey) -> f64 {

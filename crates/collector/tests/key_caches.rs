@@ -4,49 +4,22 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use collector::counters::RejectReason;
-use collector::keys::{CollectorProvider, ImportedKeys, KeyResolver, source_slot};
+use collector::keys::source_slot;
 use collector::metrics::DetectionConfig;
-use collector::pipeline::{Pipeline, ReplayConfig, Shared};
+use collector::pipeline::{Pipeline, Shared};
 use common::chain::{self, Ask, Chain, ases};
-use drkey::provider::LocalProvider;
 use idint_report::v1;
 use idint_wire::{HostAddr, IsdAsn};
 
 /// A collector of AS A that holds A's master secret and K(B/C/D -> A) for every epoch
 /// containing one of `times_s`.
 fn collector(times_s: &[u64]) -> Pipeline {
-    let shared = Shared::new(DetectionConfig::default(), 64);
-    let a = ases()[0];
-    let imported = Arc::new(ImportedKeys::default());
-    for &t in times_s {
-        imported.import(&chain::level1_imports(t)).unwrap();
-    }
-    let local = LocalProvider::new(a, &chain::secret(0), chain::EPOCH).unwrap();
-    let provider = Arc::new(CollectorProvider::new(
-        a,
-        Some(local),
-        imported.clone(),
-        None,
-    ));
-    let keys =
-        KeyResolver::new(a, HostAddr::V4(chain::COLLECTOR), provider).watch(imported.clone());
-    let p = Pipeline::new(shared, keys, ReplayConfig::default());
-    p.shared()
-        .topology
-        .import_path(&chain::path_description())
-        .unwrap();
-    p
+    chain::collector_pipeline(Shared::new(DetectionConfig::default(), 64), times_s)
 }
 
 fn reasons(p: &Pipeline) -> Vec<(RejectReason, u64)> {
-    RejectReason::ALL
-        .into_iter()
-        .map(|r| (r, p.shared().counters.rejected(r)))
-        .filter(|(_, n)| *n > 0)
-        .collect()
+    chain::rejections(p)
 }
 
 /// An IPv6 host in `ia` whose `source_id` equals `target` (every step of the hash inverts).

@@ -12,7 +12,9 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use collector::keys::ImportedKey;
+use collector::counters::RejectReason;
+use collector::keys::{CollectorProvider, ImportedKey, ImportedKeys, KeyResolver};
+use collector::pipeline::{Pipeline, ReplayConfig, Shared};
 use collector::topology::{PathDescription, PathHop};
 use drkey::cache::KeyCache;
 use drkey::provider::{Level1Provider, LocalProvider};
@@ -455,4 +457,38 @@ pub fn topology_files() -> Vec<String> {
             &format!(r#""rd": {{"id": 5, "interfaces": {{{}}}}}"#, i(6, c, 5)),
         ),
     ]
+}
+
+/// The chain's collector (host [`COLLECTOR`] in AS A) as a pipeline over `shared`: A's master
+/// secret, the level-1 keys K(B/C/D -> A) of the epochs holding `times_s`, the chain's path
+/// imported.
+pub fn collector_pipeline(shared: Shared, times_s: &[u64]) -> Pipeline {
+    let a = ases()[0];
+    let imported = Arc::new(ImportedKeys::default());
+    for &t in times_s {
+        imported.import(&level1_imports(t)).unwrap();
+    }
+    let local = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
+    let provider = Arc::new(CollectorProvider::new(
+        a,
+        Some(local),
+        imported.clone(),
+        None,
+    ));
+    let keys = KeyResolver::new(a, HostAddr::V4(COLLECTOR), provider).watch(imported);
+    let p = Pipeline::new(shared, keys, ReplayConfig::default());
+    p.shared()
+        .topology
+        .import_path(&path_description())
+        .unwrap();
+    p
+}
+
+/// The pipeline's rejections so far, by reason (those with a count).
+pub fn rejections(p: &Pipeline) -> Vec<(RejectReason, u64)> {
+    RejectReason::ALL
+        .into_iter()
+        .map(|r| (r, p.shared().counters.rejected(r)))
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
