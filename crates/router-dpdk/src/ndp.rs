@@ -226,6 +226,19 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The (target, MAC) of an advertisement with the Override flag and a target link-layer
+    /// option for a neighbour `is_known` accepts, whoever it was sent to (an unsolicited one
+    /// goes to all nodes): RFC 4861 7.2.5 replaces the cached MAC with it.
+    pub fn update_for(&self, is_known: impl Fn(Ipv6Addr) -> bool) -> Option<(Ipv6Addr, [u8; 6])> {
+        let mac = self.link_layer.filter(|m| m[0] & 1 == 0)?;
+        (self.kind == Kind::Advertisement
+            && self.flags & FLAG_OVERRIDE != 0
+            && is_known(self.target))
+        .then_some((self.target, mac))
+    }
+}
+
 /// Turns an NS for an IPv6 address `is_mine` accepts, sent to that address or to its
 /// solicited-node group, into the NA from `my_mac`, in place (same frame length): Solicited
 /// and Override set, a target link-layer option, back to the soliciting host (or to all
@@ -406,6 +419,34 @@ mod tests {
         let len = usize::from(u16::from_be_bytes([f[18], f[19]]));
         let (src, dst) = (addr(&f[22..38]), addr(&f[38..54]));
         reference_checksum(src, dst, &f[54..54 + len]) == 0
+    }
+
+    #[test]
+    fn unsolicited_override_advertisements_update_known_neighbours_only() {
+        let (peer, all) = (v6("fd00:3::3"), v6("ff02::1"));
+        let new_mac = [2, 0, 0, 0, 0, 0x33];
+        let na = |flags, opts: &[u8]| {
+            parse(&nd_frame(136, 0, flags, peer, all, peer, opts, 255)).unwrap()
+        };
+        let known = |ip: Ipv6Addr| ip == peer;
+        let m = na(FLAG_OVERRIDE, &tll(new_mac));
+        // Not addressed to us: nothing learned from it as such...
+        assert_eq!(m.neighbor_for(|_| false), None);
+        // ...but a known neighbour's MAC is replaced.
+        assert_eq!(m.update_for(known), Some((peer, new_mac)));
+        assert_eq!(m.update_for(|_| false), None, "unknown neighbour");
+        assert_eq!(
+            na(0, &tll(new_mac)).update_for(known),
+            None,
+            "no Override flag"
+        );
+        assert_eq!(
+            na(FLAG_OVERRIDE, &[]).update_for(known),
+            None,
+            "no link-layer option"
+        );
+        let multicast = [0x33, 0x33, 0, 0, 0, 1];
+        assert_eq!(na(FLAG_OVERRIDE, &tll(multicast)).update_for(known), None);
     }
 
     #[test]

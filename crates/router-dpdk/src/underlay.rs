@@ -207,6 +207,12 @@ pub fn arp_sender_to_me(
     frame: &[u8],
     is_mine: impl Fn(Ipv4Addr) -> bool,
 ) -> Option<(Ipv4Addr, [u8; 6])> {
+    arp_sender(frame).and_then(|(ip, mac, target)| is_mine(target).then_some((ip, mac)))
+}
+
+/// The sender (IP, MAC) of an Ethernet/IPv4 ARP request or reply, and its target IP (a
+/// gratuitous ARP has target = sender). Senders with a multicast MAC are refused.
+pub fn arp_sender(frame: &[u8]) -> Option<(Ipv4Addr, [u8; 6], Ipv4Addr)> {
     if frame.len() < ETH_LEN + 28 || be16(frame, 12) != ETHERTYPE_ARP {
         return None;
     }
@@ -220,15 +226,16 @@ pub fn arp_sender_to_me(
     {
         return None;
     }
-    if !is_mine(Ipv4Addr::new(a[24], a[25], a[26], a[27])) {
-        return None;
-    }
     let mut sha = [0u8; 6];
     sha.copy_from_slice(&a[8..14]);
     if sha[0] & 1 == 1 {
         return None; // multicast/broadcast sender MAC: never a next hop
     }
-    Some((Ipv4Addr::new(a[14], a[15], a[16], a[17]), sha))
+    Some((
+        Ipv4Addr::new(a[14], a[15], a[16], a[17]),
+        sha,
+        Ipv4Addr::new(a[24], a[25], a[26], a[27]),
+    ))
 }
 
 /// Length of an ARP request frame (minimum Ethernet frame without FCS).
@@ -477,6 +484,29 @@ mod tests {
             None,
             "not addressed to us"
         );
+    }
+
+    #[test]
+    fn gratuitous_arp_names_its_sender_and_itself_as_target() {
+        // "10.0.0.7 is at 02:..:77", broadcast by the neighbour after a failover.
+        let mut f = [0u8; ARP_FRAME_LEN];
+        let (ip, old_mac, new_mac) = (
+            Ipv4Addr::new(10, 0, 0, 7),
+            [2, 0, 0, 0, 0, 7],
+            [2, 0, 0, 0, 0, 0x77],
+        );
+        assert!(write_arp_request(&mut f, old_mac, ip, ip));
+        f[6..12].copy_from_slice(&new_mac);
+        f[ETH_LEN + 8..ETH_LEN + 14].copy_from_slice(&new_mac);
+        assert_eq!(arp_sender(&f), Some((ip, new_mac, ip)));
+        assert_eq!(
+            arp_sender_to_me(&f, |t| t == Ipv4Addr::new(10, 0, 0, 1)),
+            None
+        );
+        // A broadcast sender MAC is never a neighbour's.
+        f[ETH_LEN + 8] = 0xff;
+        assert_eq!(arp_sender(&f), None);
+        assert_eq!(arp_sender(&f[..40]), None);
     }
 
     #[test]

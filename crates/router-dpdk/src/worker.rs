@@ -867,7 +867,11 @@ fn classify(
             Ok(r) => r,
             Err(underlay::NotScion::OtherEtherType) => {
                 let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
-                if let Some((ip, mac)) = underlay::arp_sender_to_me(m.data(), mine)
+                // An ARP packet to one of our addresses teaches its sender; any other one
+                // (a gratuitous ARP after a failover, say) updates a sender already known
+                // (RFC 826's merge), so a neighbour's new MAC is used at once.
+                if let Some((ip, mac, target)) = underlay::arp_sender(m.data())
+                    && (mine(target) || tables.learned.lookup(ip, now_s).is_some())
                     && tables.learned.learn(ip, mac, now_s)
                 {
                     io.arp_learned += 1;
@@ -940,7 +944,12 @@ fn ndp_frame(
 ) {
     let mine = |ip: Ipv6Addr| tables.is_mine6(port, ip);
     if let Ok(msg) = ndp::parse(m.data()) {
-        if let Some((ip, mac)) = msg.neighbor_for(mine)
+        // What a message to us teaches; or an unsolicited advertisement with the Override flag
+        // for a neighbour already known (RFC 4861 7.2.5: its new MAC replaces the old).
+        let learned = msg
+            .neighbor_for(mine)
+            .or_else(|| msg.update_for(|ip| tables.learned6.lookup(ip, now_s).is_some()));
+        if let Some((ip, mac)) = learned
             && tables.learned6.learn(ip, mac, now_s)
         {
             io.ndp_learned += 1;

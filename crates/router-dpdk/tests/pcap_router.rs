@@ -203,6 +203,44 @@ fn unknown_next_hop_is_resolved_with_arp() {
     }
 }
 
+#[test]
+fn a_gratuitous_arp_moves_a_known_neighbour_to_its_new_mac() {
+    let now = now_s();
+    // The neighbour of interface 3 is learned from its reply; later it announces a new MAC
+    // (a failover) with a broadcast gratuitous ARP, not addressed to us: the packets after it
+    // go to the new MAC at once (RFC 826 merge), not after the entry ages out.
+    let pkt = packet(now, 3, false, false, b"x");
+    let (old_mac, new_mac) = ([0x02, 0, 0, 0, 0x03, 0x03], [0x02, 0, 0, 0, 0x03, 0x33]);
+    let mut reply = arp_request(old_mac, "10.123.3.3", "10.123.3.1");
+    reply[20..22].copy_from_slice(&[0, 2]);
+    let garp = arp_request(new_mac, "10.123.3.3", "10.123.3.3");
+    let burst = router_dpdk::dpdk::MAX_BURST;
+    let mut all = vec![frame(HOST, INTERNAL, &pkt); burst];
+    all.push(reply);
+    all.extend(vec![frame(HOST, INTERNAL, &pkt); burst]);
+    all.push(garp);
+    all.push(frame(HOST, INTERNAL, &pkt));
+    let PcapRun { summary, sent, .. } = run_on_pcap(&all, false, "0.7", |t| t);
+    assert_eq!(summary["io"]["arp_learned"], 2, "{summary:#}");
+    let ip: Vec<_> = sent
+        .into_iter()
+        .filter(|f| f[12..14] != [0x08, 0x06])
+        .collect();
+    let macs: Vec<[u8; 6]> = ip.iter().map(|f| split(f).2).collect();
+    assert_eq!(
+        macs.last(),
+        Some(&new_mac),
+        "the packet after the gratuitous ARP"
+    );
+    assert!(
+        macs.contains(&old_mac),
+        "those before it went to the old MAC"
+    );
+    // Ordered: old MAC first, then only the new one.
+    let first_new = macs.iter().position(|m| *m == new_mac).unwrap();
+    assert!(macs[first_new..].iter().all(|m| *m == new_mac));
+}
+
 fn v6(s: &str) -> std::net::Ipv6Addr {
     s.parse().unwrap()
 }
