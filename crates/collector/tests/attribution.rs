@@ -36,11 +36,7 @@ fn pipeline() -> (Pipeline, Arc<Capture>) {
 }
 
 fn value(p: &Pipeline, k: MetricKey) -> f64 {
-    p.shared()
-        .metrics
-        .get(&k)
-        .unwrap_or_else(|| panic!("no value for {k:?}"))
-        .value
+    chain::value(p, k)
 }
 
 fn path_id(p: &Pipeline) -> u64 {

@@ -57,11 +57,7 @@ fn pipeline() -> Pipeline {
 }
 
 fn value(p: &Pipeline, k: MetricKey) -> f64 {
-    p.shared()
-        .metrics
-        .get(&k)
-        .unwrap_or_else(|| panic!("no value for {k:?}"))
-        .value
+    chain::value(p, k)
 }
 
 fn reasons(p: &Pipeline) -> Vec<(RejectReason, u64)> {

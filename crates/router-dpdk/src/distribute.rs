@@ -179,9 +179,13 @@ mod tests {
         scion[6..8].copy_from_slice(&payload_len.to_be_bytes());
         scion[12..20].copy_from_slice(&[0, 1, 0xff, 0, 0, 0, 0, 1]);
         let src: SocketAddr = format!("10.0.0.1:{src_port}").parse().unwrap();
-        let dst: SocketAddr = "10.0.0.2:30042".parse().unwrap();
+        underlay_frame(&scion, src, "10.0.0.2:30042".parse().unwrap())
+    }
+
+    /// `scion` in an Ethernet/IPv4/UDP frame from `src` to `dst`.
+    fn underlay_frame(scion: &[u8], src: SocketAddr, dst: SocketAddr) -> Vec<u8> {
         let mut f = vec![0u8; underlay::V4_HDR_LEN + scion.len()];
-        f[underlay::V4_HDR_LEN..].copy_from_slice(&scion);
+        f[underlay::V4_HDR_LEN..].copy_from_slice(scion);
         assert!(underlay::write(
             &mut f,
             [1; 6],
@@ -212,12 +216,6 @@ mod tests {
         // Not SCION/UDP: still hashed, no panic.
         let _ = flow_hash(&[0u8; 3]);
     }
-}
-
-#[cfg(test)]
-mod flow_tests {
-    use super::*;
-    use std::net::SocketAddr;
 
     /// SCION/UDP frame with an EPIC-HP path (path type 3), IPv4 hosts (DL = SL = 0);
     /// `pkt_counter` is the per-packet counter in the EPIC PktID.
@@ -236,19 +234,11 @@ mod flow_tests {
         // EPIC path: PktID = TsRel (4) + Counter (4), PHVF, LHVF, then the SCION path.
         scion[36..40].copy_from_slice(&1234u32.to_be_bytes());
         scion[40..44].copy_from_slice(&pkt_counter.to_be_bytes());
-        let src: SocketAddr = "10.0.0.1:50000".parse().unwrap();
-        let dst: SocketAddr = "10.0.0.2:50000".parse().unwrap();
-        let mut f = vec![0u8; underlay::V4_HDR_LEN + scion.len()];
-        f[underlay::V4_HDR_LEN..].copy_from_slice(&scion);
-        assert!(underlay::write(
-            &mut f,
-            [1; 6],
-            [2; 6],
-            &src,
-            &dst,
-            scion.len()
-        ));
-        f
+        underlay_frame(
+            &scion,
+            "10.0.0.1:50000".parse().unwrap(),
+            "10.0.0.2:50000".parse().unwrap(),
+        )
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use collector::counters::RejectReason;
 use collector::keys::{CollectorProvider, ImportedKey, ImportedKeys, KeyResolver};
+use collector::metrics::MetricKey;
 use collector::pipeline::{Pipeline, ReplayConfig, Shared};
 use collector::topology::{PathDescription, PathHop};
 use drkey::cache::KeyCache;
@@ -491,4 +492,13 @@ pub fn rejections(p: &Pipeline) -> Vec<(RejectReason, u64)> {
         .map(|r| (r, p.shared().counters.rejected(r)))
         .filter(|(_, n)| *n > 0)
         .collect()
+}
+
+/// The pipeline's current value of `k` (panics if it has none).
+pub fn value(p: &Pipeline, k: MetricKey) -> f64 {
+    p.shared()
+        .metrics
+        .get(&k)
+        .unwrap_or_else(|| panic!("no value for {k:?}"))
+        .value
 }
