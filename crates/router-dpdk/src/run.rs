@@ -173,7 +173,14 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     let mut port_macs = Vec::new();
     let mut port_ids = Vec::new();
     let mut ingress = Vec::new();
-    let mut egress: Vec<Option<IfEgress>> = vec![None; 1 + usize::from(u16::MAX)];
+    // Indexed by interface ID, as long as the highest one needs.
+    let highest = config
+        .ports
+        .iter()
+        .flat_map(|p| p.interfaces.iter().map(|i| usize::from(i.id)))
+        .max()
+        .unwrap_or(0);
+    let mut egress: Vec<Option<IfEgress>> = vec![None; highest + 1];
     let mut internal_port = 0;
     let mut probed = Vec::new();
     for (i, plan) in config.ports.iter().enumerate() {
@@ -240,21 +247,23 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             pool.clone(),
         )?;
         let mut local = Vec::new();
+        let port_mac = port.caps().mac;
         for ifc in &plan.interfaces {
             local.push((ifc.local, Ingress::External(ifc.id)));
-            egress[usize::from(ifc.id)] = Some(IfEgress {
-                port: i,
-                local: ifc.local,
-                remote: ifc.remote,
-                mac: config.neighbors.get(&ifc.remote.ip()).copied(),
-            });
+            egress[usize::from(ifc.id)] = Some(IfEgress::new(
+                i,
+                port_mac,
+                ifc.local,
+                ifc.remote,
+                config.neighbors.get(&ifc.remote.ip()).copied(),
+            ));
         }
         if plan.internal {
             local.push((config.router.internal_addr, Ingress::Internal));
             internal_port = i;
         }
         ingress.push(local);
-        port_macs.push(port.caps().mac);
+        port_macs.push(port_mac);
         port_ids.push(port.id());
         ports.push(port);
     }

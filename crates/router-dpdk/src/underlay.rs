@@ -295,6 +295,53 @@ pub(crate) fn fold(mut sum: u32) -> u16 {
     !(sum as u16)
 }
 
+/// The Ethernet/IPv4/UDP headers of one IPv4 link, built once: everything but the next hop's
+/// MAC and the lengths (and the checksum they change) is the same for every packet sent on the
+/// link, so a packet costs a copy of the template and three small writes instead of building
+/// and summing the headers. Writes exactly what [`write`] writes for the same link.
+#[derive(Debug, Clone, Copy)]
+pub struct V4Header {
+    bytes: [u8; V4_HDR_LEN],
+    /// Ones'-complement sum of the IPv4 header with total length and checksum zero.
+    sum: u32,
+}
+
+impl V4Header {
+    /// The headers from `src` (MAC `src_mac`) to `dst`.
+    pub fn new(src_mac: [u8; 6], src: std::net::SocketAddrV4, dst: std::net::SocketAddrV4) -> Self {
+        let mut bytes = [0u8; V4_HDR_LEN];
+        let s = SocketAddr::V4(src);
+        let d = SocketAddr::V4(dst);
+        // The generic writer on an empty payload gives every constant field.
+        let written = write(&mut bytes, src_mac, [0; 6], &s, &d, 0);
+        debug_assert!(written);
+        bytes[ETH_LEN + 2..ETH_LEN + 4].fill(0);
+        bytes[ETH_LEN + 10..ETH_LEN + 12].fill(0);
+        let sum = sum16(0, &bytes[ETH_LEN..ETH_LEN + 20]);
+        V4Header { bytes, sum }
+    }
+
+    /// Writes the headers into `frame[..V4_HDR_LEN]` for a UDP payload of `payload_len` bytes
+    /// that already follows them, with next-hop MAC `dst_mac`. `false` (nothing written) if
+    /// the frame is too short or the payload too long for IPv4.
+    #[inline]
+    pub fn write(&self, frame: &mut [u8], dst_mac: [u8; 6], payload_len: usize) -> bool {
+        // The generic writer's limit (it leaves room for an IPv6 header).
+        if frame.len() < V4_HDR_LEN + payload_len || payload_len + 8 > usize::from(u16::MAX) - 40 {
+            return false;
+        }
+        let h = &mut frame[..V4_HDR_LEN];
+        h.copy_from_slice(&self.bytes);
+        h[0..6].copy_from_slice(&dst_mac);
+        let total = (payload_len + 28) as u16;
+        h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&total.to_be_bytes());
+        let c = fold(self.sum + u32::from(total));
+        h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&c.to_be_bytes());
+        h[ETH_LEN + 24..ETH_LEN + 26].copy_from_slice(&(total - 20).to_be_bytes());
+        true
+    }
+}
+
 /// Writes Ethernet/IP/UDP headers into `frame[..header_len(dst)]` for a UDP payload of
 /// `payload_len` bytes that already follows them. `src` and `dst` must be of the same family
 /// (returns `false` otherwise). IPv4 gets its header checksum and UDP checksum 0 (allowed);
@@ -410,6 +457,43 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn v4_template_writes_what_the_generic_writer_writes() {
+        let src: std::net::SocketAddrV4 = "10.1.0.1:50000".parse().unwrap();
+        let dst: std::net::SocketAddrV4 = "192.168.255.254:30042".parse().unwrap();
+        let t = V4Header::new([2, 0, 0, 0, 0, 1], src, dst);
+        // Lengths whose checksums carry differently, up to the largest IPv4 payload.
+        for len in [0usize, 1, 136, 1000, 1472, 0x7fff, 65535 - 48] {
+            let mut a = vec![0xa5u8; V4_HDR_LEN + len];
+            let mut b = a.clone();
+            let (s, d) = (SocketAddr::V4(src), SocketAddr::V4(dst));
+            assert!(write(
+                &mut a,
+                [2, 0, 0, 0, 0, 1],
+                [9, 8, 7, 6, 5, 4],
+                &s,
+                &d,
+                len
+            ));
+            assert!(t.write(&mut b, [9, 8, 7, 6, 5, 4], len));
+            assert_eq!(a[..V4_HDR_LEN], b[..V4_HDR_LEN], "payload {len}");
+            assert_eq!(
+                fold(sum16(0, &b[ETH_LEN..ETH_LEN + 20])),
+                0,
+                "checksum verifies"
+            );
+            let r = parse(&b).unwrap();
+            assert_eq!((r.src, r.dst, r.len), (s, d, len));
+        }
+        // Too long or too short: nothing written.
+        let mut big = vec![0u8; V4_HDR_LEN + 65535 - 47];
+        assert!(!t.write(&mut big, [1; 6], 65535 - 47));
+        assert!(big.iter().all(|&x| x == 0));
+        let mut short = vec![0u8; V4_HDR_LEN + 9];
+        assert!(!t.write(&mut short, [1; 6], 10));
+        assert!(short.iter().all(|&x| x == 0));
+    }
 
     fn roundtrip(src: &str, dst: &str) {
         let (src, dst): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());

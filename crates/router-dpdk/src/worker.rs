@@ -32,6 +32,31 @@ pub struct IfEgress {
     pub remote: SocketAddr,
     /// Neighbour's MAC, if known.
     pub mac: Option<[u8; 6]>,
+    /// The link's headers, built once, for an IPv4 link.
+    pub v4: Option<underlay::V4Header>,
+}
+
+impl IfEgress {
+    /// The egress of a link from `local` to `remote` leaving by port `port` (MAC `port_mac`).
+    pub fn new(
+        port: usize,
+        port_mac: [u8; 6],
+        local: SocketAddr,
+        remote: SocketAddr,
+        mac: Option<[u8; 6]>,
+    ) -> Self {
+        let v4 = match (local, remote) {
+            (SocketAddr::V4(l), SocketAddr::V4(r)) => Some(underlay::V4Header::new(port_mac, l, r)),
+            _ => None,
+        };
+        IfEgress {
+            port,
+            local,
+            remote,
+            mac,
+            v4,
+        }
+    }
 }
 
 /// The forwarding tables, shared by all workers (read-only except the learned neighbours).
@@ -567,9 +592,6 @@ struct Slot {
     offset: usize,
     len: usize,
     ingress: Option<Ingress>,
-    src: Option<SocketAddr>,
-    dst: Option<SocketAddr>,
-    eth_src: [u8; 6],
     /// The egress interface of a packet forwarded on an external link (the common decision,
     /// kept apart from `disposition`: see [`BurstPacket::set_disposition`]).
     forward: Option<u16>,
@@ -918,9 +940,6 @@ fn classify(
         s.offset = r.offset;
         s.len = r.len;
         s.ingress = Some(ingress);
-        s.src = Some(r.src);
-        s.dst = Some(r.dst);
-        s.eth_src = r.eth_src;
         s.forward = None;
         s.disposition = None;
         s.m = Some(m);
@@ -986,6 +1005,7 @@ fn route(
     // A forwarded packet's egress comes from its compact field; any other decision is read by
     // reference (`classify` resets both when the slot is reused).
     let forward;
+    let arrived;
     let d = match (s.forward, &s.disposition) {
         (Some(ifid), _) => {
             forward = Disposition::Forward { ifid };
@@ -997,7 +1017,15 @@ fn route(
     // (egress port, src, dst, dst mac, SCION length). The addresses stay references into the
     // tables, the disposition and the slot: copying the large `SocketAddr` values and reading
     // them back piecewise stalled on store forwarding.
-    let (port, src, dst, mac, len): (usize, &SocketAddr, &SocketAddr, _, usize) = match d {
+    #[allow(clippy::type_complexity)]
+    let (port, src, dst, mac, len, v4): (
+        usize,
+        &SocketAddr,
+        &SocketAddr,
+        _,
+        usize,
+        Option<&underlay::V4Header>,
+    ) = match d {
         Disposition::Forward { ifid } => {
             let Some(e) = tables
                 .egress
@@ -1011,7 +1039,7 @@ fn route(
                 Some(mac) => Some(Learned { mac, stale: false }),
                 None => tables.neighbor(&e.remote.ip(), now_s),
             };
-            (e.port, &e.local, &e.remote, mac, s.len)
+            (e.port, &e.local, &e.remote, mac, s.len, e.v4.as_ref())
         }
         Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
             let mac = tables.neighbor(&addr.ip(), now_s);
@@ -1021,18 +1049,22 @@ fn route(
                 addr,
                 mac,
                 s.len,
+                None,
             )
         }
         Disposition::Reply { len, .. } => {
-            let (Some(src), Some(dst)) = (&s.dst, &s.src) else {
+            // The frame still starts with the headers it arrived with (only the SCION packet
+            // after them was rewritten): the reply goes back the way they came.
+            let Ok(r) = underlay::parse(m.data()) else {
                 io.unroutable += 1;
                 return;
             };
+            arrived = r;
             let mac = Learned {
-                mac: s.eth_src,
+                mac: arrived.eth_src,
                 stale: false,
             };
-            (in_port, src, dst, Some(mac), *len)
+            (in_port, &arrived.dst, &arrived.src, Some(mac), *len, None)
         }
         Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
     };
@@ -1078,7 +1110,12 @@ fn route(
     } else {
         true
     };
-    if !ok || !underlay::write(m.data_mut(), src_mac, mac, src, dst, len) {
+    let written = match v4 {
+        // A link's headers from its template (the port's MAC is the template's source).
+        Some(t) => t.write(m.data_mut(), mac, len),
+        None => underlay::write(m.data_mut(), src_mac, mac, src, dst, len),
+    };
+    if !ok || !written {
         io.unroutable += 1;
         return;
     }
