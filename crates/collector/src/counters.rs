@@ -49,11 +49,14 @@ pub enum RejectReason {
     Replayed,
     /// The replay memory is full.
     ReplayFull,
+    /// The source timestamp precedes this collector's replay memory (the report may have
+    /// been accepted before a restart).
+    PredatesReplayMemory,
 }
 
 impl RejectReason {
     /// Every reason, in counter order.
-    pub const ALL: [RejectReason; 18] = [
+    pub const ALL: [RejectReason; 19] = [
         RejectReason::MalformedOptions,
         RejectReason::BadPath,
         RejectReason::BadHost,
@@ -72,6 +75,7 @@ impl RejectReason {
         RejectReason::Future,
         RejectReason::Replayed,
         RejectReason::ReplayFull,
+        RejectReason::PredatesReplayMemory,
     ];
 
     /// Name in snake case (as in JSON and `/metrics`).
@@ -95,6 +99,7 @@ impl RejectReason {
             RejectReason::Future => "future",
             RejectReason::Replayed => "replayed",
             RejectReason::ReplayFull => "replay_full",
+            RejectReason::PredatesReplayMemory => "predates_replay_memory",
         }
     }
 }

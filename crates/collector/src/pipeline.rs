@@ -134,6 +134,9 @@ pub struct ReplayConfig {
     pub skew_ns: u64,
     /// Pairs remembered at most.
     pub capacity: usize,
+    /// Source time (Unix ns) before which reports are refused as possibly accepted by an
+    /// earlier process (the replay memory starts empty): the service's start. 0: none.
+    pub memory_since_ns: u64,
 }
 
 impl Default for ReplayConfig {
@@ -142,6 +145,7 @@ impl Default for ReplayConfig {
             window_ns: 60_000_000_000,
             skew_ns: 1_000_000_000,
             capacity: 4 << 20,
+            memory_since_ns: 0,
         }
     }
 }
@@ -309,7 +313,8 @@ impl Pipeline {
         Pipeline {
             shared,
             keys,
-            replay: ReplayFilter::new(replay.window_ns, replay.skew_ns, replay.capacity),
+            replay: ReplayFilter::new(replay.window_ns, replay.skew_ns, replay.capacity)
+                .remembers_since(replay.memory_since_ns),
             receive_bounds: (replay.window_ns, replay.skew_ns),
             topo,
             topo_gen,
@@ -568,6 +573,15 @@ impl Pipeline {
             .replay
             .check(who, ts48, port, now_ns)
             .map_err(replay_reject)?;
+        if self.replay.predates_memory(full_ts) {
+            return Err(reject(
+                RejectReason::PredatesReplayMemory,
+                format!(
+                    "source timestamp {full_ts} ns precedes this collector's replay memory \
+                     (it may have been accepted before a restart)"
+                ),
+            ));
+        }
 
         // Hops to ASes.
         let (path_id, ases, walked) = match self.topo.map(src, dst, layout) {

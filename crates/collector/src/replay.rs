@@ -3,6 +3,13 @@
 //!
 //! Freshness (stale / future) is `idint_wire`'s [`ReplayWindow::fresh`]; remembered pairs live
 //! in a hash set bounded by `capacity` and expire in arrival order once older than the window.
+//!
+//! The memory lives in the process: a filter remembers nothing from before it was made, so a
+//! report stamped earlier than that ([`ReplayFilter::remembers_since`]) could have been
+//! accepted by the collector that ran before a restart. The pipeline refuses such reports
+//! ([`ReplayFilter::predates_memory`]) rather than let a replay through: what a restart costs
+//! is the reports in flight across it (and, for a source whose clock lags, the first
+//! moments of its lag).
 
 use std::collections::VecDeque;
 
@@ -40,6 +47,8 @@ pub struct ReplayFilter {
     seen: FxHashSet<Pair>,
     order: VecDeque<Pair>,
     capacity: usize,
+    /// Source time (ns) from which every accepted pair is remembered; 0: no bound.
+    since_ns: u64,
 }
 
 impl ReplayFilter {
@@ -52,7 +61,22 @@ impl ReplayFilter {
             seen: FxHashSet::default(),
             order: VecDeque::new(),
             capacity,
+            since_ns: 0,
         }
+    }
+
+    /// The same filter, knowing that it remembers nothing accepted before source time
+    /// `since_ns` (Unix ns; the time it starts to run): see [`Self::predates_memory`].
+    pub fn remembers_since(mut self, since_ns: u64) -> Self {
+        self.since_ns = since_ns;
+        self
+    }
+
+    /// Whether a report with full source timestamp `full` (from [`Self::check`]) is older
+    /// than this filter's memory, so that it may have been accepted before and cannot be
+    /// checked.
+    pub fn predates_memory(&self, full: u64) -> bool {
+        full < self.since_ns
     }
 
     /// The full time of a fresh 48-bit timestamp, and whether `(source, full, port)` is new.
@@ -125,6 +149,20 @@ mod tests {
     fn src(last: u8) -> Source {
         let ia: IsdAsn = "1-ff00:0:110".parse().unwrap();
         Source::new(ia, &HostAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, last)))
+    }
+
+    #[test]
+    fn reports_older_than_the_memory_cannot_be_checked() {
+        let start = NOW - 10 * S;
+        let f = ReplayFilter::new(60 * S, S, 16).remembers_since(start);
+        // Fresh by the window, but stamped before the filter existed.
+        let old = f.check(src(1), (start - 1) % WRAP, 7, NOW).unwrap();
+        assert!(f.predates_memory(old));
+        let new = f.check(src(1), start % WRAP, 7, NOW).unwrap();
+        assert!(!f.predates_memory(new));
+        // Without a start, nothing predates the memory.
+        let g = ReplayFilter::new(60 * S, S, 16);
+        assert!(!g.predates_memory(old));
     }
 
     #[test]

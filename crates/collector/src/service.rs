@@ -320,6 +320,9 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
         skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
         capacity: cfg.replay.capacity,
+        // The replay memory starts empty now: a report stamped earlier may have been accepted
+        // by the process before a restart.
+        memory_since_ns: now_ns(),
     };
     let mut shards = Vec::with_capacity(n);
     let mut workers = Vec::with_capacity(n);

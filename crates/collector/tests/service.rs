@@ -907,3 +907,58 @@ async fn sla_sees_values_event_detection_left_unwritten() {
     r.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Posts `batch` as protobuf; the HTTP status.
+async fn post_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) -> u16 {
+    let (st, _) = http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/x-protobuf")],
+        &batch.encode_to_vec(),
+    )
+    .await;
+    st
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
+    let dir = tempdir("restart");
+    let start = |dir: PathBuf| async move {
+        let r = service::start(config(&dir, 64, true), Stores::default())
+            .await
+            .unwrap();
+        for f in chain::topology_files() {
+            assert_eq!(
+                admin_post(r.http_addr, "/api/v1/admin/topology", &f)
+                    .await
+                    .0,
+                200
+            );
+        }
+        r
+    };
+    let first = start(dir.clone()).await;
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    let old = chain.batch(1, 1);
+    assert_eq!(post_batch(first.http_addr, &old).await, 202);
+    settle(&first, 1).await;
+    assert_eq!(first.shared.counters.accepted.load(Relaxed), 1);
+    first.shutdown().await;
+
+    // A new process remembers nothing: well within the freshness window, the same report
+    // could only be checked against a memory it does not have, so it is refused.
+    let second = start(dir.clone()).await;
+    assert_eq!(post_batch(second.http_addr, &old).await, 202);
+    settle(&second, 1).await;
+    let c = &second.shared.counters;
+    assert_eq!(c.accepted.load(Relaxed), 0);
+    assert_eq!(c.rejected(RejectReason::PredatesReplayMemory), 1);
+    // Reports made after the restart are accepted.
+    let mut fresh = Chain::new(now_ns(), true, Ask::Latency);
+    assert_eq!(post_batch(second.http_addr, &fresh.batch(1, 2)).await, 202);
+    settle(&second, 2).await;
+    assert_eq!(c.accepted.load(Relaxed), 1);
+    second.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
