@@ -5,7 +5,9 @@
 //! worker's single-producer ring; no heap allocation, lock or system call. The exporter
 //! thread drains the rings, builds `idint.report.v1.Report`s, groups them into
 //! `ReportBatch`es (by count, size or age) and sends each batch as one UDP datagram to the
-//! collector.
+//! collector. The socket is connected to the collector, so that the ICMP "port unreachable"
+//! of a collector that is not running comes back as a refusal: counted as
+//! `export_refused` (that earlier datagram was lost), not silently taken as delivered.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -86,11 +88,14 @@ pub struct ExportStats {
     pub bad_records: AtomicU64,
     /// Datagrams the socket refused.
     pub send_errors: AtomicU64,
+    /// Sent datagrams the collector's host refused (ICMP port unreachable: nothing listens
+    /// there); their reports were counted in `reports` when sent, and are lost.
+    pub refused: AtomicU64,
 }
 
 impl ExportStats {
     /// `(name, value)` pairs.
-    pub fn named(&self) -> [(&'static str, u64); 4] {
+    pub fn named(&self) -> [(&'static str, u64); 5] {
         [
             ("export_reports", self.reports.load(Ordering::Relaxed)),
             ("export_batches", self.batches.load(Ordering::Relaxed)),
@@ -102,6 +107,7 @@ impl ExportStats {
                 "export_send_errors",
                 self.send_errors.load(Ordering::Relaxed),
             ),
+            ("export_refused", self.refused.load(Ordering::Relaxed)),
         ]
     }
 }
@@ -163,7 +169,13 @@ impl Batcher {
         }
         let n = self.batch.reports.len() as u64;
         let bytes = self.batch.encode_to_vec();
-        match self.socket.send_to(&bytes, self.cfg.collector) {
+        // A refusal reported now is an earlier datagram's; this one was not sent: once more.
+        let mut sent = self.socket.send(&bytes);
+        if matches!(&sent, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused) {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+            sent = self.socket.send(&bytes);
+        }
+        match sent {
             Ok(_) => {
                 self.stats.reports.fetch_add(n, Ordering::Relaxed);
                 self.stats.batches.fetch_add(1, Ordering::Relaxed);
@@ -179,6 +191,13 @@ impl Batcher {
     }
 }
 
+/// A UDP socket bound to `bind` and connected to `collector`.
+fn connected_socket(bind: SocketAddr, collector: SocketAddr) -> std::io::Result<UdpSocket> {
+    let socket = UdpSocket::bind(bind)?;
+    socket.connect(collector)?;
+    Ok(socket)
+}
+
 /// Runs the exporter until `done` is set (after the workers have stopped) and the rings are
 /// empty.
 pub fn run_exporter(
@@ -192,7 +211,7 @@ pub fn run_exporter(
     } else {
         "[::]:0".parse().expect("literal")
     };
-    let socket = UdpSocket::bind(bind)?;
+    let socket = connected_socket(bind, cfg.collector)?;
     let mut b = Batcher {
         batch: ReportBatch {
             exporter: Some(cfg.exporter.clone()),
@@ -251,14 +270,10 @@ pub fn run_exporter(
 mod batch_tests {
     use super::*;
 
-    #[test]
-    fn datagrams_stay_within_max_bytes() {
-        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let max_bytes = 512;
-        let mut b = Batcher {
+    fn batcher(collector: SocketAddr, max_bytes: usize) -> Batcher {
+        Batcher {
             cfg: ExportConfig {
-                collector: rx.local_addr().unwrap(),
+                collector,
                 exporter: Exporter {
                     isd_as: 0x0001_ff00_0000_0110,
                     router_id: 1,
@@ -268,7 +283,7 @@ mod batch_tests {
                 max_bytes,
                 flush: Duration::from_secs(10),
             },
-            socket: UdpSocket::bind("127.0.0.1:0").unwrap(),
+            socket: connected_socket("127.0.0.1:0".parse().unwrap(), collector).unwrap(),
             batch: ReportBatch {
                 exporter: Some(Exporter {
                     isd_as: 0x0001_ff00_0000_0110,
@@ -281,13 +296,54 @@ mod batch_tests {
             bytes: 0,
             oldest: None,
             stats: Arc::new(ExportStats::default()),
-        };
+        }
+    }
+
+    fn report(i: u64) -> Report {
+        Report {
+            receive_time_ns: 1_700_000_000_000_000_000 + i,
+            idint_stack: vec![0xab; 112],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_collector_that_is_not_listening_is_counted_as_refusing() {
+        // A port nobody listens on: bind one, note it, close it.
+        let dead = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut b = batcher(dead, 512);
+        for i in 0..5 {
+            b.add(report(i));
+            b.send();
+            // Loopback answers with ICMP port unreachable at once; let it arrive.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let refused = b.stats.refused.load(Ordering::Relaxed);
+        // Every datagram after the first finds the previous one's refusal.
+        assert!(refused >= 3, "refused {refused}");
+        // A listening collector: nothing refused.
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut ok = batcher(rx.local_addr().unwrap(), 512);
+        for i in 0..5 {
+            ok.add(report(i));
+            ok.send();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(ok.stats.refused.load(Ordering::Relaxed), 0);
+        assert_eq!(ok.stats.batches.load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn datagrams_stay_within_max_bytes() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let max_bytes = 512;
+        let mut b = batcher(rx.local_addr().unwrap(), max_bytes);
         for i in 0..20u64 {
-            b.add(Report {
-                receive_time_ns: 1_700_000_000_000_000_000 + i,
-                idint_stack: vec![0xab; 112],
-                ..Default::default()
-            });
+            b.add(report(i));
         }
         b.send();
         let mut buf = [0u8; 65536];
