@@ -123,6 +123,9 @@ pub struct PathRecord {
     pub hops: Vec<HopRecord>,
     /// First seen, Unix ns.
     pub first_seen_ns: u64,
+    /// Learned from reports (walked and confirmed) rather than imported; the latest change of
+    /// a path sets it.
+    pub learned: bool,
 }
 
 /// A path seen in reports that could not be mapped to ASes.
@@ -300,14 +303,16 @@ impl TopologyDb {
                 to_node: r.get::<i64, _>(2) as u32,
             });
         }
-        for r in sqlx::query("SELECT fingerprint, first_seen_ns FROM path ORDER BY fingerprint")
-            .fetch_all(&self.pool)
-            .await?
+        for r in
+            sqlx::query("SELECT fingerprint, first_seen_ns, learned FROM path ORDER BY fingerprint")
+                .fetch_all(&self.pool)
+                .await?
         {
             snap.paths.push(PathRecord {
                 fingerprint: un(r.get(0)),
                 hops: Vec::new(),
                 first_seen_ns: un(r.get(1)),
+                learned: r.get(2),
             });
         }
         for r in sqlx::query(
@@ -448,17 +453,26 @@ async fn apply_one(tx: &mut Transaction<'_, Postgres>, c: &Change) -> Result<(),
         }
         Change::Path(p) => {
             let new = sqlx::query(
-                "INSERT INTO path (fingerprint, src_ia, dst_ia, first_seen_ns) VALUES ($1, $2, \
-                 $3, $4) ON CONFLICT DO NOTHING",
+                "INSERT INTO path (fingerprint, src_ia, dst_ia, first_seen_ns, learned) VALUES \
+                 ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
             )
             .bind(ia(p.fingerprint))
             .bind(ia(p.hops.first().map_or(0, |h| h.ia)))
             .bind(ia(p.hops.last().map_or(0, |h| h.ia)))
             .bind(p.first_seen_ns as i64)
+            .bind(p.learned)
             .execute(&mut **tx)
             .await?
             .rows_affected()
                 == 1;
+            if !new {
+                // The hops of a fingerprint never change; its origin may.
+                sqlx::query("UPDATE path SET learned = $2 WHERE fingerprint = $1")
+                    .bind(ia(p.fingerprint))
+                    .bind(p.learned)
+                    .execute(&mut **tx)
+                    .await?;
+            }
             if new {
                 for (k, h) in p.hops.iter().enumerate() {
                     sqlx::query("INSERT INTO path_hop VALUES ($1, $2, $3, $4, $5)")

@@ -47,6 +47,7 @@ fn path(fp: u64) -> PathRecord {
             },
         ],
         first_seen_ns: 1_700_000_000_000_000_000,
+        learned: false,
     }
 }
 
@@ -144,6 +145,23 @@ async fn round_trip_and_quarantine_cap() {
         "first record of a path wins"
     );
     assert_eq!(snap.unknown_paths.len(), 1);
+    // A path's origin is stored and may change later (hops and first sighting stay).
+    let learned = PathRecord {
+        learned: true,
+        first_seen_ns: 1,
+        ..path(u64::MAX)
+    };
+    db.apply(&[Change::Path(learned.clone())]).await.unwrap();
+    let snap = db.load().await.unwrap();
+    assert_eq!(
+        snap.paths,
+        vec![PathRecord {
+            learned: true,
+            ..path(u64::MAX)
+        }]
+    );
+    db.apply(&[Change::Path(path(u64::MAX))]).await.unwrap();
+    assert_eq!(db.load().await.unwrap().paths, vec![path(u64::MAX)]);
     // Quarantine keeps the newest 3.
     for k in 0..5u8 {
         db.apply(&[Change::Quarantine(QuarantineRecord {

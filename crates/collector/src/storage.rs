@@ -260,6 +260,7 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
                 })
                 .collect(),
             first_seen_ns: crate::service::now_ns(),
+            learned: p.origin == PathOrigin::Learned,
         }),
         TopologyChange::UnknownPath(u) => Change::UnknownPath(UnknownPathRecord {
             fingerprint: u.id,
@@ -270,7 +271,8 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
 }
 
 /// The changes that rebuild a stored topology (see
-/// [`crate::topology::TopologyHandle::restore`]). Stored paths come back as imported.
+/// [`crate::topology::TopologyHandle::restore`]). Stored paths come back with the origin
+/// they were stored with.
 pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
     let mut out = Vec::new();
     for a in &s.ases {
@@ -351,7 +353,11 @@ pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
             src: f.ia,
             dst: l.ia,
             hops: hops.clone(),
-            origin: PathOrigin::Imported,
+            origin: if p.learned {
+                PathOrigin::Learned
+            } else {
+                PathOrigin::Imported
+            },
         }));
     }
     for u in &s.unknown_paths {

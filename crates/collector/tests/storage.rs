@@ -326,6 +326,8 @@ async fn round_trip(backend: &str, base_port: u16) {
         paths["paths"][0]["hops"],
         serde_json::to_value(chain::path_description().hops).unwrap()
     );
+    // Learned from the reports (walked over the imported interfaces), and still so.
+    assert_eq!(paths["paths"][0]["origin"], "learned");
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/1-ff00:0:e", false, b"").await;
     assert_eq!(st, 200, "{e}");
     assert_eq!(e["routers"]["re"]["node_id"], 9);
