@@ -856,10 +856,38 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
     let now = now_ns();
     let from = now.saturating_sub(q.window_s.unwrap_or(300).saturating_mul(1_000_000_000));
     let l = s.shared.metrics.get(&MetricKey::path(id, m));
-    // The written values and the largest unwritten value between them: a value event
-    // detection did not write (within its threshold of the last written one) may still
-    // exceed the bound.
-    let pts: Vec<(u64, f64)> = l.as_ref().map(|l| l.kept_since(from)).unwrap_or_default();
+    // Since this process started, memory: the written values and the largest unwritten value
+    // between them (a value event detection did not write, being within its threshold of the
+    // last written one, may still exceed the bound). Before, what the time-series store holds
+    // (the written values; the unwritten peaks of an earlier process are gone).
+    let started = s.started_ns;
+    let mut pts: Vec<(u64, f64)> = Vec::new();
+    let mut covered_from = from.max(started);
+    let mut sources = vec!["memory"];
+    if let (true, Some(store)) = (from < started, &s.history) {
+        let earlier = crate::metrics::HistoryQuery {
+            scope: crate::metrics::Scope::Path,
+            measurement: m,
+            tags: vec![("path".into(), format!("{id:016x}"))],
+            from_ns: from,
+            to_ns: started - 1,
+            step_ns: 0,
+            agg: "max".into(),
+        };
+        let series = store
+            .query(earlier)
+            .await
+            .map_err(|e| ApiError(StatusCode::BAD_GATEWAY, format!("time-series store: {e}")))?;
+        pts.extend(series.iter().flat_map(|x| x.points.iter().copied()));
+        pts.sort_by_key(|p| p.0);
+        covered_from = from;
+        sources.insert(0, "time-series store");
+    }
+    pts.extend(
+        l.as_ref()
+            .map(|l| l.kept_since(from.max(started)))
+            .unwrap_or_default(),
+    );
     let violations: Vec<Value> = pts
         .iter()
         .filter(|(_, v)| *v > q.max)
@@ -871,6 +899,11 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
         "measurement": m.name(),
         "max": q.max,
         "window": {"from": from, "to": now},
+        // Values from `covered_from` on were seen (`sources`); before it (a window reaching
+        // back before this process started, without a time-series store) nothing is known.
+        "covered_from": covered_from,
+        "complete": covered_from <= from,
+        "sources": sources,
         "samples": pts.len(),
         "current": current,
         "violations": violations,
@@ -1071,7 +1104,7 @@ pub fn openapi_document() -> Value {
             "/api/v1/paths/{id}": get("One path with per-hop telemetry", vec![json!({"name": "id", "in": "path", "required": true, "description": "path id (16 hex digits)", "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{16}$"}})], ok("path")),
             "/api/v1/telemetry": get("Current values of matching metric keys", key_params(), ok("values")),
             "/api/v1/telemetry/history": get("Written values of matching keys over a time range, optionally bucketed", hist, ok("series")),
-            "/api/v1/sla": get("Violations of a path objective over a window", vec![qt("path", "path id (16 hex digits)", true, json!({"type": "string", "pattern": "^[0-9a-fA-F]{16}$"})), q("objective", "latency, utilisation, queue, carbon or energy", false), qt("max", "bound in the measurement's unit (finite)", true, json!({"type": "number"})), qt("window_s", "window, s (default 300)", false, uint(u64::MAX))], ok("check")),
+            "/api/v1/sla": get("Violations of a path objective over a window (memory since the collector started, the time-series store before; `complete` is false when part of the window was not covered)", vec![qt("path", "path id (16 hex digits)", true, json!({"type": "string", "pattern": "^[0-9a-fA-F]{16}$"})), q("objective", "latency, utilisation, queue, carbon or energy", false), qt("max", "bound in the measurement's unit (finite)", true, json!({"type": "number"})), qt("window_s", "window, s (default 300)", false, uint(u64::MAX))], ok("check")),
             "/api/v1/quarantine": get("Rejected reports with reasons", vec![q("reason", "reject reason", false), qt("limit", "most entries (default 100, at most 10000)", false, uint(u64::MAX))], ok("list")),
             "/api/v1/admin/topology": admin_post("Import a SCION topology.json", "application/json"),
             "/api/v1/admin/paths": admin_post("Import path descriptions ({hops: [{ia, ingress, egress}]})", "application/json"),

@@ -211,6 +211,8 @@ pub struct AppState {
     pub local_ia: IsdAsn,
     /// The time-series store for history queries, if any.
     pub history: Option<Arc<dyn HistoryStore>>,
+    /// When this process started (Unix ns): the values kept in memory begin here.
+    pub started_ns: u64,
 }
 
 /// A running collector.
@@ -316,13 +318,14 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
 
     let n = cfg.ingest.workers;
     let ready = Arc::new(AtomicUsize::new(0));
+    let started_ns = now_ns();
     let replay = ReplayConfig {
         window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
         skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
         capacity: cfg.replay.capacity,
         // The replay memory starts empty now: a report stamped earlier may have been accepted
         // by the process before a restart.
-        memory_since_ns: now_ns(),
+        memory_since_ns: started_ns,
     };
     let mut shards = Vec::with_capacity(n);
     let mut workers = Vec::with_capacity(n);
@@ -388,6 +391,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         workers: n,
         local_ia: ia,
         history: stores.history.clone(),
+        started_ns,
     };
     let app = crate::api::router(state);
     let mut srx = stop_rx.clone();

@@ -959,6 +959,20 @@ async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
     assert_eq!(post_batch(second.http_addr, &fresh.batch(1, 2)).await, 202);
     settle(&second, 2).await;
     assert_eq!(c.accepted.load(Relaxed), 1);
+    // Without a time-series store, what happened before the restart is unknown to an SLA
+    // check, and the answer says so.
+    let (_, paths) = get_json(second.http_addr, "/api/v1/paths").await;
+    let id = paths["paths"][0]["id"].as_str().unwrap().to_string();
+    let (st, sla) = get_json(
+        second.http_addr,
+        &format!("/api/v1/sla?path={id}&objective=latency&max=1e12&window_s=3600"),
+    )
+    .await;
+    assert_eq!(st, 200, "{sla}");
+    assert_eq!(sla["complete"], false, "{sla:#}");
+    assert_eq!(sla["sources"], serde_json::json!(["memory"]), "{sla:#}");
+    assert!(sla["covered_from"].as_u64().unwrap() > sla["window"]["from"].as_u64().unwrap());
+    assert_eq!(sla["samples"], 1, "{sla:#}");
     second.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -328,6 +328,22 @@ async fn round_trip(backend: &str, base_port: u16) {
     );
     // Learned from the reports (walked over the imported interfaces), and still so.
     assert_eq!(paths["paths"][0]["origin"], "learned");
+    // An SLA check over a window reaching back before the restart sees the values written
+    // then (from the time-series store), not an empty memory taken as compliance.
+    let id = paths["paths"][0]["id"].as_str().unwrap().to_string();
+    let (st, sla) = http(
+        r.http_addr,
+        "GET",
+        &format!("/api/v1/sla?path={id}&objective=latency&max=0&window_s=3600"),
+        false,
+        b"",
+    )
+    .await;
+    assert_eq!(st, 200, "{sla}");
+    assert_eq!(sla["complete"], true, "{sla:#}");
+    assert_eq!(sla["sources"][0], "time-series store", "{sla:#}");
+    assert!(sla["samples"].as_u64().unwrap() > 0, "{sla:#}");
+    assert_eq!(sla["compliant"], false, "{sla:#}");
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/1-ff00:0:e", false, b"").await;
     assert_eq!(st, 200, "{e}");
     assert_eq!(e["routers"]["re"]["node_id"], 9);
