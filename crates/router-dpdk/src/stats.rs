@@ -47,7 +47,7 @@ pub struct IoCounters {
 
 const IO_FIELDS: usize = 16;
 const DP_FIELDS: usize = 4 + ScmpReason::COUNT + DropReason::COUNT;
-const II_FIELDS: usize = 13;
+const II_FIELDS: usize = 14;
 const KEY_FIELDS: usize = 3;
 
 impl IoCounters {
@@ -163,12 +163,13 @@ fn ii_from_array(a: &[u64; II_FIELDS]) -> IdIntCounters {
         stack_full: a[4],
         delayed: a[5],
         no_key: a[6],
-        malformed: a[7],
-        unsupported: a[8],
-        exported: a[9],
-        export_refused: a[10],
-        stripped: a[11],
-        consumed: a[12],
+        unsealed: a[7],
+        malformed: a[8],
+        unsupported: a[9],
+        exported: a[10],
+        export_refused: a[11],
+        stripped: a[12],
+        consumed: a[13],
     }
 }
 

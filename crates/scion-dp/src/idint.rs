@@ -324,6 +324,9 @@ pub struct IdIntCounters {
     pub delayed: u64,
     /// Packets forwarded without an entry because no key was available.
     pub no_key: u64,
+    /// Entries written (counted in `pushed` or `aggregated`) whose key was gone by the time
+    /// the burst sealed them: they carry zeros and a zero MAC, which verifiers reject.
+    pub unsealed: u64,
     /// Packets with malformed ID-INT options (forwarded unchanged).
     pub malformed: u64,
     /// Packets with an unsupported version or verifier (forwarded unchanged).
@@ -351,7 +354,7 @@ impl IdIntCounters {
     }
 
     /// `(metric name, value)` pairs with stable names.
-    pub fn named(&self) -> [(&'static str, u64); 13] {
+    pub fn named(&self) -> [(&'static str, u64); 14] {
         [
             ("idint_packets", self.packets),
             ("idint_pushed", self.pushed),
@@ -360,6 +363,7 @@ impl IdIntCounters {
             ("idint_stack_full", self.stack_full),
             ("idint_delayed", self.delayed),
             ("idint_no_key", self.no_key),
+            ("idint_unsealed", self.unsealed),
             ("idint_malformed", self.malformed),
             ("idint_unsupported", self.unsupported),
             ("idint_exported", self.exported),
@@ -378,6 +382,7 @@ impl IdIntCounters {
         self.stack_full = self.stack_full.saturating_add(o.stack_full);
         self.delayed = self.delayed.saturating_add(o.delayed);
         self.no_key = self.no_key.saturating_add(o.no_key);
+        self.unsealed = self.unsealed.saturating_add(o.unsealed);
         self.malformed = self.malformed.saturating_add(o.malformed);
         self.unsupported = self.unsupported.saturating_add(o.unsupported);
         self.exported = self.exported.saturating_add(o.exported);
@@ -623,7 +628,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
     }
 
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
-        self.counters.no_key += self.batch.run(&mut self.keys, pkts);
+        self.counters.unsealed += self.batch.run(&mut self.keys, pkts);
     }
 }
 
@@ -970,6 +975,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             Some(_) => batch.recall(&id),
             None => None,
         };
+        let close = out.last || mode == 0;
+        let encrypt = close && f0 & mflags::E != 0;
+        let instructions = [hbh[12], hbh[13], hbh[14], hbh[15]].map(idint_wire::idint::Instruction);
+        let g = gather(source, router.local_ia(), hbh[10] >> 4, &instructions, &ctx);
+        let len = entry_len(encrypt, g.md_len);
+        let e_end = free + len;
+        if e_end > end {
+            // Full: the general path sets X (and looks the key up itself: not here too).
+            return false;
+        }
         let found = match recalled {
             Some(h) => Some(h),
             None => keys.find_ip(id.ia(), id.v6(), id.host, ctx.now_ns),
@@ -979,16 +994,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             counters.no_key += 1;
             return true;
         };
-        let close = out.last || mode == 0;
-        let encrypt = close && f0 & mflags::E != 0;
-        let instructions = [hbh[12], hbh[13], hbh[14], hbh[15]].map(idint_wire::idint::Instruction);
-        let g = gather(source, router.local_ia(), hbh[10] >> 4, &instructions, &ctx);
-        let len = entry_len(encrypt, g.md_len);
-        let e_end = free + len;
-        if e_end > end {
-            // Full: the general path sets X.
-            return false;
-        }
         // One padding option from the top entry to the end of the stack: the plan for the next
         // packets of the flow checks its header instead of walking the padding.
         let pad = [hbh[free], hbh.get(free + 1).copied().unwrap_or(0)];
@@ -1031,8 +1036,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         };
         counters.packets += 1;
         if seal_or_defer(keys, batch, e, &job).is_none() {
-            counters.malformed += 1;
-            return true;
+            counters.unsealed += 1;
         }
         counters.pushed += 1;
         if encrypt {
@@ -1121,6 +1125,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
+        // Not before the planned entry is known to fit: a full stack takes the general path,
+        // which looks the key up (and asks the source) itself.
+        if free + usize::from(plan.entry.len) > end {
+            return false;
+        }
         let same = at.holds(head, hbh, &plan.id);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
@@ -1182,12 +1191,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let Some(ep) = batch.plans[k].as_ref().map(|p| &p.entry) else {
             return false;
         };
-        // The values, asked for as `gather` asks (node id, then the slots in order); not
-        // before the planned entry is known to fit (a full stack takes the general path, which
-        // asks the source again).
-        if free + usize::from(ep.len) > end {
-            return false;
-        }
+        // The values, asked for as `gather` asks (node id, then the slots in order).
         let node_id = if hbh[10] & 0x80 != 0 {
             source.node_id()
         } else {
@@ -1283,8 +1287,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 now_ns: ctx.now_ns,
             };
             if seal_or_defer(keys, batch, e, &job).is_none() {
-                counters.malformed += 1;
-                return true;
+                counters.unsealed += 1;
             }
         }
         counters.pushed += 1;
@@ -1408,7 +1411,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 handle,
                 now_ns: ctx.now_ns,
             };
-            seal_or_defer(keys, batch, e, &job).ok_or(Skip::Malformed)?;
+            if seal_or_defer(keys, batch, e, &job).is_none() {
+                counters.unsealed += 1;
+            }
             if defer.is_some() {
                 batch.last = Some((id, handle));
             }
@@ -2408,7 +2413,14 @@ fn seal_or_defer<K: VerifierKeys>(
         seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
         return Some(());
     }
-    let key = keys.as_host_key(job.id.ia(), &job.id.host(), job.now_ns)?;
+    let Some(key) = keys.as_host_key(job.id.ia(), &job.id.host(), job.now_ns) else {
+        // Never leave unprotected values behind (as the burst pass does): the entry keeps
+        // its shape, carries zeros and a zero MAC, which verifiers reject.
+        if let Some(rest) = e.get_mut(NONCE_OFFSET..) {
+            rest.fill(0);
+        }
+        return None;
+    };
     seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
     Some(())
 }

@@ -560,6 +560,19 @@ fn a_full_stack_sets_x_and_adds_nothing() {
     assert_eq!(entries[1].metadata, written_by(&trip, 0, 0, 1));
     let full: u64 = trip.stages.iter().map(|s| s.counters.stack_full).sum();
     assert_eq!(full, 4);
+    // A fast push that finds the stack full leaves the packet to the general path without
+    // looking the key up first: each router asks its key cache as often as without a fast
+    // path.
+    let lookups = |t: &Trip| -> Vec<u64> {
+        t.stages
+            .iter()
+            .map(|s| {
+                let c = s.keys.cache.stats();
+                c.hits + c.misses
+            })
+            .collect()
+    };
+    assert_eq!(lookups(&trip), lookups(&traverse_with(&req, false)));
 }
 
 #[test]
@@ -1452,4 +1465,55 @@ fn delay_hops_count_border_routers_not_internal_nodes() {
     assert_eq!(d, Disposition::Forward { ifid: 1 });
     assert_eq!((ra.counters.delayed, ra.counters.pushed), (1, 0));
     assert_eq!(delay(&packet), 0);
+}
+
+/// Keys that are found but gone by the time an entry is sealed (a level-1 key withdrawn
+/// between lookup and sealing).
+struct Vanishing(DrkeyKeys);
+impl VerifierKeys for Vanishing {
+    fn find(&mut self, ia: IsdAsn, host: &HostAddr, now_ns: u64) -> Option<KeyHandle> {
+        self.0.find(ia, host, now_ns)
+    }
+    fn key(&self, _: KeyHandle) -> Option<&Aes128Enc> {
+        None
+    }
+}
+
+#[test]
+fn entries_whose_key_vanished_before_sealing_leave_no_values_and_are_counted_once() {
+    let rs = routers();
+    for encrypt in [false, true] {
+        let req = RequestBuilder {
+            stack_len_words: 64,
+            ..request(AggregationMode::Off, encrypt)
+        };
+        let inputs: Vec<Vec<u8>> = [1u8, 2, 2, 3]
+            .iter()
+            .map(|&h| request_packet_to(&rs, &req, Ipv4Addr::new(10, 4, 0, h)))
+            .collect();
+        // Single packets (general and planned paths) and a burst write the same bytes.
+        let (lost, st) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
+            let s = stage(0, &rs);
+            IdIntStage::new(Vanishing(s.keys), s.source, s.nonces)
+        });
+        assert_eq!(st.counters.pushed, 4, "encrypt {encrypt}");
+        assert_eq!(st.counters.unsealed, 4, "encrypt {encrypt}");
+        assert_eq!(st.counters.no_key, 0, "encrypt {encrypt}");
+        assert_eq!(st.counters.malformed, 0, "encrypt {encrypt}");
+        // Against the same packets sealed normally: every byte that differs is zero in the
+        // unsealed packet (values, nonce and MAC), and the MAC at least differs.
+        let (sealed, _) =
+            burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
+        for (i, ((_, l), (_, s))) in lost.iter().zip(&sealed).enumerate() {
+            let r = hbh_range(s);
+            let differing: Vec<usize> = r.filter(|&k| l[k] != s[k]).collect();
+            assert!(differing.len() >= 4, "packet {i}: {differing:?}");
+            assert!(
+                differing.iter().all(|&k| l[k] == 0),
+                "packet {i} (encrypt {encrypt}): unsealed entry keeps values"
+            );
+            let mut pkt = l.clone();
+            assert!(verify(&mut pkt).is_err(), "packet {i} verifies");
+        }
+    }
 }
