@@ -415,8 +415,11 @@ pub struct ControlServiceProvider {
 }
 
 impl ControlServiceProvider {
-    /// Epochs kept per (protocol, src, dst): the current and the next one.
-    const KEPT: usize = 2;
+    /// Epochs kept per (protocol, src, dst): the previous, the current and the next one. The
+    /// previous one matters for a while after each epoch change: verifiers retry entries
+    /// sealed just before it (DRKey's grace period) while the next epoch is already fetched
+    /// ahead; with two kept, each such retry evicted the key the next one needed.
+    const KEPT: usize = 3;
 
     /// A provider for the control service at `url`.
     pub fn new(url: &str, timeout: Duration) -> Result<Self, GrpcError> {
@@ -522,7 +525,8 @@ impl ControlServiceProvider {
         }
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         let slot = cache.entry(id).or_default();
-        slot.retain(|(e, _)| e.end > epoch.begin.saturating_sub(1) && *e != epoch);
+        // The newest epochs stay (an old one asked for is served, then dropped first).
+        slot.retain(|(e, _)| *e != epoch);
         slot.push((epoch, key.clone()));
         slot.sort_by_key(|(e, _)| e.begin);
         while slot.len() > Self::KEPT {

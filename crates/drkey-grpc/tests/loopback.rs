@@ -167,6 +167,29 @@ fn blocking_provider_fetches_once_per_epoch() {
     // Both epochs stay cached: going back to the first costs no round trip.
     assert_eq!(p.level1(Protocol::IDINT, src, dst, T).unwrap().0, e1);
     assert_eq!(served.get(), 2);
+    // The epoch after that fetched ahead while the first is still asked for (a verifier's
+    // grace-period retries of entries sealed before the change): previous, current and
+    // next all stay cached, every request after the first of an epoch is a hit.
+    let after = u64::from(e3.end);
+    assert_eq!(
+        p.level1(Protocol::IDINT, src, dst, after).unwrap().0.begin,
+        e3.end
+    );
+    assert_eq!(served.get(), 3);
+    for _ in 0..3 {
+        assert_eq!(p.level1(Protocol::IDINT, src, dst, T).unwrap().0, e1);
+        assert_eq!(
+            p.level1(Protocol::IDINT, src, dst, u64::from(e1.end))
+                .unwrap()
+                .0,
+            e3
+        );
+        assert_eq!(
+            p.level1(Protocol::IDINT, src, dst, after).unwrap().0.begin,
+            e3.end
+        );
+    }
+    assert_eq!(served.get(), 3, "three epochs, three fetches");
     let direct = local()
         .level1(Protocol::IDINT, src, dst, u64::from(e1.end))
         .unwrap();
