@@ -1046,23 +1046,26 @@ enum ProbeKind {
         /// Keeps the port started.
         _started: Arc<Started>,
     },
-    Ring(Arc<MbufRing>),
+    Ring {
+        ring: Arc<MbufRing>,
+        id: u16,
+    },
 }
 
 impl BufferProbe {
-    /// A probe of a software ring.
-    pub fn ring(r: Arc<MbufRing>) -> Self {
+    /// A probe of a software ring, identified as `id`.
+    pub fn ring(r: Arc<MbufRing>, id: u16) -> Self {
         BufferProbe {
-            kind: ProbeKind::Ring(r),
+            kind: ProbeKind::Ring { ring: r, id },
             _not_sync: PhantomData,
         }
     }
 
-    /// The buffer's identifier: the rx queue index (a ring: 0).
+    /// The buffer's identifier: the rx queue index, or the id a ring was given.
     pub fn id(&self) -> u16 {
         match &self.kind {
             ProbeKind::Queue { queue, .. } => *queue,
-            ProbeKind::Ring(_) => 0,
+            ProbeKind::Ring { id, .. } => *id,
         }
     }
 
@@ -1078,7 +1081,7 @@ impl BufferProbe {
                 let n = unsafe { sys::rte_eth_rx_queue_count(*port, *queue) };
                 u32::try_from(n).ok()
             }
-            ProbeKind::Ring(r) => Some(r.count()),
+            ProbeKind::Ring { ring, .. } => Some(ring.count()),
         }
     }
 }

@@ -394,7 +394,9 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             .iter()
             .map(|(_, s)| match s {
                 Source::Queue(r) => r.probe(),
-                Source::Ring(r) => dpdk::BufferProbe::ring(r.clone()),
+                // The worker's own ring: numbered as the rx queue it would poll without
+                // software distribution (rings of different workers are told apart).
+                Source::Ring(r) => dpdk::BufferProbe::ring(r.clone(), q),
             })
             .collect();
         let mut seed = [0u8; 32];

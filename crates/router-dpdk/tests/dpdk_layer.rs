@@ -168,6 +168,12 @@ fn eal_pool_mbufs_ports_rings_lcores() {
     }
     assert_eq!(ring.enqueue(&mut b), 5);
     assert_eq!(ring.count(), 5);
+    // A probe of a worker's ring reads its depth and carries the worker's buffer id.
+    let ring = std::sync::Arc::new(ring);
+    let probe = dpdk::BufferProbe::ring(ring.clone(), 3);
+    assert_eq!((probe.id(), probe.depth()), (3, Some(5)));
+    drop(probe);
+    let ring = std::sync::Arc::into_inner(ring).expect("only owner");
     let mut out = MbufBurst::new();
     assert_eq!(ring.dequeue(&mut out), 5);
     let firsts: Vec<u8> = out.drain().map(|m| m.data()[0]).collect();
