@@ -90,12 +90,6 @@ pub struct Tables {
 }
 
 impl Tables {
-    #[inline]
-    fn classify(&self, port: usize, dst: &SocketAddr) -> Option<Ingress> {
-        let list = self.ingress.get(port)?;
-        list.iter().find(|(a, _)| a == dst).map(|(_, i)| *i)
-    }
-
     /// The MAC of next hop `ip` at `now_s` (Unix seconds): static configuration first (never
     /// stale), then ARP- or NDP-learned. Inlined: the address is built by the caller just
     /// before, and a call would read it back through memory.
@@ -827,8 +821,11 @@ impl Io {
                     tables, *port, now_s, &mut burst, &mut slots, &mut out, &mut io,
                 );
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
+                // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
+                let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
-                    route(tables, *port, now_s, s, &mut out, &mut io, &mut resolver);
+                    let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
+                    route(tables, *port, now_s, s, r);
                 }
                 send_all(tables, &mut out, &mut self.tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
@@ -871,6 +868,9 @@ fn classify(
     io: &mut IoCounters,
 ) -> usize {
     let mut n = 0;
+    // The port's VLAN and its underlay addresses, once per burst.
+    let vlan = tables.vlans.get(port).copied().flatten();
+    let local = tables.ingress.get(port).map_or(&[][..], Vec::as_slice);
     for m in burst.drain_prefetching(RX_PREFETCH_AHEAD) {
         io.rx_frames += 1;
         io.rx_bytes += m.pkt_len() as u64;
@@ -879,7 +879,7 @@ fn classify(
             continue;
         }
         let mut m = m;
-        if let Some(vid) = tables.vlans.get(port).copied().flatten()
+        if let Some(vid) = vlan
             && !untag(&mut m, vid)
         {
             io.wrong_vlan += 1;
@@ -920,7 +920,7 @@ fn classify(
                 continue;
             }
         };
-        let Some(mut ingress) = tables.classify(port, &r.dst) else {
+        let Some(mut ingress) = local.iter().find(|(a, _)| *a == r.dst).map(|(_, i)| *i) else {
             io.not_for_us += 1;
             continue;
         };
@@ -995,9 +995,12 @@ fn route(
     in_port: usize,
     now_s: u32,
     s: &mut Slot,
-    out: &mut [MbufBurst],
-    io: &mut IoCounters,
-    resolver: &mut Resolver,
+    (out, io, resolver, macs): (
+        &mut [MbufBurst],
+        &mut IoCounters,
+        &mut Resolver,
+        &mut EgressMacs,
+    ),
 ) {
     let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
         return;
@@ -1037,7 +1040,7 @@ fn route(
             };
             let mac = match e.mac {
                 Some(mac) => Some(Learned { mac, stale: false }),
-                None => tables.neighbor(&e.remote.ip(), now_s),
+                None => macs.get_or(*ifid, || tables.neighbor(&e.remote.ip(), now_s)),
             };
             (e.port, &e.local, &e.remote, mac, s.len, e.v4.as_ref())
         }
@@ -1122,6 +1125,37 @@ fn route(
     if let Err(m) = b.push(m) {
         drop(m);
         io.tx_full += 1;
+    }
+}
+
+/// The next-hop MACs of the last few egress interfaces looked up in one burst: packets of a
+/// burst mostly leave by a few links, and each lookup would search the static and learned
+/// neighbours again. Valid for one burst only (what the tables said then).
+#[derive(Default)]
+struct EgressMacs {
+    ifids: [u16; 4],
+    macs: [Option<Learned>; 4],
+    /// Entries filled.
+    n: usize,
+    /// Lookups so far (the next entry to replace once all are filled).
+    next: usize,
+}
+
+impl EgressMacs {
+    /// The MAC for `ifid`, from `lookup` the first time in this burst.
+    #[inline]
+    fn get_or(&mut self, ifid: u16, lookup: impl FnOnce() -> Option<Learned>) -> Option<Learned> {
+        if let Some(k) = self.ifids[..self.n].iter().position(|&i| i == ifid) {
+            return self.macs[k];
+        }
+        let mac = lookup();
+        // Round robin once full (a burst to more links than that looks some up again).
+        let k = self.next % self.ifids.len();
+        self.next += 1;
+        self.ifids[k] = ifid;
+        self.macs[k] = mac;
+        self.n = self.next.min(self.ifids.len());
+        mac
     }
 }
 
@@ -1237,6 +1271,37 @@ fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
     if !b.is_empty() {
         io.tx_full += b.len() as u64;
         b.clear();
+    }
+}
+
+#[cfg(test)]
+mod egress_mac_tests {
+    use super::*;
+
+    #[test]
+    fn each_interface_is_looked_up_once_per_burst_and_answers_stay_exact() {
+        let mut c = EgressMacs::default();
+        let mut asked = Vec::new();
+        let mac = |i: u16| {
+            Some(Learned {
+                mac: [i as u8; 6],
+                stale: i.is_multiple_of(2),
+            })
+        };
+        // Six interfaces, some repeated: more than the cache holds.
+        for ifid in [1u16, 2, 1, 3, 4, 2, 5, 1, 6, 6, 5] {
+            let got = c.get_or(ifid, || {
+                asked.push(ifid);
+                mac(ifid)
+            });
+            assert_eq!(got, mac(ifid), "interface {ifid}");
+        }
+        // 1..4 fill it; 5 replaces 1, so 1 is asked again (replacing 2), then 6 replaces 3.
+        assert_eq!(asked, vec![1, 2, 3, 4, 5, 1, 6]);
+        // An unknown neighbour is remembered as unknown for the burst.
+        let mut c = EgressMacs::default();
+        assert_eq!(c.get_or(9, || None), None);
+        assert_eq!(c.get_or(9, || mac(9)), None);
     }
 }
 

@@ -512,7 +512,9 @@ impl<'r> Processor<'r> {
         hook: &mut H,
     ) -> Disposition {
         let e = self.engine;
-        let d = if let Some((p, block)) = e.fast_one(buf, len, ingress, now_ns) {
+        let mut p = Pending::default();
+        let mut block = [0u8; 16];
+        let d = if e.fast_one(buf, len, ingress, now_ns, &mut p, &mut block) {
             let mac = e.router.hop_mac().compute(&block);
             let mut d = match e.fast_two(buf, len, &p, &mac) {
                 Ok(ifid) => Disposition::Forward { ifid },
@@ -527,8 +529,6 @@ impl<'r> Processor<'r> {
             hook.after_forwarding(e.router, buf, &f, &mut d);
             d
         } else {
-            let mut p = Pending::default();
-            let mut block = [0u8; 16];
             match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
                 Some(d) => d,
                 None => {
@@ -577,14 +577,13 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                if let Some((p, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
-                    s.pending[n] = p;
-                    s.blocks[n] = block;
+                // Stage one writes straight into the burst's slot (no copy of the state).
+                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
+                if e.fast_one(pkt.buffer(), len, ingress, now_ns, p, block) {
                     s.index[n] = i as u8;
                     n += 1;
                     continue;
                 }
-                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
                 match e.stage_one(pkt.buffer(), len, ingress, now_ns, p, block) {
                     Some(d) => {
                         self.counters.record(&d);
@@ -863,7 +862,24 @@ impl Engine<'_> {
         len: usize,
         ingress: Ingress,
         now_ns: u64,
-    ) -> Option<(Pending, [u8; 16])> {
+        out: &mut Pending,
+        block: &mut [u8; 16],
+    ) -> bool {
+        self.fast_one_inner(buf, len, ingress, now_ns, out, block)
+            .is_some()
+    }
+
+    /// [`Self::fast_one`] with `?` for its refusals; writes `out` and `block` only when taken.
+    #[inline(always)]
+    fn fast_one_inner(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        now_ns: u64,
+        out: &mut Pending,
+        block: &mut [u8; 16],
+    ) -> Option<()> {
         if !self.fast {
             return None;
         }
@@ -931,7 +947,7 @@ impl Engine<'_> {
             info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
             write_seg_id(buf, info_at, info.seg_id());
         }
-        let p = Pending {
+        *out = Pending {
             ingress,
             sp,
             meta,
@@ -942,7 +958,8 @@ impl Engine<'_> {
             epic: EpicRole::None,
             fast_egress: egress,
         };
-        Some((p, hop.mac_input(info)))
+        *block = hop.mac_input(info);
+        Some(())
     }
 
     /// Transit fast path, stage two: MAC check, the C=1 SegID update, next hop. `Ok` is the
