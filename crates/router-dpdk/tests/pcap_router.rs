@@ -522,7 +522,9 @@ fn router_entry(sent: &[u8], t0: u64, t1: u64) -> idint_wire::idint::verify::Dec
 
 /// Queue id, buffer id, buffer occupancy and its average requested: what the router can
 /// measure is present, what it cannot stays empty.
-fn queue_and_buffer_items(software: bool) -> [Option<u64>; 4] {
+/// The queue and buffer items of the one packet's entry, and the worker (of two, with
+/// software distribution) its flow hashes to.
+fn queue_and_buffer_items(software: bool) -> ([Option<u64>; 4], u64) {
     use idint_wire::idint::Instruction;
     let now = now_s();
     let req = idint_wire::idint::RequestBuilder {
@@ -530,12 +532,14 @@ fn queue_and_buffer_items(software: bool) -> [Option<u64>; 4] {
         ..request(now, false, false)
     };
     let p = outbound(now, 2, false, Some(req), b"queues please");
+    let f = frame(HOST, INTERNAL, &p);
+    let worker = router_dpdk::distribute::flow_hash(&f) % 2;
     let PcapRun {
         summary,
         sent,
         t0,
         t1,
-    } = run_on_pcap(&[frame(HOST, INTERNAL, &p)], false, "1", |t| {
+    } = run_on_pcap(&[f], false, "1", |t| {
         if software {
             t.replace("\"-l\", \"0-1\"", "\"--lcores=0@0,1@1,2@1,3@1\"")
         } else {
@@ -546,15 +550,16 @@ fn queue_and_buffer_items(software: bool) -> [Option<u64>; 4] {
     assert_eq!(summary["distribution"], mode, "{summary:#}");
     assert_eq!(summary["idint"]["idint_pushed"], 1, "{summary:#}");
     assert_eq!(sent.len(), 1);
-    router_entry(&sent[0], t0, t1)
+    let items = router_entry(&sent[0], t0, t1)
         .metadata
         .slots
-        .map(|s| s.map(|s| s.value))
+        .map(|s| s.map(|s| s.value));
+    (items, worker)
 }
 
 #[test]
 fn queue_and_buffer_telemetry_from_nic_queues() {
-    let [queue_id, buffer_id, occupancy, average] = queue_and_buffer_items(false);
+    let ([queue_id, buffer_id, occupancy, average], _) = queue_and_buffer_items(false);
     assert_eq!(queue_id, Some(0), "worker 0 sends on tx queue 0");
     assert_eq!(buffer_id, Some(0), "received on rx queue 0");
     // net_pcap cannot count its rx queue: nothing is invented.
@@ -564,9 +569,10 @@ fn queue_and_buffer_telemetry_from_nic_queues() {
 
 #[test]
 fn queue_and_buffer_telemetry_from_distribution_rings() {
-    let [queue_id, buffer_id, occupancy, _average] = queue_and_buffer_items(true);
+    let ([queue_id, buffer_id, occupancy, _average], worker) = queue_and_buffer_items(true);
     assert_eq!(queue_id, Some(0), "the distributor sends on tx queue 0");
-    assert_eq!(buffer_id, Some(0));
+    // The ring of the worker the flow went to, numbered as that worker's rx queue would be.
+    assert_eq!(buffer_id, Some(worker));
     // The worker's ring is read: what waited behind the packet (it was alone).
     assert_eq!(occupancy, Some(0));
 }
