@@ -263,11 +263,16 @@ impl Ctx<'_> {
             None => Ok(DispatchedPorts::None),
             Some(v) => {
                 let s = self.str(v, path)?;
+                // scionproto reads "-" like "" (no dispatched ports; Go validatePortRange).
+                if s.trim() == "-" {
+                    return Ok(DispatchedPorts::None);
+                }
                 s.parse().or_else(|_| {
                     self.invalid(
                         path,
                         format!(
-                            "{s:?}: must be \"START-END\" (1 <= START <= END), \"all\" or empty"
+                            "{s:?}: must be \"START-END\" (1 <= START <= END), \"all\", \"-\" or \
+                             empty"
                         ),
                     )
                 })
