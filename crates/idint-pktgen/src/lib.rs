@@ -229,8 +229,9 @@ impl Default for IdIntOptions {
 /// Generation parameters.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The router's clock at arrival, Unix nanoseconds: info-field timestamps, hop expiry, EPIC
-    /// timestamps and DRKey epochs are relative to it; pcap timestamps start at it.
+    /// The router's clock at arrival, Unix nanoseconds: info-field timestamps, hop expiry and
+    /// EPIC timestamps are relative to it; pcap timestamps start at it. A packet's ID-INT
+    /// source timestamp is its pcap timestamp, whose DRKey epoch keys its source entry.
     pub now_ns: u64,
     /// Kinds to generate (those the topology allows; an empty result is an error).
     pub kinds: Vec<Kind>,
@@ -557,8 +558,13 @@ impl Generator {
                         u.local
                     };
                     if dst.is_ipv4() != u.remote.is_ipv4() {
+                        // Only when the local underlay has no IP: the topology checks that a
+                        // link's two ends have one family.
                         return Err(GenError::Options(format!(
-                            "interface {id}: local and remote underlay of different IP families"
+                            "interface {id}: its local underlay {} has no local IP, and the \
+                             router's internal address {} (used instead) is not of the link's \
+                             IP family",
+                            u.local, config.internal_addr
                         )));
                     }
                     (Some(u.remote), dst)
@@ -720,14 +726,18 @@ impl Generator {
             stack_len_words: o.stack_words,
             // 48-bit ns timestamp: unique per (source, index). Wrapping is harmless (only the
             // low 48 bits are sent), and `i` may be any index a caller asks for.
-            source_timestamp: self
-                .opts
-                .now_ns
-                .wrapping_add(i.wrapping_mul(self.opts.gap_ns))
-                & ((1 << 48) - 1),
+            source_timestamp: self.source_time_ns(i) & ((1 << 48) - 1),
             source_port: (i & 0xffff) as u16,
             ..RequestBuilder::new(0)
         }
+    }
+
+    /// When packet `i` is sent (its pcap timestamp), Unix ns: its ID-INT source timestamp,
+    /// which also selects the DRKey epoch of its source entry (`idint.md` §10, §11).
+    fn source_time_ns(&self, i: u64) -> u64 {
+        self.opts
+            .now_ns
+            .wrapping_add(i.wrapping_mul(self.opts.gap_ns))
     }
 
     fn host(&self, ia: IsdAsn, flow: u32) -> HostAddr {
@@ -889,21 +899,14 @@ impl Generator {
             path.emit(&mut out[at..]).map_err(bad)?;
         }
         if idint {
+            let sent_s = self.source_time_ns(i) / 1_000_000_000;
             let key = match self.opts.idint.verifier {
-                VerifierChoice::Destination => self.keys.idint_host_key(
-                    src_ia,
-                    src_host,
-                    dst_ia,
-                    dst_host,
-                    self.opts.now_ns / 1_000_000_000,
-                )?,
-                VerifierChoice::Source => self.keys.idint_host_key(
-                    src_ia,
-                    src_host,
-                    src_ia,
-                    src_host,
-                    self.opts.now_ns / 1_000_000_000,
-                )?,
+                VerifierChoice::Destination => self
+                    .keys
+                    .idint_host_key(src_ia, src_host, dst_ia, dst_host, sent_s)?,
+                VerifierChoice::Source => self
+                    .keys
+                    .idint_host_key(src_ia, src_host, src_ia, src_host, sent_s)?,
             };
             req.emit_signed(&mut out[hl..], 17, key).map_err(bad)?;
         }

@@ -4,13 +4,17 @@
 //! `master0.key`), MAC chain, decryption, freshness and replays (`idint_wire::idint::verify`).
 //! The main job and tests use it to show that the router's telemetry is right end to end.
 
+use std::collections::HashSet;
 use std::io::Read;
 
 use drkey::Protocol;
 use drkey::provider::{Level1Provider, LocalProvider};
 use idint_wire::crypto::Aes128Enc;
-use idint_wire::idint::IdInt;
-use idint_wire::idint::verify::{DecodedEntry, ReplayWindow, decode_entries, open};
+use idint_wire::idint::crypto::verify_stack;
+use idint_wire::idint::verify::{
+    DecodedEntry, OpenError, ReplayError, ReplayWindow, check_instructions, decode_entries,
+};
+use idint_wire::idint::{IdInt, Verifier};
 use idint_wire::packet::Packet;
 use idint_wire::{HostAddr, IsdAsn};
 use wire_tools::pcap::{PcapReader, scion_payload};
@@ -37,8 +41,9 @@ pub struct Verified {
 
 /// Verifies every ID-INT stack in the pcap `input` (frames as the router sent them). The
 /// router's AS is `router_ia` with secret `router_master0`; other ASes' secrets come from
-/// `keys` (the generator's ring). `now_ns` is the verifier's clock. An input that is not a
-/// readable pcap is a [`GenError::Capture`].
+/// `keys` (the generator's ring). `now_ns` is the verifier's clock (freshness; the DRKey
+/// epoch of a stack is that of its source timestamp). The keys are those of the verifier each
+/// request names. An input that is not a readable pcap is a [`GenError::Capture`].
 pub fn verify_capture<R: Read>(
     input: R,
     keys: &mut KeyRing,
@@ -52,13 +57,13 @@ pub fn verify_capture<R: Read>(
     let mut reader = PcapReader::new(input).map_err(io)?;
     let provider = LocalProvider::new(router_ia, router_master0, epoch_secs)
         .map_err(|e| GenError::Key(e.to_string()))?;
-    let mut as_keys: Vec<((IsdAsn, HostAddr), Aes128Enc)> = Vec::new();
-    // A long window (the capture may be verified a while after it was sent) with room for
-    // every stack of a large capture (1 MiB, on the heap).
-    let mut window = Box::new(ReplayWindow::<65536>::new(
-        3_600_000_000_000,
-        3_600_000_000_000,
-    ));
+    // AS-to-host keys by verifier and DRKey epoch.
+    let mut as_keys: Vec<((IsdAsn, HostAddr, u64), Aes128Enc)> = Vec::new();
+    // A long freshness window (the capture may be verified a while after it was sent), and
+    // every (timestamp, port) pair seen, however many: a capture may hold more stacks than any
+    // fixed-size replay window (whose 1 MiB of slots would also be built on the stack).
+    let freshness = ReplayWindow::<1>::new(3_600_000_000_000, 3_600_000_000_000);
+    let mut seen: HashSet<(u64, u16)> = HashSet::new();
     let mut out = Verified::default();
     while let Some(rec) = reader.next_record().map_err(io)? {
         out.frames += 1;
@@ -78,26 +83,50 @@ pub fn verify_capture<R: Read>(
             continue;
         };
         out.with_idint += 1;
-        let t_s = now_ns / 1_000_000_000;
+        // The keys are those of the verifier the request names (`idint.md` §9 step 2, §10):
+        // source entry K(src:src host -> verifier), router entries K(router AS -> verifier).
+        let (ver_ia, ver_host) = match st.main().verifier() {
+            Verifier::Destination => (dst_ia, dst_host),
+            Verifier::Source => (src_ia, src_host),
+            Verifier::ThirdParty { ia, host } => (ia, host),
+        };
+        // The DRKey epoch is the one of the packet's source timestamp (`idint.md` §10, §11),
+        // reconstructed from the 48-bit field with the verifier's clock; a stale or future
+        // timestamp is refused below whatever key is used.
+        let (ts, port) = (st.main().source_timestamp(), st.main().source_port());
+        let fresh = freshness.fresh(ts, now_ns);
+        let t_s = fresh.unwrap_or(now_ns) / 1_000_000_000;
+        let epoch = t_s / u64::from(epoch_secs.max(1));
         let source_key = keys
-            .idint_host_key(src_ia, src_host, dst_ia, dst_host, t_s)?
+            .idint_host_key(src_ia, src_host, ver_ia, ver_host, t_s)?
             .clone();
-        if !as_keys.iter().any(|(k, _)| *k == (dst_ia, dst_host)) {
+        let id = (ver_ia, ver_host, epoch);
+        if !as_keys.iter().any(|(k, _)| *k == id) {
             let (_, l1) = provider
-                .level1(Protocol::IDINT, router_ia, dst_ia, t_s)
+                .level1(Protocol::IDINT, router_ia, ver_ia, t_s)
                 .map_err(|e| GenError::Key(e.to_string()))?;
-            let k = drkey::as_host(&l1.cipher(), &dst_host)
+            let k = drkey::as_host(&l1.cipher(), &ver_host)
                 .map_err(|e| GenError::Key(e.to_string()))?;
-            as_keys.push(((dst_ia, dst_host), k.cipher()));
+            as_keys.push((id, k.cipher()));
         }
         let router_key = &as_keys
             .iter()
-            .find(|(k, _)| *k == (dst_ia, dst_host))
+            .find(|(k, _)| *k == id)
             .map(|(_, c)| c.clone())
             .ok_or_else(|| GenError::Key("AS-to-host key".into()))?;
-        match open(&mut st, &mut *window, now_ns, &source_key, |_, _| {
-            Some(router_key)
-        }) {
+        // As `open` does, with the pairs kept in `seen`: fresh, not seen before, MACs right,
+        // known instructions; only then is the pair recorded.
+        let opened = fresh.map_err(OpenError::Replay).and_then(|full| {
+            if seen.contains(&(full, port)) {
+                return Err(OpenError::Replay(ReplayError::Replayed));
+            }
+            let n = verify_stack(&mut st, &source_key, |_, _| Some(router_key))
+                .map_err(OpenError::Verify)?;
+            check_instructions(&st.main()).map_err(OpenError::Decode)?;
+            seen.insert((full, port));
+            Ok(n)
+        });
+        match opened {
             Ok(_) => {
                 out.ok += 1;
                 if out.samples.len() < sample {
