@@ -94,6 +94,25 @@ async fn get_json(addr: SocketAddr, path: &str) -> (u16, Value) {
     (st, serde_json::from_slice(&b).unwrap_or(Value::Null))
 }
 
+/// Posts `batch` as protobuf: the HTTP status and body.
+async fn post_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) -> (u16, Vec<u8>) {
+    http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/x-protobuf")],
+        &batch.encode_to_vec(),
+    )
+    .await
+}
+
+/// Imports the chain's topology files through the admin API.
+async fn import_topology(api: SocketAddr) {
+    for f in chain::topology_files() {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
+    }
+}
+
 async fn admin_post(addr: SocketAddr, path: &str, body: &str) -> (u16, Value) {
     let auth = format!("Bearer {TOKEN}");
     let (st, b) = http(
@@ -182,14 +201,7 @@ async fn end_to_end(workers: usize) {
         .unwrap();
     // HTTP protobuf: 2 reports.
     let b2 = chain.batch(2, 2);
-    let (st, v) = http(
-        api,
-        "POST",
-        "/api/v1/reports",
-        &[("Content-Type", "application/x-protobuf")],
-        &b2.encode_to_vec(),
-    )
-    .await;
+    let (st, v) = post_batch(api, &b2).await;
     assert_eq!(st, 202, "{}", String::from_utf8_lossy(&v));
     // HTTP JSON: 1 report (the last one: its values are what the API must show).
     let b3 = chain.batch(1, 3);
@@ -288,14 +300,7 @@ async fn end_to_end(workers: usize) {
     assert_eq!(links["links"].as_array().unwrap().len(), 3);
 
     // Bad input: replay over HTTP, garbage over both transports, bad queries.
-    let (st, _) = http(
-        api,
-        "POST",
-        "/api/v1/reports",
-        &[("Content-Type", "application/x-protobuf")],
-        &b2.encode_to_vec(),
-    )
-    .await;
+    let (st, _) = post_batch(api, &b2).await;
     assert_eq!(st, 202, "a replay is well-formed: queued, then rejected");
     let (st, v) = http(api, "POST", "/api/v1/reports", &[], &[0xff; 33]).await;
     assert_eq!(st, 400);
@@ -353,9 +358,7 @@ async fn overload_is_counted_backpressure_and_shutdown_processes_every_accepted_
         .await
         .unwrap();
     let api = r.http_addr;
-    for f in chain::topology_files() {
-        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
-    }
+    import_topology(api).await;
     let mut chain = Chain::new(now_ns(), false, Ask::Latency);
     let batches: Vec<Vec<u8>> = (0..96)
         .map(|i| chain.batch(16, i).encode_to_vec())
@@ -441,14 +444,7 @@ async fn keys_of_other_ases_come_from_the_control_service_when_not_imported() {
         .unwrap();
     cfg.collector.control_service = Some(format!("http://{addr}"));
     let r = service::start(cfg, Stores::default()).await.unwrap();
-    for f in chain::topology_files() {
-        assert_eq!(
-            admin_post(r.http_addr, "/api/v1/admin/topology", &f)
-                .await
-                .0,
-            200
-        );
-    }
+    import_topology(r.http_addr).await;
     let mut chain = Chain::new(now_ns(), true, Ask::Latency);
     for i in 0..2 {
         let (st, _) = http(
@@ -725,9 +721,7 @@ async fn bad_queries_and_requests_get_json_errors() {
         .await
         .unwrap();
     let api = r.http_addr;
-    for f in chain::topology_files() {
-        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
-    }
+    import_topology(api).await;
     let mut chain = Chain::new(now_ns(), true, Ask::Latency);
     let (st, _) = http(
         api,
@@ -852,23 +846,14 @@ async fn sla_sees_values_event_detection_left_unwritten() {
     cfg.detection.latency_ns = 10_000.0;
     let r = service::start(cfg, Stores::default()).await.unwrap();
     let api = r.http_addr;
-    for f in chain::topology_files() {
-        assert_eq!(admin_post(api, "/api/v1/admin/topology", &f).await.0, 200);
-    }
+    import_topology(api).await;
     let mut chain = Chain::new(now_ns(), false, Ask::Latency);
     let mut latencies = Vec::new();
     for (k, delay) in [40_000u64, 49_000, 41_000].into_iter().enumerate() {
         chain.sink_delay_ns = delay;
         chain.now_ns += 1_000_000;
         let b = chain.batch(1, k as u64 + 1);
-        let (st, body) = http(
-            api,
-            "POST",
-            "/api/v1/reports",
-            &[("Content-Type", "application/x-protobuf")],
-            &b.encode_to_vec(),
-        )
-        .await;
+        let (st, body) = post_batch(api, &b).await;
         assert_eq!(st, 202, "{}", String::from_utf8_lossy(&body));
         settle(&r, k as u64 + 1).await;
         let (_, paths) = get_json(api, "/api/v1/paths").await;
@@ -908,19 +893,6 @@ async fn sla_sees_values_event_detection_left_unwritten() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Posts `batch` as protobuf; the HTTP status.
-async fn post_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) -> u16 {
-    let (st, _) = http(
-        api,
-        "POST",
-        "/api/v1/reports",
-        &[("Content-Type", "application/x-protobuf")],
-        &batch.encode_to_vec(),
-    )
-    .await;
-    st
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
     let dir = tempdir("restart");
@@ -928,20 +900,13 @@ async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
         let r = service::start(config(&dir, 64, true), Stores::default())
             .await
             .unwrap();
-        for f in chain::topology_files() {
-            assert_eq!(
-                admin_post(r.http_addr, "/api/v1/admin/topology", &f)
-                    .await
-                    .0,
-                200
-            );
-        }
+        import_topology(r.http_addr).await;
         r
     };
     let first = start(dir.clone()).await;
     let mut chain = Chain::new(now_ns(), true, Ask::Latency);
     let old = chain.batch(1, 1);
-    assert_eq!(post_batch(first.http_addr, &old).await, 202);
+    assert_eq!(post_batch(first.http_addr, &old).await.0, 202);
     settle(&first, 1).await;
     assert_eq!(first.shared.counters.accepted.load(Relaxed), 1);
     first.shutdown().await;
@@ -949,14 +914,17 @@ async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
     // A new process remembers nothing: well within the freshness window, the same report
     // could only be checked against a memory it does not have, so it is refused.
     let second = start(dir.clone()).await;
-    assert_eq!(post_batch(second.http_addr, &old).await, 202);
+    assert_eq!(post_batch(second.http_addr, &old).await.0, 202);
     settle(&second, 1).await;
     let c = &second.shared.counters;
     assert_eq!(c.accepted.load(Relaxed), 0);
     assert_eq!(c.rejected(RejectReason::PredatesReplayMemory), 1);
     // Reports made after the restart are accepted.
     let mut fresh = Chain::new(now_ns(), true, Ask::Latency);
-    assert_eq!(post_batch(second.http_addr, &fresh.batch(1, 2)).await, 202);
+    assert_eq!(
+        post_batch(second.http_addr, &fresh.batch(1, 2)).await.0,
+        202
+    );
     settle(&second, 2).await;
     assert_eq!(c.accepted.load(Relaxed), 1);
     // Without a time-series store, what happened before the restart is unknown to an SLA

@@ -3,10 +3,10 @@
 //! delivered to the expected host; malformed ones must not be. Covers the example
 //! configurations and synthetic ones with parent, child, peer and IPv6 links.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use drkey::provider::{Level1Provider, LocalProvider};
-use idint_pktgen::keys::deterministic_secret;
 use idint_pktgen::{
     Expect, Generator, Kind, Malformation, Options, PacketInfo, Size, VerifierChoice,
 };
@@ -23,7 +23,7 @@ use wire_tools::pcap::{LINKTYPE_ETHERNET, PcapReader, scion_payload};
 const NOW_NS: u64 = 1_763_800_000_123_000_000;
 
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/scion/config_examples")
+    common::config_examples()
 }
 
 /// A temporary config directory with `topology.json` and a fresh `keys/master0.key`.
@@ -286,27 +286,18 @@ fn idint_source_entries_verify() {
                 VerifierChoice::Destination => (dst_ia, dst_host),
                 VerifierChoice::Source => (src_ia, src_host),
             };
-            let secret = if src_ia == topo.ases[0].ia {
-                own.master0.clone()
-            } else {
-                deterministic_secret(src_ia).to_vec()
-            };
-            let p = LocalProvider::new(src_ia, &secret, 86_400).unwrap();
-            let (_, l1) = p
-                .level1(
-                    drkey::Protocol::IDINT,
-                    src_ia,
-                    ver_ia,
-                    NOW_NS / 1_000_000_000,
-                )
-                .unwrap();
-            let ha = drkey::host_as(&l1.cipher(), &src_host).unwrap();
-            let key = drkey::host_host(&ha.cipher(), &ver_host).unwrap().cipher();
+            let (key, ha) = common::source_key(
+                &topo,
+                &own.master0,
+                (src_ia, src_host),
+                (ver_ia, ver_host),
+                NOW_NS / 1_000_000_000,
+            );
             let range = Packet::parse(&pkt).unwrap().hbh_range().unwrap();
             let mut idint = IdInt::locate(&mut pkt[range.clone()]).unwrap().unwrap();
             assert_eq!(verify_stack(&mut idint, &key, |_, _| None).unwrap(), 1);
             // A wrong key fails.
-            let wrong = drkey::host_host(&ha.cipher(), &HostAddr::V4([9, 9, 9, 9].into()))
+            let wrong = drkey::host_host(&ha, &HostAddr::V4([9, 9, 9, 9].into()))
                 .unwrap()
                 .cipher();
             let mut copy = pkt[range].to_vec();
@@ -437,22 +428,13 @@ fn idint_requests_pass_the_router_stage() {
             let h = ScionHeader::new_checked(&pkt[..]).unwrap();
             let (src_ia, src_host, dst_ia, dst_host) =
                 (h.src_ia(), h.src_host(), h.dst_ia(), h.dst_host());
-            let secret = if src_ia == topo.ases[0].ia {
-                own.master0.clone()
-            } else {
-                deterministic_secret(src_ia).to_vec()
-            };
-            let prov = LocalProvider::new(src_ia, &secret, 86_400).unwrap();
-            let (_, l1) = prov
-                .level1(
-                    drkey::Protocol::IDINT,
-                    src_ia,
-                    dst_ia,
-                    NOW_NS / 1_000_000_000,
-                )
-                .unwrap();
-            let ha = drkey::host_as(&l1.cipher(), &src_host).unwrap();
-            let key = drkey::host_host(&ha.cipher(), &dst_host).unwrap().cipher();
+            let (key, _) = common::source_key(
+                &topo,
+                &own.master0,
+                (src_ia, src_host),
+                (dst_ia, dst_host),
+                NOW_NS / 1_000_000_000,
+            );
             let range = Packet::parse(&pkt).unwrap().hbh_range().unwrap();
             let mut idint = IdInt::locate(&mut pkt[range]).unwrap().unwrap();
             let n = verify_stack(&mut idint, &key, |_, _| Some(&router_key)).unwrap();

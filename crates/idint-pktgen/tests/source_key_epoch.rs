@@ -1,10 +1,8 @@
 //! The ID-INT source entry of every packet is signed with the DRKey of the epoch its own
 //! source timestamp lies in (`idint.md` §10, §11), also when a capture crosses an epoch.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use drkey::provider::{Level1Provider, LocalProvider};
-use idint_pktgen::keys::deterministic_secret;
 use idint_pktgen::{Generator, Options};
 use idint_wire::idint::IdInt;
 use idint_wire::idint::crypto::verify_stack;
@@ -12,15 +10,10 @@ use idint_wire::packet::Packet;
 use idint_wire::scion::ScionHeader;
 use scion_topology::{MasterKeys, Topology};
 
-fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/scion/config_examples/router_benchmark")
-}
-
 #[test]
 fn source_entries_use_the_epoch_of_their_timestamp() {
     const DAY_NS: u64 = 86_400 * 1_000_000_000;
-    let d = example();
+    let d = common::router_benchmark();
     let topo = Topology::load(d.join("topology.json")).unwrap();
     let own = MasterKeys::load(d.join("keys")).unwrap();
     // Packets 1 s apart, starting 5 s before a (1-day) epoch boundary.
@@ -45,22 +38,13 @@ fn source_entries_use_the_epoch_of_their_timestamp() {
         let h = ScionHeader::new_checked(&pkt[..]).unwrap();
         let (src_ia, src_host, dst_ia, dst_host) =
             (h.src_ia(), h.src_host(), h.dst_ia(), h.dst_host());
-        let secret = if src_ia == topo.ases[0].ia {
-            own.master0.clone()
-        } else {
-            deterministic_secret(src_ia).to_vec()
-        };
-        let p = LocalProvider::new(src_ia, &secret, 86_400).unwrap();
-        let (_, l1) = p
-            .level1(
-                drkey::Protocol::IDINT,
-                src_ia,
-                dst_ia,
-                sent_ns / 1_000_000_000,
-            )
-            .unwrap();
-        let ha = drkey::host_as(&l1.cipher(), &src_host).unwrap();
-        let key = drkey::host_host(&ha.cipher(), &dst_host).unwrap().cipher();
+        let (key, _) = common::source_key(
+            &topo,
+            &own.master0,
+            (src_ia, src_host),
+            (dst_ia, dst_host),
+            sent_ns / 1_000_000_000,
+        );
         let mut idint = IdInt::locate(&mut pkt[range]).unwrap().unwrap();
         assert_eq!(
             verify_stack(&mut idint, &key, |_, _| None),
