@@ -88,13 +88,72 @@ fn path_of(p: &ScionPath<&[u8]>, path_type: u8) -> v1::Path {
 
 /// Builds the report of a SCION packet carrying ID-INT, as the sink router saw it: addresses,
 /// path, flow and the raw main option and stack (verified later by the collector).
+///
+/// An upper layer that does not parse (a UDP Length field that disagrees with the bytes, a
+/// cut SCMP message) does not cost the report: the sink delivered the packet reading no
+/// more of it than the port, and the telemetry does not depend on it. The protocol is
+/// reported as it is; the UDP ports when the 8-byte UDP header is there, else 0.
 pub fn report_from_packet(
     exporter: &v1::Exporter,
     receive_time_ns: u64,
     ingress_interface: u16,
     packet: &[u8],
 ) -> Result<v1::Report, ReportError> {
-    let p = Packet::parse(packet).map_err(ReportError::Packet)?;
+    let e = match Packet::parse(packet) {
+        Ok(p) => return report_of(exporter, receive_time_ns, ingress_interface, packet, &p),
+        Err(e) => e,
+    };
+    if !matches!(e.layer(), idint_wire::Layer::Udp | idint_wire::Layer::Scmp) {
+        return Err(ReportError::Packet(e));
+    }
+    // Parsed again with the upper layer's protocol number (in the last header before it)
+    // replaced by one that is read as opaque bytes.
+    let at = upper_layer_protocol_at(packet).ok_or(ReportError::Packet(e))?;
+    let proto = packet[at];
+    let mut opaque = packet.to_vec();
+    opaque[at] = OPAQUE_L4;
+    let p = Packet::parse(&opaque).map_err(|_| ReportError::Packet(e))?;
+    let mut r = report_of(exporter, receive_time_ns, ingress_interface, &opaque, &p)?;
+    let l4 = &packet[p.l4_offset.min(packet.len())..];
+    if let Some(f) = r.flow.as_mut() {
+        f.l4_protocol = u32::from(proto);
+        (f.src_port, f.dst_port) = match l4 {
+            [a, b, c, d, _, _, _, _, ..] if proto == UDP => (
+                u32::from(u16::from_be_bytes([*a, *b])),
+                u32::from(u16::from_be_bytes([*c, *d])),
+            ),
+            _ => (0, 0),
+        };
+    }
+    Ok(r)
+}
+
+/// Protocol number of SCION/UDP.
+const UDP: u8 = 17;
+/// A protocol number `Packet::parse` reads as opaque upper-layer bytes (253, RFC 3692
+/// experimentation).
+const OPAQUE_L4: u8 = 253;
+
+/// Offset of the byte naming the upper-layer protocol: the NextHdr of the last extension
+/// header, or of the common header without extensions.
+fn upper_layer_protocol_at(packet: &[u8]) -> Option<usize> {
+    const EXTENSIONS: [u8; 2] = [200, 201];
+    let hl = usize::from(*packet.get(5)?) * 4;
+    let (mut at, mut off) = (4, hl);
+    while EXTENSIONS.contains(packet.get(at)?) {
+        at = off;
+        off += (usize::from(*packet.get(off + 1)?) + 1) * 4;
+    }
+    Some(at)
+}
+
+fn report_of(
+    exporter: &v1::Exporter,
+    receive_time_ns: u64,
+    ingress_interface: u16,
+    packet: &[u8],
+    p: &Packet<'_>,
+) -> Result<v1::Report, ReportError> {
     let h = &p.header;
     let (hbh_at, hbh) = p.hbh.ok_or(ReportError::NoIdInt)?;
     let hbh_bytes = &packet[hbh_at..hbh_at + hbh.header_len()];
