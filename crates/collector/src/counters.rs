@@ -268,6 +268,11 @@ impl Counters {
             "Reports accepted with entries under the previous key epoch (grace period)",
             &self.grace_accepted,
         );
+        c(
+            "sink_waits_total",
+            "Times a pipeline worker waited for a full time-series buffer (20 ms each)",
+            &self.sink_waits,
+        );
         let _ = writeln!(
             out,
             "# HELP idint_collector_rejected_total Reports rejected, by reason\n# TYPE idint_collector_rejected_total counter"
@@ -368,5 +373,23 @@ impl Quarantine {
     /// Entries pushed out by newer ones.
     pub fn evicted(&self) -> u64 {
         self.evicted.load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_is_exposed() {
+        let c = Counters::default();
+        c.sink_waits.fetch_add(3, Relaxed);
+        let mut out = String::new();
+        c.prometheus(&mut out);
+        assert!(
+            out.lines()
+                .any(|l| l == "idint_collector_sink_waits_total 3"),
+            "{out}"
+        );
     }
 }
