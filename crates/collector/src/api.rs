@@ -858,19 +858,23 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
     let l = s.shared.metrics.get(&MetricKey::path(id, m));
     // Since this process started, memory: the written values and the largest unwritten value
     // between them (a value event detection did not write, being within its threshold of the
-    // last written one, may still exceed the bound). Before, what the time-series store holds
-    // (the written values; the unwritten peaks of an earlier process are gone).
-    let started = s.started_ns;
+    // last written one, may still exceed the bound), as far back as memory still keeps them
+    // (it keeps `detection.history` of each). Before, what the time-series store holds (the
+    // written values; the unwritten peaks of an earlier process are gone).
+    let memory_from = match l.as_ref().and_then(|l| l.forgotten_ns) {
+        Some(t) => s.started_ns.max(t.saturating_add(1)),
+        None => s.started_ns,
+    };
     let mut pts: Vec<(u64, f64)> = Vec::new();
-    let mut covered_from = from.max(started);
+    let mut covered_from = from.max(memory_from);
     let mut sources = vec!["memory"];
-    if let (true, Some(store)) = (from < started, &s.history) {
+    if let (true, Some(store)) = (from < memory_from, &s.history) {
         let earlier = crate::metrics::HistoryQuery {
             scope: crate::metrics::Scope::Path,
             measurement: m,
             tags: vec![("path".into(), format!("{id:016x}"))],
             from_ns: from,
-            to_ns: started - 1,
+            to_ns: memory_from - 1,
             step_ns: 0,
             agg: "max".into(),
         };
@@ -885,7 +889,7 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
     }
     pts.extend(
         l.as_ref()
-            .map(|l| l.kept_since(from.max(started)))
+            .map(|l| l.kept_since(from.max(memory_from)))
             .unwrap_or_default(),
     );
     let violations: Vec<Value> = pts
@@ -900,7 +904,8 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
         "max": q.max,
         "window": {"from": from, "to": now},
         // Values from `covered_from` on were seen (`sources`); before it (a window reaching
-        // back before this process started, without a time-series store) nothing is known.
+        // back before this process started, or before the oldest value memory still keeps,
+        // without a time-series store) nothing is known.
         "covered_from": covered_from,
         "complete": covered_from <= from,
         "sources": sources,

@@ -300,9 +300,19 @@ pub struct Latest {
     /// The largest value seen since the last written one, if any.
     #[serde(skip)]
     pub pending_peak: Option<(u64, f64)>,
+    /// The latest measurement time of a value no longer kept (dropped from `history` or
+    /// `peaks` by their bound, or never kept with `history` 0): what memory holds covers
+    /// only the time after it.
+    #[serde(skip)]
+    pub forgotten_ns: Option<u64>,
 }
 
 impl Latest {
+    /// Records that the value measured at `t` is no longer kept.
+    fn forget(&mut self, t: u64) {
+        self.forgotten_ns = Some(self.forgotten_ns.map_or(t, |f| f.max(t)));
+    }
+
     /// Every value kept that lies at or after `from_ns`: written ones and the peaks between
     /// them, in time order.
     pub fn kept_since(&self, from_ns: u64) -> Vec<(u64, f64)> {
@@ -404,6 +414,7 @@ impl MetricStore {
                         history,
                         peaks: VecDeque::new(),
                         pending_peak: None,
+                        forgotten_ns: (cfg.history == 0).then_some(p.time_ns),
                     });
                     (slot, true)
                 }
@@ -421,19 +432,26 @@ impl MetricStore {
                         l.written_value = p.value;
                         l.written_ns = p.time_ns;
                         if cfg.history > 0 {
-                            if l.history.len() >= cfg.history {
-                                l.history.pop_front();
+                            if l.history.len() >= cfg.history
+                                && let Some((t, _)) = l.history.pop_front()
+                            {
+                                l.forget(t);
                             }
                             l.history.push_back((p.time_ns, p.value));
                             if let Some(peak) = l.pending_peak.take() {
-                                if l.peaks.len() >= cfg.history {
-                                    l.peaks.pop_front();
+                                if l.peaks.len() >= cfg.history
+                                    && let Some((t, _)) = l.peaks.pop_front()
+                                {
+                                    l.forget(t);
                                 }
                                 l.peaks.push_back(peak);
                             }
                         }
                     } else if cfg.history > 0 && l.pending_peak.is_none_or(|(_, v)| p.value > v) {
                         l.pending_peak = Some((p.time_ns, p.value));
+                    }
+                    if cfg.history == 0 {
+                        l.forget(p.time_ns);
                     }
                     (slot, changed || due)
                 }

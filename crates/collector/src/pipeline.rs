@@ -244,6 +244,14 @@ enum Origin<'a> {
 }
 
 impl<'a> ReportRef<'a> {
+    /// The report with `batch`'s exporter (the batch's) when it names none itself.
+    fn or_exporter(mut self, batch: Option<(u64, u32)>) -> Self {
+        if self.exporter.is_none() {
+            self.exporter = batch;
+        }
+        self
+    }
+
     /// A decoded report.
     pub fn decoded(r: &'a v1::Report) -> Self {
         let host = |h: &'a Option<v1::HostAddress>| h.as_ref().map(|h| (h.addr_type, &h.raw[..]));
@@ -343,7 +351,14 @@ impl Pipeline {
     /// Processes a decoded batch at `now_ns`: counts, quarantines rejects, updates metrics and
     /// hands changed values to the sink.
     pub fn process_batch(&mut self, batch: &v1::ReportBatch, now_ns: u64) -> BatchOutcome {
-        self.run_batch(batch.reports.iter().map(ReportRef::decoded), now_ns)
+        let batch_exporter = batch.exporter.as_ref().map(|e| (e.isd_as, e.router_id));
+        self.run_batch(
+            batch
+                .reports
+                .iter()
+                .map(|r| ReportRef::decoded(r).or_exporter(batch_exporter)),
+            now_ns,
+        )
     }
 
     /// Decodes a protobuf `ReportBatch` and processes it as [`Self::process_batch`] does,
@@ -358,7 +373,7 @@ impl Pipeline {
         let out = if wire::parse_batch(bytes, &mut spans) {
             let reports = spans.reports.iter();
             Ok(self.run_batch(
-                reports.map(|s| ReportRef::encoded(bytes, &spans, s)),
+                reports.map(|s| ReportRef::encoded(bytes, &spans, s).or_exporter(spans.exporter)),
                 now_ns,
             ))
         } else {

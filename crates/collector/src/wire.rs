@@ -64,6 +64,9 @@ pub struct Spans {
     last_layout: usize,
     /// The previous report's exporter: its bytes and what they hold.
     last_exporter: Option<(Range<usize>, (u64, u32))>,
+    /// The batch's exporter (ISD-AS, router id), if present: the exporter of every report
+    /// that names none.
+    pub exporter: Option<(u64, u32)>,
 }
 
 impl Spans {
@@ -78,6 +81,7 @@ impl Spans {
         self.path_bytes.clear();
         self.last_layout = 0;
         self.last_exporter = None;
+        self.exporter = None;
     }
 }
 
@@ -462,8 +466,12 @@ fn parse_into(buf: &[u8], out: &mut Spans) -> Option<()> {
     let mut r = Reader::new(buf, (0, buf.len()));
     while !r.done() {
         match r.field()? {
+            // Given twice, prost merges the two: left to it.
             (1, v) => {
-                exporter(buf, len(v)?)?;
+                if out.exporter.is_some() {
+                    return None;
+                }
+                out.exporter = Some(exporter(buf, len(v)?)?);
             }
             (2, v) => {
                 varint(v)?;

@@ -944,3 +944,92 @@ async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
     second.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A batch may name its exporter once, for every report (the JSON form's example does): a
+/// quarantined report of it names that exporter, over HTTP (decoded) and UDP (read in place).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quarantined_reports_name_the_exporter_of_their_batch() {
+    let dir = tempdir("quarantine-exporter");
+    let r = service::start(config(&dir, 64, true), Stores::default())
+        .await
+        .unwrap();
+    // No topology: the reports' path maps to no AS and they are quarantined.
+    let mut chain = Chain::new(now_ns(), true, Ask::Latency);
+    let mut batch = chain.batch(1, 1);
+    for rep in &mut batch.reports {
+        rep.exporter = None;
+    }
+    let json = collector::json::encode(&batch).to_string();
+    let (st, _) = http(
+        r.http_addr,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/json")],
+        json.as_bytes(),
+    )
+    .await;
+    assert_eq!(st, 202);
+    settle(&r, 1).await;
+    let mut batch = chain.batch(1, 2);
+    for rep in &mut batch.reports {
+        rep.exporter = None;
+    }
+    let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    udp.send_to(&batch.encode_to_vec(), r.udp_addr.unwrap())
+        .await
+        .unwrap();
+    settle(&r, 2).await;
+    assert_eq!(r.shared.counters.rejected(RejectReason::UnknownPath), 2);
+    let (st, q) = get_json(r.http_addr, "/api/v1/quarantine").await;
+    assert_eq!(st, 200);
+    let items = q["reports"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{q:#}");
+    for item in items {
+        assert_eq!(item["exporter_ia"], "1-ff00:0:d", "{item:#}");
+        assert_eq!(item["exporter_router"], 5, "{item:#}");
+    }
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Memory keeps `detection.history` written values per key: once older ones are dropped, an
+/// SLA check must not claim to have seen the window since the process started (here: a
+/// violation among the dropped values would be missed while the answer says memory covered it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sla_does_not_claim_values_memory_has_dropped() {
+    let dir = tempdir("sla-dropped");
+    let mut cfg = config(&dir, 64, true);
+    cfg.detection.history = 2;
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let api = r.http_addr;
+    import_topology(api).await;
+    let mut chain = Chain::new(now_ns(), false, Ask::Latency);
+    let first_ns = chain.now_ns;
+    // Every value is written (threshold 0); the first one is the only violation.
+    for (k, delay) in [90_000u64, 40_000, 41_000, 42_000].into_iter().enumerate() {
+        chain.sink_delay_ns = delay;
+        chain.now_ns += 1_000_000;
+        assert_eq!(post_batch(api, &chain.batch(1, k as u64 + 1)).await.0, 202);
+        settle(&r, k as u64 + 1).await;
+    }
+    assert_eq!(r.shared.counters.accepted.load(Relaxed), 4);
+    let (_, paths) = get_json(api, "/api/v1/paths").await;
+    let id = paths["paths"][0]["id"].as_str().unwrap().to_string();
+    let (st, sla) = get_json(
+        api,
+        &format!("/api/v1/sla?path={id}&objective=latency&max=50000&window_s=3600"),
+    )
+    .await;
+    assert_eq!(st, 200, "{sla}");
+    let seen = !sla["violations"].as_array().unwrap().is_empty();
+    let covered_from = sla["covered_from"].as_u64().unwrap();
+    assert!(
+        seen || covered_from > first_ns,
+        "the 90 µs value is neither reported nor outside the claimed coverage: {sla:#}"
+    );
+    if !seen {
+        assert_eq!(sla["complete"], false, "{sla:#}");
+    }
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
