@@ -182,12 +182,17 @@ async fn prometheus(State(s): State<AppState>) -> Response {
         "Metric keys in memory",
         s.shared.metrics.len(),
     );
-    g(
-        &mut out,
-        "quarantine_evicted",
-        "Quarantined reports pushed out by newer ones",
-        s.shared.quarantine.evicted() as usize,
-    );
+    {
+        // Only ever grows: a counter (Prometheus `rate()` then works across its samples).
+        use std::fmt::Write as _;
+        let _ = writeln!(
+            out,
+            "# HELP idint_collector_quarantine_evicted_total Quarantined reports pushed out by \
+             newer ones\n# TYPE idint_collector_quarantine_evicted_total counter\n\
+             idint_collector_quarantine_evicted_total {}",
+            s.shared.quarantine.evicted()
+        );
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }
 

@@ -344,6 +344,11 @@ async fn end_to_end(workers: usize) {
     let m = String::from_utf8(m).unwrap();
     assert!(m.contains("idint_collector_accepted_total 6"), "{m}");
     assert!(m.contains("idint_collector_rejected_total{reason=\"replayed\"} 2"));
+    // Totals that only grow are counters.
+    assert!(
+        m.contains("# TYPE idint_collector_quarantine_evicted_total counter\n"),
+        "{m}"
+    );
     let (st, o) = get_json(api, "/openapi.json").await;
     assert_eq!(st, 200);
     assert!(o["paths"]["/api/v1/paths/rank"]["get"].is_object());
