@@ -902,7 +902,9 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
         .filter(|(_, v)| *v > q.max)
         .map(|(t, v)| json!({"time_ns": t, "value": v}))
         .collect();
-    let current = l.as_ref().map(|l| l.value);
+    let current = l.as_ref().map(|l| (l.time_ns, l.value));
+    // The latest value counts against the objective only if it was measured in the window.
+    let current_in_window = current.filter(|(t, _)| *t >= from).map(|(_, v)| v);
     Ok(axum::Json(json!({
         "path": format!("{id:016x}"),
         "measurement": m.name(),
@@ -915,9 +917,9 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
         "complete": covered_from <= from,
         "sources": sources,
         "samples": pts.len(),
-        "current": current,
+        "current": current.map(|(_, v)| v),
         "violations": violations,
-        "compliant": violations.is_empty() && current.is_none_or(|c| c <= q.max),
+        "compliant": violations.is_empty() && current_in_window.is_none_or(|c| c <= q.max),
     })))
 }
 

@@ -894,6 +894,17 @@ async fn sla_sees_values_event_detection_left_unwritten() {
     )
     .await;
     assert_eq!(ok["compliant"], true, "{ok:#}");
+    // A window after the last measurement: nothing in it violates, whatever the latest
+    // (older) value was.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let (_, later) = get_json(
+        api,
+        &format!("/api/v1/sla?path={id}&objective=latency&max=30000&window_s=1"),
+    )
+    .await;
+    assert_eq!(later["samples"], 0, "{later:#}");
+    assert_eq!(later["current"].as_f64(), Some(latencies[2]), "{later:#}");
+    assert_eq!(later["compliant"], true, "{later:#}");
     r.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
