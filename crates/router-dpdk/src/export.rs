@@ -7,7 +7,7 @@
 //! `ReportBatch`es (by count, size or age) and sends each batch as one UDP datagram to the
 //! collector. The socket is connected to the collector, so that the ICMP "port unreachable"
 //! of a collector that is not running comes back as a refusal: counted as
-//! `export_refused` (that earlier datagram was lost), not silently taken as delivered.
+//! `export_unreachable` (that earlier datagram was lost), not silently taken as delivered.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -90,7 +90,7 @@ pub struct ExportStats {
     pub send_errors: AtomicU64,
     /// Sent datagrams the collector's host refused (ICMP port unreachable: nothing listens
     /// there); their reports were counted in `reports` when sent, and are lost.
-    pub refused: AtomicU64,
+    pub unreachable: AtomicU64,
 }
 
 impl ExportStats {
@@ -107,7 +107,10 @@ impl ExportStats {
                 "export_send_errors",
                 self.send_errors.load(Ordering::Relaxed),
             ),
-            ("export_refused", self.refused.load(Ordering::Relaxed)),
+            (
+                "export_unreachable",
+                self.unreachable.load(Ordering::Relaxed),
+            ),
         ]
     }
 }
@@ -172,7 +175,7 @@ impl Batcher {
         // A refusal reported now is an earlier datagram's; this one was not sent: once more.
         let mut sent = self.socket.send(&bytes);
         if matches!(&sent, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused) {
-            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+            self.stats.unreachable.fetch_add(1, Ordering::Relaxed);
             sent = self.socket.send(&bytes);
         }
         match sent {
@@ -308,7 +311,7 @@ mod batch_tests {
     }
 
     #[test]
-    fn a_collector_that_is_not_listening_is_counted_as_refusing() {
+    fn a_collector_that_is_not_listening_is_counted_as_unreachable() {
         // A port nobody listens on: bind one, note it, close it.
         let dead = UdpSocket::bind("127.0.0.1:0")
             .unwrap()
@@ -321,7 +324,7 @@ mod batch_tests {
             // Loopback answers with ICMP port unreachable at once; let it arrive.
             std::thread::sleep(Duration::from_millis(20));
         }
-        let refused = b.stats.refused.load(Ordering::Relaxed);
+        let refused = b.stats.unreachable.load(Ordering::Relaxed);
         // Every datagram after the first finds the previous one's refusal.
         assert!(refused >= 3, "refused {refused}");
         // A listening collector: nothing refused.
@@ -332,7 +335,7 @@ mod batch_tests {
             ok.send();
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert_eq!(ok.stats.refused.load(Ordering::Relaxed), 0);
+        assert_eq!(ok.stats.unreachable.load(Ordering::Relaxed), 0);
         assert_eq!(ok.stats.batches.load(Ordering::Relaxed), 5);
     }
 

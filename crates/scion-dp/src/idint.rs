@@ -2396,7 +2396,8 @@ struct Seal {
 }
 
 /// Queues the entry's MAC (and keystream) for the end of the burst, or seals it now. `None`
-/// if its key is not available any more (not expected: it was found moments before).
+/// if its key is not available any more (not expected: it was found moments before); the
+/// entry's values, nonce and MAC are then zeroed.
 #[inline(always)]
 fn seal_or_defer<K: VerifierKeys>(
     keys: &mut K,
