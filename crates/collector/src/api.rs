@@ -418,6 +418,8 @@ async fn list_links(State(s): State<AppState>) -> ApiResult {
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct PathFilter {
     src: Option<String>,
     dst: Option<String>,
@@ -476,6 +478,8 @@ fn objective(name: &str) -> Result<Measurement, ApiError> {
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct RankQuery {
     src: String,
     dst: String,
@@ -526,6 +530,8 @@ async fn rank_paths(State(s): State<AppState>, Q(q): Q<RankQuery>) -> ApiResult 
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct KeyQuery {
     scope: Option<String>,
     measurement: Option<String>,
@@ -650,6 +656,8 @@ async fn telemetry(State(s): State<AppState>, Q(q): Q<KeyQuery>) -> ApiResult {
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct HistoryQuery {
     scope: Option<String>,
     measurement: Option<String>,
@@ -839,6 +847,8 @@ fn bucket(
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct SlaQuery {
     path: String,
     #[serde(default = "default_objective")]
@@ -924,6 +934,8 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
 }
 
 #[derive(Deserialize)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
 struct QuarantineQuery {
     reason: Option<String>,
     limit: Option<usize>,

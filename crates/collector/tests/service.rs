@@ -772,6 +772,28 @@ async fn bad_queries_and_requests_get_json_errors() {
             "path does not apply",
         ),
         ("/api/v1/telemetry?ia=1-ff00:0:a&hop=1", "no scope takes"),
+        // A misspelt filter is refused, not ignored (which answered with unfiltered data).
+        (
+            "/api/v1/telemetry?measurment=latency_ns",
+            "unknown field `measurment`",
+        ),
+        (
+            "/api/v1/telemetry/history?scope=path&form=0",
+            "unknown field `form`",
+        ),
+        (
+            &format!("/api/v1/sla?path={id}&max=1&window=60"),
+            "unknown field `window`",
+        ),
+        ("/api/v1/paths?source=1-ff00:0:a", "unknown field `source`"),
+        (
+            "/api/v1/quarantine?reasons=bad_mac",
+            "unknown field `reasons`",
+        ),
+        (
+            "/api/v1/paths/rank?src=1-ff00:0:a&dst=1-ff00:0:d&by=latency",
+            "unknown field `by`",
+        ),
     ] {
         let (st, ct, b) = raw(
             api,
