@@ -64,6 +64,13 @@ latency_ns = 0.0
     Config::from_toml(&text, []).unwrap()
 }
 
+/// The service on [`config`]`(dir, queue, true)` without stores.
+async fn start_in(dir: &std::path::Path, queue: usize) -> Running {
+    service::start(config(dir, queue, true), Stores::default())
+        .await
+        .unwrap()
+}
+
 async fn http(
     addr: SocketAddr,
     method: &str,
@@ -359,9 +366,7 @@ async fn end_to_end(workers: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overload_is_counted_backpressure_and_shutdown_processes_every_accepted_batch() {
     let dir = tempdir("load");
-    let r = service::start(config(&dir, 2, true), Stores::default())
-        .await
-        .unwrap();
+    let r = start_in(&dir, 2).await;
     let api = r.http_addr;
     import_topology(api).await;
     let mut chain = Chain::new(now_ns(), false, Ask::Latency);
@@ -604,9 +609,7 @@ async fn oversized_batches_are_refused_by_bytes_and_by_reports_counted_with_json
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_imports_are_refused_whole_with_the_reason() {
     let dir = tempdir("imports");
-    let r = service::start(config(&dir, 16, true), Stores::default())
-        .await
-        .unwrap();
+    let r = start_in(&dir, 16).await;
     let api = r.http_addr;
     // An AS without routers is recorded.
     let (st, v) = admin_post(api, "/api/v1/admin/topology", r#"{"isd_as":"4-ff00:0:1"}"#).await;
@@ -722,9 +725,7 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_queries_and_requests_get_json_errors() {
     let dir = tempdir("queries");
-    let r = service::start(config(&dir, 16, true), Stores::default())
-        .await
-        .unwrap();
+    let r = start_in(&dir, 16).await;
     let api = r.http_addr;
     import_topology(api).await;
     let mut chain = Chain::new(now_ns(), true, Ask::Latency);
@@ -935,9 +936,7 @@ async fn sla_sees_values_event_detection_left_unwritten() {
 async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
     let dir = tempdir("restart");
     let start = |dir: PathBuf| async move {
-        let r = service::start(config(&dir, 64, true), Stores::default())
-            .await
-            .unwrap();
+        let r = start_in(&dir, 64).await;
         import_topology(r.http_addr).await;
         r
     };
@@ -988,9 +987,7 @@ async fn a_report_accepted_before_a_restart_is_not_accepted_again_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quarantined_reports_name_the_exporter_of_their_batch() {
     let dir = tempdir("quarantine-exporter");
-    let r = service::start(config(&dir, 64, true), Stores::default())
-        .await
-        .unwrap();
+    let r = start_in(&dir, 64).await;
     // No topology: the reports' path maps to no AS and they are quarantined.
     let mut chain = Chain::new(now_ns(), true, Ask::Latency);
     let mut batch = chain.batch(1, 1);
