@@ -11,6 +11,12 @@
 #   io_only     the same devices, frames forwarded untouched (the I/O ceiling)
 #   transit     172-byte frames through the full SCION pipeline
 #   plain/auth/enc  1000-byte payloads: no ID-INT, ID-INT authenticated, authenticated+encrypted
+#               (256 flows, each to another destination host: 256 verifier keys)
+#   auth1/enc1  the same with one flow (one verifier key)
+#   auth1_lb/enc1_lb  the same packets through the lower-bound aid (router-dpdk's
+#               `lower_bound` module): the least work an entry can cost here, whatever the
+#               implementation (template entry, no parsing or lookup, MACs interleaved)
+#   auth1_entry the same without any cryptography (entries written, not sealed)
 # each with one worker and with two (two rx queues on the pcap port; on a 2-vCPU machine the
 # second worker shares a CPU with the main lcore, whose control loop mostly sleeps).
 set -euo pipefail
@@ -44,21 +50,24 @@ cat >"$W/topology.json" <<'JSON'
 }
 JSON
 
-gen() { # NAME ARGS...: parent->child transit frames arriving on interface 1
+gen() { # NAME ARGS...: parent->child transit frames arriving on interface 1 ($FLOWS flows)
     local name=$1
     shift
     mkdir -p "$W/$name"
     "$BIN/idint-pktgen" -t "$W/topology.json" -r br1-ff00_0_110-1 -k "$W/keys" --kinds transit \
-        -n 4096 --flows 256 --now now --out-dir "$W/$name" "$@" >/dev/null
+        -n 4096 --flows "${FLOWS:-256}" --now now --out-dir "$W/$name" "$@" >/dev/null
     [ -f "$W/$name/ext-1.pcap" ] || { echo "router-bench: pktgen wrote no ext-1.pcap" >&2; exit 1; }
 }
 gen transit --size 172
 gen plain --payload 1000
 gen auth --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
 gen enc --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 --idint-encrypt
+FLOWS=1 gen auth1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
+FLOWS=1 gen enc1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 \
+    --idint-encrypt
 
-run() { # NAME WORKERS IO_ONLY -> prints forwarded Mpps
-    local name=$1 workers=$2 io=$3 pcap="$W/$1/ext-1.pcap" rx="" lcores
+run() { # NAME WORKERS IO_ONLY LOWER_BOUND -> prints forwarded Mpps
+    local name=$1 workers=$2 io=$3 lb=$4 pcap="$W/$1/ext-1.pcap" rx="" lcores
     for ((q = 0; q < workers; q++)); do rx+=",rx_pcap=$pcap,tx_pcap=/dev/null"; done
     if [ "$workers" = 1 ]; then lcores='"-l", "0-1"'; else lcores='"--lcores=0@0,1@1,2@0"'; fi
     cat >"$W/router.toml" <<TOML
@@ -71,6 +80,7 @@ eal = ["--no-huge", "-m", "1024", "--no-pci", "--no-shconf", $lcores, "--log-lev
 distribution = "queues"
 mbufs = 32767
 io_only = $io
+idint_lower_bound = "$lb"
 [[port]]
 device = "net_pcap0"
 interfaces = [1]
@@ -96,17 +106,28 @@ PY
 
 printf "%-34s %10s %10s\n" "run (Mpps forwarded)" "1 worker" "2 workers"
 declare -A R
-for spec in "io_only:transit:true" "transit:transit:false" "plain:plain:false" "auth:auth:false" "enc:enc:false"; do
-    IFS=: read -r label name io <<<"$spec"
-    for w in 1 2; do R[$label.$w]=$(run "$name" "$w" "$io"); done
+RUNS="io_only:transit:true:off transit:transit:false:off plain:plain:false:off
+auth:auth:false:off enc:enc:false:off auth1:auth1:false:off enc1:enc1:false:off
+auth1_lb:auth1:false:sealed enc1_lb:enc1:false:sealed auth1_entry:auth1:false:unsealed"
+for spec in $RUNS; do
+    IFS=: read -r label name io lb <<<"$spec"
+    for w in 1 2; do R[$label.$w]=$(run "$name" "$w" "$io" "$lb"); done
     printf "%-34s %10s %10s\n" "$label" "${R[$label.1]}" "${R[$label.2]}"
 done
-python3 - "${R[io_only.1]}" "${R[transit.1]}" "${R[plain.1]}" "${R[auth.1]}" "${R[enc.1]}" \
-    "${R[io_only.2]}" "${R[transit.2]}" "${R[plain.2]}" "${R[auth.2]}" "${R[enc.2]}" <<'PY'
+args=()
+for w in 1 2; do
+    for label in io_only transit plain auth enc auth1 enc1 auth1_lb enc1_lb auth1_entry; do
+        args+=("${R[$label.$w]}")
+    done
+done
+python3 - "${args[@]}" <<'PY'
 import sys
 v = list(map(float, sys.argv[1:]))
-for w, (io, tr, pl, au, en) in ((1, v[:5]), (2, v[5:])):
+for w, (io, tr, pl, au, en, au1, en1, aulb, enlb, entry) in ((1, v[:10]), (2, v[10:])):
     print(f"{w} worker(s): transit/io_only {tr/io:.0%} (target >= 50%), "
           f"ID-INT auth/plain {au/pl:.0%} (target >= 95%), auth+enc/plain {en/pl:.0%} (target >= 90%), "
           f"transit per worker {tr/w:.2f} Mpps (target >= 10)")
+    print(f"  one verifier: auth/plain {au1/pl:.0%}, auth+enc/plain {en1/pl:.0%}; "
+          f"lower bound (template entries): auth/plain {aulb/pl:.0%}, auth+enc/plain {enlb/pl:.0%}, "
+          f"entry without cryptography/plain {entry/pl:.0%}")
 PY

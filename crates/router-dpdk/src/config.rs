@@ -18,6 +18,9 @@
 //! tx_desc = 512
 //! io_only = false                   # benchmark ceiling: frames leave by the next port
 //!                                   # untouched; [idint], [export] and [drkey] are refused with it
+//! idint_lower_bound = "off"         # benchmark aid: "sealed" / "unsealed" ID-INT entries
+//!                                   # from a template learned from the first packet
+//!                                   # (crate::lower_bound); not for production
 //! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on (>= 1)
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //!
@@ -126,6 +129,7 @@ struct RawDataplane {
     rx_desc: Option<u16>,
     tx_desc: Option<u16>,
     io_only: Option<bool>,
+    idint_lower_bound: Option<String>,
     neighbor_refresh_secs: Option<u32>,
     neighbor_expire_secs: Option<u32>,
 }
@@ -248,6 +252,9 @@ pub struct Config {
     /// Benchmark mode: every frame received on port `i` leaves by port `i + 1` (mod ports)
     /// untouched, no SCION processing (the I/O-only ceiling of the same devices).
     pub io_only: bool,
+    /// Benchmark aid: ID-INT through [`crate::lower_bound`] (the least work an entry can cost
+    /// here), not the real stage's general processing.
+    pub idint_lower_bound: crate::lower_bound::Mode,
     /// Ageing of ARP/NDP-learned next-hop MACs.
     pub neighbor_aging: crate::neighbor::Aging,
     /// DRKey epoch length, seconds.
@@ -680,6 +687,21 @@ impl Config {
                 ));
             }
         }
+        let idint_lower_bound = match raw.dataplane.idint_lower_bound.as_deref() {
+            None => crate::lower_bound::Mode::Off,
+            Some(s) => crate::lower_bound::Mode::parse(s).ok_or_else(|| {
+                item(
+                    "dataplane.idint_lower_bound",
+                    format!("{s:?}: expected \"off\", \"sealed\" or \"unsealed\""),
+                )
+            })?,
+        };
+        if idint_lower_bound != crate::lower_bound::Mode::Off && io_only {
+            return Err(item(
+                "dataplane.idint_lower_bound",
+                "io_only = true does no ID-INT processing: set one of them".to_string(),
+            ));
+        }
         let idint = raw.idint.unwrap_or_default();
         Ok(Config {
             distribution,
@@ -701,6 +723,7 @@ impl Config {
             rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
             io_only,
+            idint_lower_bound,
             neighbor_aging,
             epoch_secs,
             cache_keys: cache_keys as usize,
@@ -846,6 +869,32 @@ mod tests {
         }
         // Without io_only the same sections are fine.
         example(|t| t.to_string(), "[idint]\nnode_id = 1\n[drkey]").unwrap();
+    }
+
+    #[test]
+    fn the_lower_bound_aid_is_off_unless_asked_and_needs_processing() {
+        use crate::lower_bound::Mode;
+        let mode = |v: &str| {
+            example(
+                |t| t.to_string(),
+                &format!("[dataplane]\nidint_lower_bound = {v}"),
+            )
+            .unwrap()
+            .idint_lower_bound
+        };
+        let default = example(|t| t.to_string(), "").unwrap().idint_lower_bound;
+        assert_eq!(default, Mode::Off);
+        assert_eq!(mode("\"off\""), Mode::Off);
+        assert_eq!(mode("\"sealed\""), Mode::Sealed);
+        assert_eq!(mode("\"unsealed\""), Mode::Unsealed);
+        refused(
+            "[dataplane]\nidint_lower_bound = \"on\"",
+            "dataplane.idint_lower_bound: \"on\": expected \"off\", \"sealed\" or \"unsealed\"",
+        );
+        refused(
+            "[dataplane]\nio_only = true\nidint_lower_bound = \"sealed\"",
+            "dataplane.idint_lower_bound: io_only = true does no ID-INT processing",
+        );
     }
 
     #[test]

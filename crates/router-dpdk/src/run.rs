@@ -407,6 +407,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         let worker = Worker {
             clock: shared_clock.clone(),
             io_only: config.io_only,
+            idint_lower_bound: config.idint_lower_bound,
             rx,
             tx,
             tables: tables.clone(),

@@ -15,6 +15,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
+use crate::lower_bound::{LowerBound, WithStage};
 use crate::ndp;
 use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
@@ -690,6 +691,8 @@ pub struct Worker<K: VerifierKeys> {
     pub exporter: Option<RingExporter>,
     /// Benchmark mode: frames leave by the next port untouched (see `Config::io_only`).
     pub io_only: bool,
+    /// Benchmark aid: ID-INT through [`crate::lower_bound`] (see `Config::idint_lower_bound`).
+    pub idint_lower_bound: crate::lower_bound::Mode,
     /// The corrected clock the control thread publishes (taken up every few ms).
     pub clock: Arc<SharedClock>,
 }
@@ -709,6 +712,7 @@ impl<K: VerifierKeys> Worker<K> {
             telemetry,
             exporter,
             io_only,
+            idint_lower_bound,
             clock: shared_clock,
         } = self;
         let clock = telemetry.clock;
@@ -721,6 +725,7 @@ impl<K: VerifierKeys> Worker<K> {
             clock,
             shared_clock,
             pool,
+            lower_bound: idint_lower_bound,
         };
         if io_only {
             return io.forward_untouched(&router);
@@ -741,6 +746,8 @@ struct Io {
     clock: TscClock,
     shared_clock: Arc<SharedClock>,
     pool: Arc<dpdk::Mempool>,
+    /// ID-INT through [`crate::lower_bound`].
+    lower_bound: crate::lower_bound::Mode,
 }
 
 impl Io {
@@ -804,6 +811,7 @@ impl Io {
         let mut last_publish = dpdk::rdtsc();
         // Cycles spent on bursts since the last publication (the CPU usage telemetry).
         let mut busy = 0u64;
+        let mut bound = LowerBound::new(self.lower_bound);
         loop {
             if dpdk::stop_requested() {
                 break;
@@ -820,7 +828,16 @@ impl Io {
                 let filled = classify(
                     tables, *port, now_s, &mut burst, &mut slots, &mut out, &mut io,
                 );
-                proc.process_burst_with(&mut slots[..filled], now, &mut stage);
+                match bound.as_mut() {
+                    None => proc.process_burst_with(&mut slots[..filled], now, &mut stage),
+                    Some(bound) => {
+                        let hook = &mut WithStage {
+                            bound,
+                            stage: &mut stage,
+                        };
+                        proc.process_burst_with(&mut slots[..filled], now, hook);
+                    }
+                }
                 // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
                 let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
@@ -848,6 +865,12 @@ impl Io {
         send_all(tables, &mut out, &mut self.tx, &mut io);
         self.stats
             .publish(&io, proc.counters(), &stage.counters, &stage.keys.lookups());
+        if let Some(b) = bound {
+            eprintln!(
+                "idint-router: lower-bound ID-INT: {} entries from the template, {} packets through the stage",
+                b.templated, b.general
+            );
+        }
         io.rx_frames
     }
 }

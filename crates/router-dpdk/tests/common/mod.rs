@@ -360,6 +360,8 @@ pub struct PcapRun {
     pub t0: u64,
     /// See `t0`.
     pub t1: u64,
+    /// What the router wrote to standard error.
+    pub stderr: String,
 }
 
 /// Runs the router for `duration` seconds on a single `net_pcap` port that receives `frames`
@@ -399,6 +401,7 @@ pub fn run_on_pcap(
         sent: read_pcap(&outp),
         t0,
         t1,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

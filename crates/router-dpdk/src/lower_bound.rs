@@ -1,0 +1,403 @@
+//! A measurement aid, not a forwarding mode for production: the least work an authenticated
+//! (optionally encrypted) ID-INT entry can cost in this router, to tell how much of the
+//! measured ID-INT cost is this implementation's and how much any implementation pays on the
+//! same machine (configuration `dataplane.idint_lower_bound = true`, used by
+//! `scripts/router-bench.sh`).
+//!
+//! The first ID-INT packet goes through the real [`IdIntStage`]; what it wrote becomes the
+//! *template*: the request (main option bytes), the route, the destination verifier, the top
+//! entry, where the new entry goes, its bytes and its key. Every later packet whose request,
+//! route, verifier, top entry and free space match gets, with no parsing, walking or lookup:
+//! the template entry copied in, the burst's time in its first metadata bytes (in place of the
+//! source's values), the previous entry's MAC chained, a fresh nonce when encrypted, the rest
+//! of the padding and the TOS rewritten; at the end of the burst every entry's CBC-MAC (and
+//! keystream) under the template's key, all lanes interleaved. Entries stay verifiable
+//! (same key, correct chain), only their values are not measurements. Anything else takes the
+//! real stage. Only destination verifiers with IPv4 hosts and entries of at most 64 bytes are
+//! templated; one verifier, so no key lookup: the favourable case.
+//!
+//! [`Mode::Unsealed`] leaves out the cryptography as well (no nonce, no MAC, no keystream:
+//! the entries do not verify): what writing the entry alone costs.
+
+use idint_wire::crypto::{Aes128Enc, cbc_mac_lanes, encrypt_blocks};
+use idint_wire::ext::opt_type;
+use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
+use scion_dp::config::Router;
+use scion_dp::idint::{
+    Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
+};
+use scion_dp::process::MAX_BURST;
+use scion_dp::telemetry::TelemetrySource;
+use scion_dp::{BurstPacket, Disposition};
+
+/// Longest templated entry.
+const ENTRY_MAX: usize = 64;
+/// Its CBC-MAC blocks.
+const BLOCKS: usize = ENTRY_MAX / 16;
+
+/// What the real stage wrote into the first packet, and the key it used.
+struct Template {
+    /// HBH bytes 0-15.
+    request: u128,
+    /// Ingress and egress interface.
+    route: (u16, u16),
+    /// Destination ISD-AS and IPv4 host (SCION header bytes 12-19 and 28-31).
+    verifier: [u8; 12],
+    /// Offset of the top entry in the HBH header, and its first 6 bytes.
+    top_at: usize,
+    top: [u8; 6],
+    /// Where the new entry goes, its length and 16-byte blocks, the end of the stack.
+    free: usize,
+    len: usize,
+    blocks: usize,
+    end: usize,
+    /// The padding option header that was at `free`.
+    pad: [u8; 2],
+    /// The new entry in 16-byte blocks, zeros after it (the padding's body), written whole.
+    entry: [[u8; 16]; BLOCKS],
+    /// The entry's bytes in its last block (the rest is the padding's header and body).
+    last_mask: u128,
+    /// The new TOS.
+    tos: u8,
+    /// Where the values start (after the nonce when encrypted).
+    values_at: usize,
+    encrypted: bool,
+    /// Keystream blocks per entry and the mask of the last one (encrypted only).
+    ks_blocks: usize,
+    ks_last_mask: u128,
+    key: Aes128Enc,
+}
+
+/// `k` low-address bytes of ones (as a little-endian load sees them).
+fn keep(k: usize) -> u128 {
+    if k >= 16 {
+        u128::MAX
+    } else {
+        (1u128 << (8 * k)) - 1
+    }
+}
+
+/// The 16 bytes at `b[at..]` (in bounds: callers checked).
+#[inline(always)]
+fn load(b: &[u8], at: usize) -> u128 {
+    u128::from_le_bytes(b[at..at + 16].try_into().unwrap_or([0; 16]))
+}
+
+/// Stores `v` at `b[at..at + 16]` (in bounds: callers checked).
+#[inline(always)]
+fn store(b: &mut [u8], at: usize, v: u128) {
+    b[at..at + 16].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Which ID-INT processing a worker runs (configuration `dataplane.idint_lower_bound`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// The real stage (the only mode for production).
+    #[default]
+    Off,
+    /// Template entries, MACed (and encrypted) as the real stage does.
+    Sealed,
+    /// Template entries without any cryptography (they do not verify).
+    Unsealed,
+}
+
+impl Mode {
+    /// The mode named `s` in the configuration ("off", "sealed", "unsealed").
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "off" => Some(Mode::Off),
+            "sealed" => Some(Mode::Sealed),
+            "unsealed" => Some(Mode::Unsealed),
+            _ => None,
+        }
+    }
+}
+
+/// The lower-bound hook's state (kept across bursts).
+pub struct LowerBound {
+    /// Whether entries get their nonce, MAC and keystream.
+    seal: bool,
+    template: Option<Template>,
+    /// Templated entries of this burst: slot and offset in the packet.
+    jobs: [(u8, u16); MAX_BURST],
+    n: usize,
+    blocks: Box<[[[u8; 16]; MAX_BURST]; BLOCKS]>,
+    n_blocks: [u8; MAX_BURST],
+    macs: [[u8; 16]; MAX_BURST],
+    ks: Box<[[u8; 16]; MAX_BURST * BLOCKS]>,
+    /// Packets that took the template / the real stage.
+    pub templated: u64,
+    /// Packets with ID-INT that took the real stage.
+    pub general: u64,
+}
+
+impl LowerBound {
+    /// The state for `mode` (`None` for [`Mode::Off`]).
+    pub fn new(mode: Mode) -> Option<Self> {
+        let seal = match mode {
+            Mode::Off => return None,
+            Mode::Sealed => true,
+            Mode::Unsealed => false,
+        };
+        Some(LowerBound {
+            seal,
+            template: None,
+            jobs: [(0, 0); MAX_BURST],
+            n: 0,
+            blocks: Box::new([[[0; 16]; MAX_BURST]; BLOCKS]),
+            n_blocks: [0; MAX_BURST],
+            macs: [[0; 16]; MAX_BURST],
+            ks: Box::new([[0; 16]; MAX_BURST * BLOCKS]),
+            templated: 0,
+            general: 0,
+        })
+    }
+}
+
+/// The hook for one burst: the lower bound's state and the real stage beside it.
+pub struct WithStage<'a, K, S, N, X> {
+    /// Kept state.
+    pub bound: &'a mut LowerBound,
+    /// The real stage (first packets, anything the template does not fit).
+    pub stage: &'a mut IdIntStage<K, S, N, X>,
+}
+
+/// The forwarding decision as (ingress, egress) interfaces, for the packets the template
+/// covers (forwarded to an interface).
+fn route(f: &Forwarded, d: &Disposition) -> Option<(u16, u16)> {
+    match *d {
+        Disposition::Forward { ifid } => Some((f.ingress.ifid(), ifid)),
+        _ => None,
+    }
+}
+
+/// The HBH header of `buf` (a SCION packet) and its offset, if its first option is ID-INT's.
+fn hbh_of(buf: &[u8], len: usize) -> Option<(usize, usize)> {
+    if len < 6 || buf.len() < len || buf[4] != idint_wire::ext::HBH {
+        return None;
+    }
+    let hl = usize::from(buf[5]) * 4;
+    let n = (usize::from(*buf.get(hl + 1)?) + 1) * 4;
+    (hl + n <= len && buf.get(hl + 2) == Some(&opt_type::IDINT_MAIN)).then_some((hl, n))
+}
+
+impl Template {
+    /// Reads the template from the packet before (`before`: its HBH bytes) and after the real
+    /// stage pushed an entry into it.
+    fn learn(
+        before: &[u8],
+        buf: &[u8],
+        hl: usize,
+        route: (u16, u16),
+        key: &Aes128Enc,
+    ) -> Option<Self> {
+        let hbh = buf.get(hl..hl + before.len())?;
+        let mlen = usize::from(before[3]) + 2;
+        let s = 2 + mlen;
+        let top_at = s + usize::from(before[7]) * 4;
+        let free = s + usize::from(hbh[7]) * 4;
+        let end = s + usize::from(before[6]) * 4;
+        let len = usize::from(*hbh.get(free + 1)?) + 2;
+        let blocks = len.div_ceil(16);
+        // Whole blocks are written: they must stay within the stack.
+        if hbh.get(free) != Some(&opt_type::IDINT_ENTRY)
+            || len > ENTRY_MAX
+            || free + 16 * blocks > end
+        {
+            return None;
+        }
+        // Destination verifier (kind 1), IPv4 destination host.
+        if (before[5] >> 4) & 3 != 1 || (buf[9] >> 4) & 0xf != 0 {
+            return None;
+        }
+        let mut entry = [[0u8; 16]; BLOCKS];
+        for (k, b) in hbh[free..free + len].iter().enumerate() {
+            entry[k / 16][k % 16] = *b;
+        }
+        let encrypted = entry[0][2] & eflags::C != 0;
+        let from = NONCE_OFFSET + NONCE_LEN;
+        let ks_blocks = if encrypted {
+            (len - from).div_ceil(16)
+        } else {
+            0
+        };
+        if free + from + 16 * ks_blocks > end {
+            return None;
+        }
+        let mut verifier = [0u8; 12];
+        verifier[..8].copy_from_slice(&buf[12..20]);
+        verifier[8..].copy_from_slice(&buf[28..32]);
+        let mut top = [0u8; 6];
+        top.copy_from_slice(before.get(top_at..top_at + 6)?);
+        Some(Template {
+            request: u128::from_le_bytes(before[..16].try_into().ok()?),
+            route,
+            verifier,
+            top_at,
+            top,
+            free,
+            len,
+            blocks,
+            end,
+            pad: [before[free], before[free + 1]],
+            entry,
+            last_mask: keep(len - 16 * (blocks - 1)),
+            tos: hbh[7],
+            values_at: NONCE_OFFSET + if encrypted { NONCE_LEN } else { 0 },
+            encrypted,
+            ks_blocks,
+            ks_last_mask: keep((len - from).saturating_sub(16 * ks_blocks.saturating_sub(1))),
+            key: key.clone(),
+        })
+    }
+
+    /// Whether packet `buf` (HBH at `hl`, `n` bytes) is the template's case.
+    #[inline(always)]
+    fn fits(&self, buf: &[u8], hl: usize, n: usize, route: (u16, u16)) -> bool {
+        let hbh = &buf[hl..hl + n];
+        n >= self.end
+            && n >= 16
+            && u128::from_le_bytes(hbh[..16].try_into().unwrap_or([0; 16])) == self.request
+            && route == self.route
+            && buf.get(12..20) == Some(&self.verifier[..8])
+            && buf.get(28..32) == Some(&self.verifier[8..])
+            && hbh[self.top_at..self.top_at + 6] == self.top
+            && hbh[self.free..self.free + 2] == self.pad
+    }
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
+    for WithStage<'_, K, S, N, X>
+{
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        f: &Forwarded,
+        d: &mut Disposition,
+    ) {
+        self.stage.after_forwarding(router, buf, f, d);
+    }
+
+    #[inline(always)]
+    fn after_forwarding_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        f: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        let Some((hl, n)) = hbh_of(buf, f.len) else {
+            return;
+        };
+        let b = &mut *self.bound;
+        let r = route(f, d);
+        match (&b.template, r) {
+            (Some(t), Some(r)) if t.fits(buf, hl, n, r) => {
+                let hbh = &mut buf[hl..hl + n];
+                let (free, len) = (t.free, t.len);
+                let mut prev = [0u8; 4];
+                prev.copy_from_slice(&hbh[free - 4..free]);
+                for (k, b) in t.entry.iter().enumerate().take(t.blocks) {
+                    hbh[free + 16 * k..free + 16 * k + 16].copy_from_slice(b);
+                }
+                let e = &mut hbh[free..free + len];
+                if t.encrypted && b.seal {
+                    e[NONCE_OFFSET..NONCE_OFFSET + NONCE_LEN]
+                        .copy_from_slice(&self.stage.nonces.nonce());
+                }
+                let v = t.values_at;
+                if v + 8 <= len - 4 {
+                    e[v..v + 8].copy_from_slice(&f.now_ns.to_be_bytes());
+                }
+                e[len - 4..].copy_from_slice(&prev);
+                match t.end - (free + len) {
+                    0 => {}
+                    1 => hbh[free + len] = opt_type::PAD1,
+                    rest => {
+                        hbh[free + len] = opt_type::PADN;
+                        hbh[free + len + 1] = (rest - 2) as u8;
+                    }
+                }
+                hbh[7] = t.tos;
+                b.jobs[b.n] = (slot as u8, (hl + free) as u16);
+                b.n += 1;
+                b.templated += 1;
+                self.stage.counters.packets += 1;
+                self.stage.counters.pushed += 1;
+                self.stage.counters.encrypted += u64::from(t.encrypted);
+            }
+            _ => {
+                b.general += 1;
+                let mut before = [0u8; 256];
+                let hbh_len = n.min(256);
+                before[..hbh_len].copy_from_slice(&buf[hl..hl + hbh_len]);
+                let pushed = self.stage.counters.pushed;
+                self.stage.after_forwarding(router, buf, f, d);
+                if b.template.is_some() || self.stage.counters.pushed != pushed + 1 {
+                    return;
+                }
+                let Some(r) = r else { return };
+                let (ia, host) = (
+                    idint_wire::IsdAsn::from_u64(u64::from_be_bytes(
+                        buf[12..20].try_into().unwrap_or([0; 8]),
+                    )),
+                    idint_wire::HostAddr::V4(core::net::Ipv4Addr::from(
+                        <[u8; 4]>::try_from(&buf[28..32]).unwrap_or([0; 4]),
+                    )),
+                );
+                let Some(key) = self.stage.keys.as_host_key(ia, &host, f.now_ns).cloned() else {
+                    return;
+                };
+                b.template = Template::learn(&before[..hbh_len], buf, hl, r, &key);
+            }
+        }
+    }
+
+    fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
+        self.stage.finish_burst(pkts);
+        let b = &mut *self.bound;
+        let n = core::mem::take(&mut b.n);
+        let Some(t) = &b.template else {
+            return;
+        };
+        if n == 0 || !b.seal {
+            return;
+        }
+        let (len, nb, n_ks) = (t.len, t.blocks, t.ks_blocks);
+        let from = NONCE_OFFSET + NONCE_LEN;
+        for (i, &(slot, at)) in b.jobs[..n].iter().enumerate() {
+            let buf = pkts[usize::from(slot)].buffer();
+            let at = usize::from(at);
+            for (s, row) in b.blocks.iter_mut().enumerate().take(nb) {
+                let m = if s + 1 == nb { t.last_mask } else { u128::MAX };
+                row[i] = (load(buf, at + 16 * s) & m).to_le_bytes();
+            }
+            let mut ctr = [0u8; 16];
+            ctr[..12].copy_from_slice(&buf[at + NONCE_OFFSET..at + from]);
+            for c in 0..n_ks {
+                ctr[12..].copy_from_slice(&(c as u32).to_be_bytes());
+                b.ks[i * n_ks + c] = ctr;
+            }
+            b.n_blocks[i] = nb as u8;
+        }
+        cbc_mac_lanes(&t.key, &b.blocks[..nb], &b.n_blocks[..n], &mut b.macs[..n]);
+        encrypt_blocks(&t.key, &mut b.ks[..n * n_ks]);
+        for (i, &(slot, at)) in b.jobs[..n].iter().enumerate() {
+            let buf = pkts[usize::from(slot)].buffer();
+            let at = usize::from(at);
+            buf[at + len - 4..at + len].copy_from_slice(&b.macs[i][..4]);
+            for c in 0..n_ks {
+                let m = if c + 1 == n_ks {
+                    t.ks_last_mask
+                } else {
+                    u128::MAX
+                };
+                let p = at + from + 16 * c;
+                let k = u128::from_le_bytes(b.ks[i * n_ks + c]);
+                store(buf, p, load(buf, p) ^ (k & m));
+            }
+        }
+    }
+}
