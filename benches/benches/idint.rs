@@ -7,6 +7,9 @@
 //! ID-INT stage (the options pass untouched), so `variant - baseline` is the ID-INT cost.
 //! `burst32_32_verifiers` sends each packet of the burst to another destination host, so
 //! every entry is sealed under another key (the router's usual case on a busy link).
+//! `burst32_lower_bound` runs the same bursts through `scion_dp::lower_bound` (template
+//! entries: no parsing, no lookup, no telemetry source, the MACs interleaved): the least an
+//! entry can cost here, whatever the implementation.
 //!
 //! `idint_crypto_floor` measures, in the same run, only the AES work an entry needs with the
 //! key schedule at hand (its CBC-MAC chain and, encrypted, its CTR keystream blocks): one
@@ -17,6 +20,7 @@ use std::hint::black_box;
 
 use benches::idint_fixture::{request, stage, to_host, with_request};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use scion_dp::lower_bound::{LowerBound, Mode, WithStage};
 use scion_dp::{Disposition, Ingress, PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
 
@@ -98,6 +102,21 @@ fn idint(c: &mut Criterion) {
             };
             let (mut st_single, mut st_burst, mut st_many) =
                 (warm(&same), warm(&same), warm(&many));
+            // The lower-bound aid, taught its template by a first burst (one packet through
+            // the real stage, the others from the template).
+            let (mut st_bound, mut bound) = {
+                let mut st = stage(router);
+                let mut bound = LowerBound::new(Mode::Sealed).expect("an aid mode");
+                let mut bufs = vec![[0u8; ROOM]; BURST];
+                let mut slots = fill_slots(&mut bufs, &same, case.ingress);
+                let mut hook = WithStage {
+                    bound: &mut bound,
+                    stage: &mut st,
+                };
+                Processor::new(router).process_burst_with(&mut slots, now, &mut hook);
+                assert_eq!((bound.general, bound.templated), (1, BURST as u64 - 1));
+                (st, bound)
+            };
             g.bench_function(BenchmarkId::new("single", &id), |b| {
                 let mut p = Processor::new(router);
                 let st = &mut st_single;
@@ -124,6 +143,19 @@ fn idint(c: &mut Criterion) {
                 b.iter(|| {
                     let mut slots = fill_slots(&mut bufs, &same, case.ingress);
                     p.process_burst_with(&mut slots, now, st);
+                    black_box(slots[BURST - 1].disposition)
+                })
+            });
+            g.bench_function(BenchmarkId::new("burst32_lower_bound", &id), |b| {
+                let mut p = Processor::new(router);
+                let mut hook = WithStage {
+                    bound: &mut bound,
+                    stage: &mut st_bound,
+                };
+                let mut bufs = vec![[0u8; ROOM]; BURST];
+                b.iter(|| {
+                    let mut slots = fill_slots(&mut bufs, &same, case.ingress);
+                    p.process_burst_with(&mut slots, now, &mut hook);
                     black_box(slots[BURST - 1].disposition)
                 })
             });

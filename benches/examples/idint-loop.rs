@@ -1,10 +1,12 @@
 //! Bursts of the ID-INT benchmark packet through the transit router, with or without the
 //! ID-INT stage, for `perf record` and `valgrind --tool=callgrind` (deterministic
 //! instruction counts): `cargo run --release -p benches --example idint-loop -- 8|42 auth|enc
-//! N [plain|many|single]` (`many`: each packet of a burst to another destination host, so every
-//! entry has another verifier key; `single`: one packet per call instead of bursts).
+//! N [plain|many|single|lower_bound]` (`many`: each packet of a burst to another destination
+//! host, so every entry has another verifier key; `single`: one packet per call instead of
+//! bursts; `lower_bound`: through `scion_dp::lower_bound`).
 
 use benches::idint_fixture::{request, stage, to_host, with_request};
+use scion_dp::lower_bound::{LowerBound, Mode, WithStage};
 use scion_dp::{PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
 
@@ -20,6 +22,7 @@ fn main() {
     let plain = variant.as_deref() == Some("plain");
     let many = variant.as_deref() == Some("many");
     let single = variant.as_deref() == Some("single");
+    let lower = variant.as_deref() == Some("lower_bound");
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../shared/vectors/scion/router_cases.json"
@@ -40,6 +43,7 @@ fn main() {
     };
     let mut p = Processor::new(router);
     let mut st = stage(router);
+    let mut bound = LowerBound::new(Mode::Sealed).expect("an aid mode");
     let mut bufs = vec![[0u8; 2048]; 32];
     let t = std::time::Instant::now();
     for _ in 0..n / 32 {
@@ -64,6 +68,12 @@ fn main() {
             }
         } else if plain {
             p.process_burst(&mut slots, file.now_ns);
+        } else if lower {
+            let mut hook = WithStage {
+                bound: &mut bound,
+                stage: &mut st,
+            };
+            p.process_burst_with(&mut slots, file.now_ns, &mut hook);
         } else {
             p.process_burst_with(&mut slots, file.now_ns, &mut st);
         }

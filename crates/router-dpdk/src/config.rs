@@ -20,7 +20,7 @@
 //!                                   # untouched; [idint], [export] and [drkey] are refused with it
 //! idint_lower_bound = "off"         # benchmark aid: "sealed" / "unsealed" ID-INT entries
 //!                                   # from a template learned from the first packet
-//!                                   # (crate::lower_bound); not for production
+//!                                   # (scion_dp::lower_bound); not for production
 //! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on (>= 1)
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //!
@@ -252,9 +252,9 @@ pub struct Config {
     /// Benchmark mode: every frame received on port `i` leaves by port `i + 1` (mod ports)
     /// untouched, no SCION processing (the I/O-only ceiling of the same devices).
     pub io_only: bool,
-    /// Benchmark aid: ID-INT through [`crate::lower_bound`] (the least work an entry can cost
+    /// Benchmark aid: ID-INT through [`scion_dp::lower_bound`] (the least work an entry can cost
     /// here), not the real stage's general processing.
-    pub idint_lower_bound: crate::lower_bound::Mode,
+    pub idint_lower_bound: scion_dp::lower_bound::Mode,
     /// Ageing of ARP/NDP-learned next-hop MACs.
     pub neighbor_aging: crate::neighbor::Aging,
     /// DRKey epoch length, seconds.
@@ -688,15 +688,15 @@ impl Config {
             }
         }
         let idint_lower_bound = match raw.dataplane.idint_lower_bound.as_deref() {
-            None => crate::lower_bound::Mode::Off,
-            Some(s) => crate::lower_bound::Mode::parse(s).ok_or_else(|| {
+            None => scion_dp::lower_bound::Mode::Off,
+            Some(s) => scion_dp::lower_bound::Mode::parse(s).ok_or_else(|| {
                 item(
                     "dataplane.idint_lower_bound",
                     format!("{s:?}: expected \"off\", \"sealed\" or \"unsealed\""),
                 )
             })?,
         };
-        if idint_lower_bound != crate::lower_bound::Mode::Off && io_only {
+        if idint_lower_bound != scion_dp::lower_bound::Mode::Off && io_only {
             return Err(item(
                 "dataplane.idint_lower_bound",
                 "io_only = true does no ID-INT processing: set one of them".to_string(),
@@ -873,7 +873,7 @@ mod tests {
 
     #[test]
     fn the_lower_bound_aid_is_off_unless_asked_and_needs_processing() {
-        use crate::lower_bound::Mode;
+        use scion_dp::lower_bound::Mode;
         let mode = |v: &str| {
             example(
                 |t| t.to_string(),

@@ -20,7 +20,6 @@ pub mod dpdk;
 pub mod eal_args;
 pub mod export;
 pub mod http;
-pub mod lower_bound;
 pub mod ndp;
 pub mod neighbor;
 pub mod run;

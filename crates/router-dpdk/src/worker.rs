@@ -15,12 +15,12 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
-use crate::lower_bound::{LowerBound, WithStage};
 use crate::ndp;
 use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
+use scion_dp::lower_bound::{LowerBound, WithStage};
 
 /// Where a SCION interface of this router leaves.
 #[derive(Debug, Clone, Copy)]
@@ -691,8 +691,8 @@ pub struct Worker<K: VerifierKeys> {
     pub exporter: Option<RingExporter>,
     /// Benchmark mode: frames leave by the next port untouched (see `Config::io_only`).
     pub io_only: bool,
-    /// Benchmark aid: ID-INT through [`crate::lower_bound`] (see `Config::idint_lower_bound`).
-    pub idint_lower_bound: crate::lower_bound::Mode,
+    /// Benchmark aid: ID-INT through [`scion_dp::lower_bound`] (see `Config::idint_lower_bound`).
+    pub idint_lower_bound: scion_dp::lower_bound::Mode,
     /// The corrected clock the control thread publishes (taken up every few ms).
     pub clock: Arc<SharedClock>,
 }
@@ -746,8 +746,8 @@ struct Io {
     clock: TscClock,
     shared_clock: Arc<SharedClock>,
     pool: Arc<dpdk::Mempool>,
-    /// ID-INT through [`crate::lower_bound`].
-    lower_bound: crate::lower_bound::Mode,
+    /// ID-INT through [`scion_dp::lower_bound`].
+    lower_bound: scion_dp::lower_bound::Mode,
 }
 
 impl Io {

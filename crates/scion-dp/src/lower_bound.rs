@@ -1,8 +1,8 @@
 //! A measurement aid, not a forwarding mode for production: the least work an authenticated
-//! (optionally encrypted) ID-INT entry can cost in this router, to tell how much of the
-//! measured ID-INT cost is this implementation's and how much any implementation pays on the
-//! same machine (configuration `dataplane.idint_lower_bound = true`, used by
-//! `scripts/router-bench.sh`).
+//! (optionally encrypted) ID-INT entry can cost, to tell how much of the measured ID-INT cost
+//! is this implementation's and how much any implementation pays on the same machine (the
+//! DPDK router's `dataplane.idint_lower_bound`, run by `scripts/router-bench.sh`, and the
+//! `idint` criterion benchmark's `burst32_lower_bound` rows).
 //!
 //! The first ID-INT packet goes through the real [`IdIntStage`]; what it wrote becomes the
 //! *template*: the request (main option bytes), the route, the destination verifier, the top
@@ -13,25 +13,28 @@
 //! of the padding and the TOS rewritten; at the end of the burst every entry's CBC-MAC (and
 //! keystream) under the template's key, all lanes interleaved. Entries stay verifiable
 //! (same key, correct chain), only their values are not measurements. Anything else takes the
-//! real stage. Only destination verifiers with IPv4 hosts and entries of at most 64 bytes are
+//! real stage. Only destination verifiers with IPv4 hosts and entries of at most 80 bytes are
 //! templated; one verifier, so no key lookup: the favourable case.
 //!
 //! [`Mode::Unsealed`] leaves out the cryptography as well (no nonce, no MAC, no keystream:
 //! the entries do not verify): what writing the entry alone costs.
 
+use alloc::boxed::Box;
+
 use idint_wire::crypto::{Aes128Enc, cbc_mac_lanes, encrypt_blocks};
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
-use scion_dp::config::Router;
-use scion_dp::idint::{
+
+use crate::config::Router;
+use crate::idint::{
     Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
 };
-use scion_dp::process::MAX_BURST;
-use scion_dp::telemetry::TelemetrySource;
-use scion_dp::{BurstPacket, Disposition};
+use crate::process::MAX_BURST;
+use crate::telemetry::TelemetrySource;
+use crate::{BurstPacket, Disposition};
 
-/// Longest templated entry.
-const ENTRY_MAX: usize = 64;
+/// Longest templated entry (as the stage's burst pass).
+const ENTRY_MAX: usize = 80;
 /// Its CBC-MAC blocks.
 const BLOCKS: usize = ENTRY_MAX / 16;
 
@@ -239,7 +242,7 @@ impl Template {
             len,
             blocks,
             end,
-            pad: [before[free], before[free + 1]],
+            pad: [*before.get(free)?, *before.get(free + 1)?],
             entry,
             last_mask: keep(len - 16 * (blocks - 1)),
             tos: hbh[7],
@@ -330,8 +333,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
             }
             _ => {
                 b.general += 1;
-                let mut before = [0u8; 256];
-                let hbh_len = n.min(256);
+                let mut before = [0u8; 1024];
+                let hbh_len = n.min(1024);
                 before[..hbh_len].copy_from_slice(&buf[hl..hl + hbh_len]);
                 let pushed = self.stage.counters.pushed;
                 self.stage.after_forwarding(router, buf, f, d);
@@ -399,5 +402,33 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
                 store(buf, p, load(buf, p) ^ (k & m));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_by_name_only() {
+        assert_eq!(Mode::parse("off"), Some(Mode::Off));
+        assert_eq!(Mode::parse("sealed"), Some(Mode::Sealed));
+        assert_eq!(Mode::parse("unsealed"), Some(Mode::Unsealed));
+        assert_eq!(Mode::parse("Sealed"), None);
+        assert_eq!(Mode::parse(""), None);
+        assert!(LowerBound::new(Mode::Off).is_none());
+        assert!(LowerBound::new(Mode::Sealed).is_some_and(|b| b.seal));
+        assert!(LowerBound::new(Mode::Unsealed).is_some_and(|b| !b.seal));
+    }
+
+    #[test]
+    fn keep_masks_the_first_bytes_of_a_little_endian_load() {
+        let ones = u128::from_le_bytes([0xff; 16]);
+        for k in 0..=16 {
+            let kept = (ones & keep(k)).to_le_bytes();
+            assert!(kept[..k].iter().all(|&b| b == 0xff), "{k}");
+            assert!(kept[k..].iter().all(|&b| b == 0), "{k}");
+        }
+        assert_eq!(keep(20), u128::MAX);
     }
 }
