@@ -85,6 +85,20 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
+/// The body of an admin request, read only once its bearer token is accepted (a request
+/// without the right token is a 401/403 whatever its body, never a 413).
+struct AdminBody(Bytes);
+
+impl FromRequest<AppState> for AdminBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, s: &AppState) -> Result<Self, ApiError> {
+        admin(s, req.headers())?;
+        let RawBody(b) = RawBody::from_request(req, s).await?;
+        Ok(AdminBody(b))
+    }
+}
+
 /// Why a body was not read.
 enum ReadError {
     /// Larger than the limit (bytes seen so far).
@@ -990,12 +1004,7 @@ fn admin(s: &AppState, h: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn import_topology(
-    State(s): State<AppState>,
-    h: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult {
-    admin(&s, &h)?;
+async fn import_topology(State(s): State<AppState>, AdminBody(body): AdminBody) -> ApiResult {
     let text = std::str::from_utf8(&body).map_err(|_| bad("body is not UTF-8"))?;
     let n = s
         .shared
@@ -1021,12 +1030,7 @@ pub fn parse_path_descriptions(body: &[u8]) -> Result<Vec<PathDescription>, Stri
     }
 }
 
-async fn import_paths(
-    State(s): State<AppState>,
-    h: HeaderMap,
-    RawBody(body): RawBody,
-) -> ApiResult {
-    admin(&s, &h)?;
+async fn import_paths(State(s): State<AppState>, AdminBody(body): AdminBody) -> ApiResult {
     let ds = parse_path_descriptions(&body).map_err(bad)?;
     let ids: Vec<String> = s
         .shared
@@ -1039,8 +1043,7 @@ async fn import_paths(
     Ok(axum::Json(json!({"paths": ids})))
 }
 
-async fn import_keys(State(s): State<AppState>, h: HeaderMap, RawBody(body): RawBody) -> ApiResult {
-    admin(&s, &h)?;
+async fn import_keys(State(s): State<AppState>, AdminBody(body): AdminBody) -> ApiResult {
     let keys: Vec<ImportedKey> =
         serde_json::from_slice(&body).map_err(|e| bad(format!("keys: {e}")))?;
     let n = s.imported.import(&keys).map_err(bad)?;

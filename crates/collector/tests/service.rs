@@ -1068,3 +1068,46 @@ async fn sla_does_not_claim_values_memory_has_dropped() {
     r.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An admin request with a body over the limit: without the right token it is refused for
+/// the token (401), with it for the size (413).
+#[tokio::test]
+async fn admin_requests_are_refused_for_the_token_before_their_body_is_read() {
+    const LEN: usize = 3_000_000;
+    let dir = tempdir("admin-order");
+    let r = start_in(&dir, 64).await;
+    let ask = |auth: Option<String>| async move {
+        let s = TcpStream::connect(r.http_addr).await.unwrap();
+        let (mut rd, mut wr) = s.into_split();
+        let mut req = format!(
+            "POST /api/v1/admin/keys HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {LEN}\r\n"
+        );
+        if let Some(a) = auth {
+            req.push_str(&format!("Authorization: {a}\r\n"));
+        }
+        req.push_str("\r\n");
+        // The body is sent beside reading the answer: the server may answer (and close)
+        // before taking all of it, and the write then fails, which is fine.
+        let writer = tokio::spawn(async move {
+            wr.write_all(req.as_bytes()).await?;
+            wr.write_all(&vec![b' '; LEN]).await
+        });
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(20), rd.read_to_end(&mut out))
+            .await
+            .expect("an answer")
+            .ok();
+        let _ = writer.await;
+        let status: u16 = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
+        (status, String::from_utf8_lossy(&out).into_owned())
+    };
+    let (st, body) = ask(None).await;
+    assert_eq!(st, 401, "{body}");
+    assert!(body.contains("bearer token required"), "{body}");
+    let (st, body) = ask(Some("Bearer wrong-token-000".into())).await;
+    assert_eq!(st, 401, "{body}");
+    assert!(body.contains("wrong bearer token"), "{body}");
+    let (st, body) = ask(Some(format!("Bearer {TOKEN}"))).await;
+    assert_eq!(st, 413, "{body}");
+}
