@@ -43,8 +43,9 @@ pub struct ImportedKeys {
 }
 
 impl ImportedKeys {
-    /// An empty store for the collector of `ia`: it verifies with keys K(src -> `ia`) only,
-    /// so [`Self::import`] refuses keys for any other destination AS.
+    /// An empty store for the collector of `ia`: it verifies ID-INT entries with keys
+    /// K(src -> `ia`) of the ID-INT protocol only, so [`Self::import`] refuses keys for any
+    /// other destination AS or protocol (they would be stored and never used).
     pub fn for_verifier(ia: IsdAsn) -> Self {
         ImportedKeys {
             verifier: Some(ia),
@@ -65,6 +66,14 @@ impl ImportedKeys {
                 return Err(bad(&format!(
                     "dst_ia {dst} is not this collector's AS {v} (it verifies with keys \
                      K(src -> {v}) only)"
+                )));
+            }
+            if self.verifier.is_some() && Protocol(e.protocol) != Protocol::IDINT {
+                return Err(bad(&format!(
+                    "protocol {} is not ID-INT ({}), the only protocol this collector \
+                     verifies with",
+                    e.protocol,
+                    Protocol::IDINT.0
                 )));
             }
             let epoch = Epoch::new(e.epoch_begin, e.epoch_end)
@@ -393,7 +402,7 @@ mod tests {
         ImportedKey {
             src_ia: "1-ff00:0:111".into(),
             dst_ia: dst.into(),
-            protocol: 3,
+            protocol: 2,
             epoch_begin: 100,
             epoch_end: 200,
             key_hex: "00112233445566778899aabbccddeeff".into(),
@@ -459,5 +468,19 @@ mod tests {
             ImportedKeys::default().import(&[key("1-ff00:0:112")]),
             Ok(1)
         );
+    }
+
+    #[test]
+    fn a_verifier_takes_only_id_int_keys() {
+        let own: IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let k = ImportedKeys::for_verifier(own);
+        let scmp = ImportedKey {
+            protocol: 1,
+            ..key("1-ff00:0:110")
+        };
+        let e = k.import(&[key("1-ff00:0:110"), scmp.clone()]).unwrap_err();
+        assert!(e.contains("key 1: protocol 1 is not ID-INT (2)"), "{e}");
+        assert!(k.is_empty(), "all or nothing");
+        assert_eq!(ImportedKeys::default().import(&[scmp]), Ok(1));
     }
 }
