@@ -7,9 +7,9 @@
 //! ID-INT stage (the options pass untouched), so `variant - baseline` is the ID-INT cost.
 //! `burst32_32_verifiers` sends each packet of the burst to another destination host, so
 //! every entry is sealed under another key (the router's usual case on a busy link).
-//! `burst32_lower_bound` runs the same bursts through `scion_dp::lower_bound` (template
-//! entries: no parsing, no lookup, no telemetry source, the MACs interleaved): the least an
-//! entry can cost here, whatever the implementation.
+//! `single_lower_bound` and `burst32_lower_bound` run the same packets through
+//! `scion_dp::lower_bound` (template entries: no parsing, no lookup, no telemetry source; in
+//! bursts the MACs interleaved): about the least an entry can cost in this processor.
 //!
 //! `idint_crypto_floor` measures, in the same run, only the AES work an entry needs with the
 //! key schedule at hand (its CBC-MAC chain and, encrypted, its CTR keystream blocks): one
@@ -125,6 +125,21 @@ fn idint(c: &mut Criterion) {
                     buf[..len].copy_from_slice(black_box(&input));
                     black_box(p.process_with(&mut buf, len, case.ingress, now, st))
                 })
+            });
+            g.bench_function(BenchmarkId::new("single_lower_bound", &id), |b| {
+                let mut p = Processor::new(router);
+                let mut st = stage(router);
+                let mut bound = LowerBound::new(Mode::Sealed).expect("an aid mode");
+                let mut hook = WithStage {
+                    bound: &mut bound,
+                    stage: &mut st,
+                };
+                let mut buf = vec![0u8; ROOM];
+                b.iter(|| {
+                    buf[..len].copy_from_slice(black_box(&input));
+                    black_box(p.process_with(&mut buf, len, case.ingress, now, &mut hook))
+                });
+                assert!(bound.templated > 0 && bound.general == 1);
             });
             g.throughput(Throughput::Elements(BURST as u64));
             g.bench_function(BenchmarkId::new("burst32_baseline_no_idint", &id), |b| {

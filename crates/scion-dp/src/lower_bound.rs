@@ -269,35 +269,27 @@ impl Template {
     }
 }
 
-impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
-    for WithStage<'_, K, S, N, X>
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
+    WithStage<'_, K, S, N, X>
 {
-    fn after_forwarding(
-        &mut self,
-        router: &Router,
-        buf: &mut [u8],
-        f: &Forwarded,
-        d: &mut Disposition,
-    ) {
-        self.stage.after_forwarding(router, buf, f, d);
-    }
-
+    /// Writes the template's entry (unsealed: the MAC field holds the previous MAC) if the
+    /// packet is the template's case and returns its offset in the packet; else runs the real
+    /// stage on it (single-packet path), learning the template from the first push.
     #[inline(always)]
-    fn after_forwarding_in_burst(
+    fn templated(
         &mut self,
         router: &Router,
         buf: &mut [u8],
         f: &Forwarded,
         d: &mut Disposition,
-        slot: usize,
-    ) {
-        let Some((hl, n)) = hbh_of(buf, f.len) else {
-            return;
-        };
+    ) -> Option<usize> {
+        let (hl, n) = hbh_of(buf, f.len)?;
         let b = &mut *self.bound;
         let r = route(f, d);
         match (&b.template, r) {
-            (Some(t), Some(r)) if t.fits(buf, hl, n, r) => {
+            (Some(t), Some(r))
+                if t.fits(buf, hl, n, r) && (hl + t.free) <= usize::from(u16::MAX) =>
+            {
                 let hbh = &mut buf[hl..hl + n];
                 let (free, len) = (t.free, t.len);
                 let mut prev = [0u8; 4];
@@ -324,12 +316,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
                     }
                 }
                 hbh[7] = t.tos;
-                b.jobs[b.n] = (slot as u8, (hl + free) as u16);
-                b.n += 1;
                 b.templated += 1;
                 self.stage.counters.packets += 1;
                 self.stage.counters.pushed += 1;
                 self.stage.counters.encrypted += u64::from(t.encrypted);
+                Some(hl + free)
             }
             _ => {
                 b.general += 1;
@@ -339,9 +330,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
                 let pushed = self.stage.counters.pushed;
                 self.stage.after_forwarding(router, buf, f, d);
                 if b.template.is_some() || self.stage.counters.pushed != pushed + 1 {
-                    return;
+                    return None;
                 }
-                let Some(r) = r else { return };
+                let r = r?;
                 let (ia, host) = (
                     idint_wire::IsdAsn::from_u64(u64::from_be_bytes(
                         buf[12..20].try_into().unwrap_or([0; 8]),
@@ -350,10 +341,83 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
                         <[u8; 4]>::try_from(&buf[28..32]).unwrap_or([0; 4]),
                     )),
                 );
-                let Some(key) = self.stage.keys.as_host_key(ia, &host, f.now_ns).cloned() else {
-                    return;
-                };
+                let key = self.stage.keys.as_host_key(ia, &host, f.now_ns).cloned()?;
                 b.template = Template::learn(&before[..hbh_len], buf, hl, r, &key);
+                None
+            }
+        }
+    }
+}
+
+/// One AES-128 block (little-endian view of its bytes).
+#[inline(always)]
+fn aes(key: &Aes128Enc, x: u128) -> u128 {
+    let mut b = x.to_le_bytes();
+    idint_wire::crypto::encrypt_blocks(key, core::slice::from_mut(&mut b));
+    u128::from_le_bytes(b)
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
+    for WithStage<'_, K, S, N, X>
+{
+    /// A single packet: a templated entry is sealed at once (its CBC-MAC chain waited for).
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        f: &Forwarded,
+        d: &mut Disposition,
+    ) {
+        let Some(at) = self.templated(router, buf, f, d) else {
+            return;
+        };
+        let b = &*self.bound;
+        let Some(t) = &b.template else {
+            return;
+        };
+        if !b.seal {
+            return;
+        }
+        let (len, from) = (t.len, NONCE_OFFSET + NONCE_LEN);
+        let mut mac = 0u128;
+        for s in 0..t.blocks {
+            let m = if s + 1 == t.blocks {
+                t.last_mask
+            } else {
+                u128::MAX
+            };
+            mac = aes(&t.key, mac ^ (load(buf, at + 16 * s) & m));
+        }
+        let mut ctr = [0u8; 16];
+        ctr[..12].copy_from_slice(&buf[at + NONCE_OFFSET..at + from]);
+        buf[at + len - 4..at + len].copy_from_slice(&mac.to_le_bytes()[..4]);
+        for c in 0..t.ks_blocks {
+            ctr[12..].copy_from_slice(&(c as u32).to_be_bytes());
+            let m = if c + 1 == t.ks_blocks {
+                t.ks_last_mask
+            } else {
+                u128::MAX
+            };
+            let p = at + from + 16 * c;
+            let k = aes(&t.key, u128::from_le_bytes(ctr));
+            store(buf, p, load(buf, p) ^ (k & m));
+        }
+    }
+
+    #[inline(always)]
+    fn after_forwarding_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        f: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        if let Some(at) = self.templated(router, buf, f, d) {
+            let b = &mut *self.bound;
+            if b.n < MAX_BURST && b.seal {
+                b.jobs[b.n] = (slot as u8, at as u16);
+                b.n += 1;
             }
         }
     }

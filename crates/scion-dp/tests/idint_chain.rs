@@ -1519,9 +1519,9 @@ fn entries_whose_key_vanished_before_sealing_leave_no_values_and_are_counted_onc
 }
 
 /// The lower-bound aid at the first router: after the packet that teaches it the template,
-/// every packet of the burst gets its entry from the template; sealed, those entries chain
-/// and verify like the real stage's all the way to the destination (four more routers with
-/// their real stages); unsealed, they do not verify.
+/// every packet (of a burst, or one by one) gets its entry from the template; sealed, those
+/// entries chain and verify like the real stage's all the way to the destination (four more
+/// routers with their real stages); unsealed, they do not verify.
 #[test]
 fn lower_bound_entries_chain_to_the_destination_when_sealed() {
     use scion_dp::PacketSlot;
@@ -1529,50 +1529,58 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
     let rs = routers();
     for encrypt in [false, true] {
         for mode in [Mode::Sealed, Mode::Unsealed] {
-            let input = request_packet(&rs, &request(AggregationMode::Off, encrypt));
-            let len = input.len();
-            let mut bufs = vec![input; 8];
-            let mut bound = LowerBound::new(mode).expect("an aid mode");
-            let mut st = stage(0, &rs);
-            let (ingress, want) = hops()[0];
-            {
-                let mut slots: Vec<PacketSlot<'_>> = bufs
-                    .iter_mut()
-                    .map(|b| PacketSlot {
-                        buf: b,
-                        len,
-                        ingress,
-                        disposition: None,
-                    })
-                    .collect();
+            for burst in [true, false] {
+                let input = request_packet(&rs, &request(AggregationMode::Off, encrypt));
+                let len = input.len();
+                let mut bufs = vec![input; 8];
+                let mut bound = LowerBound::new(mode).expect("an aid mode");
+                let mut st = stage(0, &rs);
+                let (ingress, want) = hops()[0];
                 let mut hook = WithStage {
                     bound: &mut bound,
                     stage: &mut st,
                 };
-                Processor::new(&rs[0]).process_burst_with(&mut slots, NOW, &mut hook);
-                assert!(slots.iter().all(|s| s.disposition == Some(want)));
-            }
-            assert_eq!((bound.general, bound.templated), (1, 7), "{mode:?}");
-            assert_eq!(st.counters.pushed, 8);
-            for (k, pkt) in bufs.iter_mut().enumerate() {
-                for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
-                    let mut s = stage(r, &rs);
-                    let d = Processor::new(&rs[r]).process_with(pkt, len, ingress, NOW, &mut s);
-                    assert_eq!(d, want, "packet {k}, router {r}");
-                }
-                let verified = verify(pkt);
-                if k == 0 || mode == Mode::Sealed {
-                    let entries = verified.expect("verifies");
-                    assert_eq!(entries.len(), 6, "packet {k}");
-                    assert_eq!(entries[1].encrypted, encrypt);
+                let mut p = Processor::new(&rs[0]);
+                if burst {
+                    let mut slots: Vec<PacketSlot<'_>> = bufs
+                        .iter_mut()
+                        .map(|b| PacketSlot {
+                            buf: b,
+                            len,
+                            ingress,
+                            disposition: None,
+                        })
+                        .collect();
+                    p.process_burst_with(&mut slots, NOW, &mut hook);
+                    assert!(slots.iter().all(|s| s.disposition == Some(want)));
                 } else {
-                    assert!(
-                        matches!(
-                            verified,
-                            Err(OpenError::Verify(VerifyError::BadMac { index: 1 }))
-                        ),
-                        "packet {k}: {verified:?}"
-                    );
+                    for b in bufs.iter_mut() {
+                        assert_eq!(p.process_with(b, len, ingress, NOW, &mut hook), want);
+                    }
+                }
+                let case = format!("{mode:?}, burst {burst}, encrypt {encrypt}");
+                assert_eq!((bound.general, bound.templated), (1, 7), "{case}");
+                assert_eq!(st.counters.pushed, 8, "{case}");
+                for (k, pkt) in bufs.iter_mut().enumerate() {
+                    for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
+                        let mut s = stage(r, &rs);
+                        let d = Processor::new(&rs[r]).process_with(pkt, len, ingress, NOW, &mut s);
+                        assert_eq!(d, want, "packet {k}, router {r}, {case}");
+                    }
+                    let verified = verify(pkt);
+                    if k == 0 || mode == Mode::Sealed {
+                        let entries = verified.expect("verifies");
+                        assert_eq!(entries.len(), 6, "packet {k}, {case}");
+                        assert_eq!(entries[1].encrypted, encrypt, "{case}");
+                    } else {
+                        assert!(
+                            matches!(
+                                verified,
+                                Err(OpenError::Verify(VerifyError::BadMac { index: 1 }))
+                            ),
+                            "packet {k}, {case}: {verified:?}"
+                        );
+                    }
                 }
             }
         }
