@@ -41,7 +41,8 @@ struct Cli {
     /// Number of packets.
     #[arg(long, short = 'n', default_value_t = 1000)]
     count: u64,
-    /// The router's clock: Unix seconds (fractions allowed) or `now`.
+    /// The router's clock: Unix seconds (fractions allowed) or `now`; with --verify, the
+    /// verifier's clock (freshness of the source timestamps).
     #[arg(long, default_value = "now")]
     now: String,
     /// Kinds, comma-separated: transit, crossover, peering, in, out, epic (default all the
@@ -224,7 +225,7 @@ fn run(cli: &Cli) -> Result<(), String> {
         let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let master = scion_topology::MasterKeys::load(&keys).map_err(|e| e.to_string())?;
         let ia = g.router_config().local_ia;
-        let now = now_ns("now")?;
+        let now = now_ns(&cli.now)?;
         let v = idint_pktgen::verify::verify_capture(
             std::io::BufReader::new(f),
             g.keys_mut(),

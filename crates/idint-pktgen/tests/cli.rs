@@ -204,3 +204,52 @@ fn malformed_epic_packets_are_written() {
         assert!(err.contains(" expired "), "{err}");
     }
 }
+
+/// `--verify` judges freshness by `--now` (default: the real clock): a capture written at a
+/// past `--now` verifies at that time and is stale now.
+#[test]
+fn verify_takes_the_clock_from_now() {
+    let dir = std::env::temp_dir().join(format!("idint-pktgen-now-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("out.pcap");
+    let at = "1763800000.5";
+    let out = bin()
+        .args(["--topology"])
+        .arg(example().join("topology.json"))
+        .args(["--router", "br1a", "--count", "20", "--now", at])
+        .args(["--idint", "100", "--out"])
+        .arg(&pcap)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verify = |now: Option<&str>| {
+        let mut c = bin();
+        c.args(["--topology"])
+            .arg(example().join("topology.json"))
+            .args(["--router", "br1a", "--verify"])
+            .arg(&pcap);
+        if let Some(n) = now {
+            c.args(["--now", n]);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, text) = verify(Some(at));
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("20 with ID-INT, 20 verified and decrypted, 0 failed"),
+        "{text}"
+    );
+    let (ok, text) = verify(None);
+    assert!(!ok, "{text}");
+    assert!(text.contains("Stale"), "{text}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
