@@ -353,34 +353,50 @@ fn current(s: &AppState, f: impl Fn(&MetricKey) -> bool) -> Vec<Value> {
         .collect()
 }
 
+/// ASes: those with a record (imported topology or learned routers), then those only links
+/// and paths name (`core` unknown: null; `known_from: "paths"`), each list in ISD-AS order.
 async fn list_ases(State(s): State<AppState>) -> ApiResult {
     let t = s.shared.topology.snapshot();
-    let v: Vec<Value> = t
+    let mut v: Vec<Value> = t
         .ases
         .iter()
-        .map(|(ia, a)| json!({"isd_as": ia.to_string(), "core": a.core, "routers": a.routers.len(), "interfaces": a.interfaces.len()}))
+        .map(|(ia, a)| json!({"isd_as": ia.to_string(), "core": a.core, "routers": a.routers.len(), "interfaces": a.interfaces.len(), "known_from": "topology"}))
         .collect();
+    v.extend(t.ases_named_only().iter().map(|ia| {
+        json!({"isd_as": ia.to_string(), "core": null, "routers": 0, "interfaces": 0, "known_from": "paths"})
+    }));
     Ok(axum::Json(json!({ "ases": v })))
 }
 
 async fn get_as(State(s): State<AppState>, Segment(ia): Segment) -> ApiResult {
     let ia = parse_ia(&ia)?;
     let t = s.shared.topology.snapshot();
-    let a = t
-        .ases
-        .get(&ia)
-        .ok_or_else(|| not_found(format!("AS {ia} unknown")))?;
     let iau = ia.to_u64();
-    let telemetry = current(&s, |k| {
-        matches!(k.scope, Scope::Router | Scope::Link | Scope::Queue) && k.ids[0] == iau
-    });
-    Ok(axum::Json(json!({
-        "isd_as": ia.to_string(),
-        "core": a.core,
-        "routers": a.routers,
-        "interfaces": a.interfaces,
-        "telemetry": telemetry,
-    })))
+    let telemetry = || {
+        current(&s, |k| {
+            matches!(k.scope, Scope::Router | Scope::Link | Scope::Queue) && k.ids[0] == iau
+        })
+    };
+    match t.ases.get(&ia) {
+        Some(a) => Ok(axum::Json(json!({
+            "isd_as": ia.to_string(),
+            "core": a.core,
+            "routers": a.routers,
+            "interfaces": a.interfaces,
+            "known_from": "topology",
+            "telemetry": telemetry(),
+        }))),
+        // Named by links or paths only: it exists, its routers and interfaces are unknown.
+        None if t.ases_named_only().contains(&ia) => Ok(axum::Json(json!({
+            "isd_as": ia.to_string(),
+            "core": null,
+            "routers": {},
+            "interfaces": {},
+            "known_from": "paths",
+            "telemetry": telemetry(),
+        }))),
+        None => Err(not_found(format!("AS {ia} unknown"))),
+    }
 }
 
 async fn list_routers(State(s): State<AppState>) -> ApiResult {
@@ -1122,7 +1138,7 @@ pub fn openapi_document() -> Value {
                               "413": {"$ref": "#/components/responses/Error"}, "415": {"$ref": "#/components/responses/Error"},
                               "503": {"$ref": "#/components/responses/Error"}}}},
             "/api/v1/ases": get("ISD-ASes", vec![], ok("list")),
-            "/api/v1/ases/{ia}": get("One ISD-AS with its routers, interfaces and telemetry", vec![p("ia", "ISD-AS")], ok("AS")),
+            "/api/v1/ases/{ia}": get("One ISD-AS with its routers, interfaces and telemetry (known_from: topology, or paths when only links and paths name it: core null)", vec![p("ia", "ISD-AS")], ok("AS")),
             "/api/v1/routers": get("Border routers with current telemetry", vec![], ok("list")),
             "/api/v1/links": get("Inter-AS links (with telemetry) and AS-internal links", vec![], ok("list")),
             "/api/v1/paths": get("Paths with current telemetry", vec![q("src", "source ISD-AS", false), q("dst", "destination ISD-AS", false)], ok("list")),

@@ -380,6 +380,20 @@ pub enum Mapping {
 }
 
 impl Topology {
+    /// ASes that only links and paths name (no imported topology, no router learned from a
+    /// report): known to exist, nothing more.
+    pub fn ases_named_only(&self) -> std::collections::BTreeSet<IsdAsn> {
+        let links = self.links.iter().flat_map(|l| [l.a, l.b]);
+        let paths = self
+            .paths
+            .values()
+            .flat_map(|p| p.hops.iter().map(|h| h.ia));
+        links
+            .chain(paths)
+            .filter(|ia| !self.ases.contains_key(ia))
+            .collect()
+    }
+
     /// Maps a laid-out path from `src` to `dst`: a known path with these interfaces (when
     /// several known paths share them, the one the imported interfaces lead along), else a
     /// walk over the imported interfaces, else unknown (id: the interface fingerprint).

@@ -1111,3 +1111,46 @@ async fn admin_requests_are_refused_for_the_token_before_their_body_is_read() {
     let (st, body) = ask(Some(format!("Bearer {TOKEN}"))).await;
     assert_eq!(st, 413, "{body}");
 }
+
+/// ASes named only by an imported path are listed and answered (core unknown), not 404
+/// while `/links` and `/paths` show them; once their topology is imported, its record.
+#[tokio::test]
+async fn ases_known_only_from_paths_are_answered() {
+    let dir = tempdir("ases-from-paths");
+    let r = start_in(&dir, 16).await;
+    let api = r.http_addr;
+    let [a, b, _, _] = ases();
+    let body = serde_json::to_string(&chain::path_description()).unwrap();
+    assert_eq!(admin_post(api, "/api/v1/admin/paths", &body).await.0, 200);
+    let (st, v) = get_json(api, &format!("/api/v1/ases/{b}")).await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["known_from"], "paths", "{v}");
+    assert_eq!(v["core"], Value::Null, "{v}");
+    assert_eq!(v["routers"], serde_json::json!({}), "{v}");
+    let (_, list) = get_json(api, "/api/v1/ases").await;
+    let listed: Vec<&str> = list["ases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["isd_as"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed.len(), 4, "{list}");
+    assert!(listed.contains(&a.to_string().as_str()), "{list}");
+    // Never heard of: still 404.
+    assert_eq!(get_json(api, "/api/v1/ases/9-ff00:0:9").await.0, 404);
+    // Its topology imported: the record, no longer only named.
+    let files = chain::topology_files();
+    for f in &files {
+        assert_eq!(admin_post(api, "/api/v1/admin/topology", f).await.0, 200);
+    }
+    let (_, v) = get_json(api, &format!("/api/v1/ases/{b}")).await;
+    assert_eq!(
+        (&v["known_from"], &v["core"]),
+        (&Value::from("topology"), &Value::from(true)),
+        "{v}"
+    );
+    let (_, list) = get_json(api, "/api/v1/ases").await;
+    assert_eq!(list["ases"].as_array().unwrap().len(), 4, "{list}");
+    r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
