@@ -44,7 +44,9 @@ struct Template {
     request: u128,
     /// Ingress and egress interface.
     route: (u16, u16),
-    /// Destination ISD-AS and IPv4 host (SCION header bytes 12-19 and 28-31).
+    /// The address types byte (SCION header byte 9), destination ISD-AS and IPv4 host
+    /// (bytes 12-19 and 28-31).
+    types: u8,
     verifier: [u8; 12],
     /// Offset of the top entry in the HBH header, and its first 6 bytes.
     top_at: usize,
@@ -235,6 +237,7 @@ impl Template {
         Some(Template {
             request: u128::from_le_bytes(before[..16].try_into().ok()?),
             route,
+            types: buf[9],
             verifier,
             top_at,
             top,
@@ -262,6 +265,7 @@ impl Template {
             && n >= 16
             && u128::from_le_bytes(hbh[..16].try_into().unwrap_or([0; 16])) == self.request
             && route == self.route
+            && buf.get(9) == Some(&self.types)
             && buf.get(12..20) == Some(&self.verifier[..8])
             && buf.get(28..32) == Some(&self.verifier[8..])
             && hbh[self.top_at..self.top_at + 6] == self.top
