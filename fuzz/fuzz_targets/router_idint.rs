@@ -3,7 +3,9 @@
 //! Checks: no panic; single and burst processing agree byte for byte (same nonces), for one
 //! packet, and the general path (no plans) agrees with single packets, one burst and two
 //! bursts for two copies (the remembered key, sealing together) and for the unmutated
-//! request followed by its mutation (the flow plan the first leaves); packets
+//! request followed by its mutation (the flow plan the first leaves); the lower-bound aid
+//! on the unmutated request, its mutation and the request again (no panic, same decisions,
+//! stacks that still parse); packets
 //! that leave keep their length; a packet that got an entry still holds a well-formed stack.
 //!
 //! Input: byte 0 = selector (bit 0 router, bits 1-2 ingress kind, bits 3-4 aggregation mode,
@@ -198,6 +200,85 @@ fn pair_as_in_sequence(
     check("two bursts", (d, bufs, sb.counters));
 }
 
+/// The lower-bound aid (`scion_dp::lower_bound`, both modes, in a burst and one by one) on the
+/// unmutated request (which teaches it the template), the mutated packet and the unmutated one
+/// again: no panic, the stage's decisions, and a stack that still parses wherever it did.
+fn lower_bound_takes_what_fits(
+    router: &scion_dp::config::Router,
+    ingress: Ingress,
+    now_ns: u64,
+    packets: [&Vec<u8>; 3],
+) {
+    use scion_dp::lower_bound::{LowerBound, Mode, WithStage};
+    for mode in [Mode::Sealed, Mode::Unsealed] {
+        for burst in [true, false] {
+            let mut bufs = packets.map(|p| {
+                let mut b = vec![0u8; ROOM];
+                b[..p.len()].copy_from_slice(p);
+                b
+            });
+            let mut st = stage();
+            let mut bound = LowerBound::new(mode).expect("an aid mode");
+            let mut hook = WithStage {
+                bound: &mut bound,
+                stage: &mut st,
+            };
+            let mut ds = Vec::new();
+            if burst {
+                let mut slots: Vec<PacketSlot<'_>> = bufs
+                    .iter_mut()
+                    .zip(packets)
+                    .map(|(b, p)| PacketSlot {
+                        buf: &mut b[..],
+                        len: p.len(),
+                        ingress,
+                        disposition: None,
+                    })
+                    .collect();
+                Processor::new(router).process_burst_with(&mut slots, now_ns, &mut hook);
+                ds.extend(slots.iter().map(|s| s.disposition.expect("decided")));
+            } else {
+                for (b, p) in bufs.iter_mut().zip(packets) {
+                    ds.push(Processor::new(router).process_with(
+                        b,
+                        p.len(),
+                        ingress,
+                        now_ns,
+                        &mut hook,
+                    ));
+                }
+            }
+            // The real stage alone decides alike (the aid never changes a decision).
+            let mut real = stage();
+            for (k, p) in packets.iter().enumerate() {
+                let mut b = vec![0u8; ROOM];
+                b[..p.len()].copy_from_slice(p);
+                let d = Processor::new(router).process_with(
+                    &mut b,
+                    p.len(),
+                    ingress,
+                    now_ns,
+                    &mut real,
+                );
+                assert_eq!(d, ds[k], "{mode:?}, burst {burst}: decision of packet {k}");
+                let parses = |buf: &mut [u8]| {
+                    idint_wire::packet::Packet::parse(&buf[..p.len()])
+                        .ok()
+                        .and_then(|x| x.hbh_range())
+                        .map(|r| IdInt::locate(&mut buf[r]).is_ok())
+                };
+                if parses(&mut b) == Some(true) {
+                    assert_eq!(
+                        parses(&mut bufs[k]),
+                        Some(true),
+                        "{mode:?}, burst {burst}: stack of packet {k}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
         return;
@@ -243,6 +324,7 @@ fuzz_target!(|data: &[u8]| {
             [&base, &packet],
             "unmutated, mutated",
         );
+        lower_bound_takes_what_fits(router, ingress, file.now_ns, [&base, &packet, &base]);
     }
     let mut single = vec![0u8; ROOM];
     single[..len].copy_from_slice(&packet);
