@@ -252,7 +252,8 @@ impl Template {
             values_at: NONCE_OFFSET + if encrypted { NONCE_LEN } else { 0 },
             encrypted,
             ks_blocks,
-            ks_last_mask: keep((len - from).saturating_sub(16 * ks_blocks.saturating_sub(1))),
+            // Unencrypted entries may end before `from` (12 or 16 bytes): no keystream.
+            ks_last_mask: keep(len.saturating_sub(from + 16 * ks_blocks.saturating_sub(1))),
             key: key.clone(),
         })
     }

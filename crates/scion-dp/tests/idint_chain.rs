@@ -1586,3 +1586,81 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
         }
     }
 }
+
+/// `bufs` (packets of any lengths) through the lower-bound aid of router `r` in `mode`, in one
+/// burst or one by one; every packet takes the decision of [`hops`]. The aid afterwards.
+fn through_lower_bound(
+    r: usize,
+    mode: scion_dp::lower_bound::Mode,
+    burst: bool,
+    bufs: &mut [Vec<u8>],
+) -> scion_dp::lower_bound::LowerBound {
+    use scion_dp::PacketSlot;
+    use scion_dp::lower_bound::{LowerBound, WithStage};
+    let rs = routers();
+    let mut bound = LowerBound::new(mode).expect("an aid mode");
+    let mut st = stage(r, &rs);
+    let (ingress, want) = hops()[r];
+    let mut hook = WithStage {
+        bound: &mut bound,
+        stage: &mut st,
+    };
+    let mut p = Processor::new(&rs[r]);
+    if burst {
+        let mut slots: Vec<PacketSlot<'_>> = bufs
+            .iter_mut()
+            .map(|b| PacketSlot {
+                len: b.len(),
+                buf: b,
+                ingress,
+                disposition: None,
+            })
+            .collect();
+        p.process_burst_with(&mut slots, NOW, &mut hook);
+        assert!(slots.iter().all(|s| s.disposition == Some(want)));
+    } else {
+        for b in bufs.iter_mut() {
+            let len = b.len();
+            assert_eq!(p.process_with(b, len, ingress, NOW, &mut hook), want);
+        }
+    }
+    bound
+}
+
+/// `pkt` (as RA forwarded it) through RB1 .. RD with their real stages.
+fn onward(pkt: &mut [u8]) {
+    let rs = routers();
+    let len = pkt.len();
+    for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
+        let mut s = stage(r, &rs);
+        let d = Processor::new(&rs[r]).process_with(pkt, len, ingress, NOW, &mut s);
+        assert_eq!(d, want, "router {r}");
+    }
+}
+
+/// Unencrypted entries shorter than an encrypted entry's nonce end (12 and 16 bytes) are
+/// templated and sealed like any other.
+#[test]
+fn lower_bound_templates_unencrypted_entries_shorter_than_a_nonce() {
+    use scion_dp::lower_bound::Mode;
+    let rs = routers();
+    for inst_bitmap in [0x0, 0x3] {
+        for burst in [true, false] {
+            let req = RequestBuilder {
+                inst_bitmap,
+                instructions: [Instruction(0); 4],
+                stack_len_words: 30,
+                ..request(AggregationMode::Off, false)
+            };
+            let mut bufs = vec![request_packet(&rs, &req); 3];
+            let bound = through_lower_bound(0, Mode::Sealed, burst, &mut bufs);
+            let case = format!("bitmap {inst_bitmap:#x}, burst {burst}");
+            assert_eq!((bound.general, bound.templated), (1, 2), "{case}");
+            for (k, pkt) in bufs.iter_mut().enumerate() {
+                onward(pkt);
+                let entries = verify(pkt).expect("verifies");
+                assert_eq!(entries.len(), 6, "packet {k}, {case}");
+            }
+        }
+    }
+}
