@@ -42,8 +42,8 @@ const BLOCKS: usize = ENTRY_MAX / 16;
 struct Template {
     /// HBH bytes 0-15.
     request: u128,
-    /// Ingress and egress interface.
-    route: (u16, u16),
+    /// Ingress and egress interface, and the hop-field index (the entry's Hop).
+    route: (u16, u16, u8),
     /// The address types byte (SCION header byte 9), destination ISD-AS and IPv4 host
     /// (bytes 12-19 and 28-31).
     types: u8,
@@ -167,11 +167,11 @@ pub struct WithStage<'a, K, S, N, X> {
     pub stage: &'a mut IdIntStage<K, S, N, X>,
 }
 
-/// The forwarding decision as (ingress, egress) interfaces, for the packets the template
-/// covers (forwarded to an interface).
-fn route(f: &Forwarded, d: &Disposition) -> Option<(u16, u16)> {
+/// The forwarding decision as (ingress, egress) interfaces and the hop-field index (which the
+/// entry names), for the packets the template covers (forwarded to an interface).
+fn route(f: &Forwarded, d: &Disposition) -> Option<(u16, u16, u8)> {
     match *d {
-        Disposition::Forward { ifid } => Some((f.ingress.ifid(), ifid)),
+        Disposition::Forward { ifid } => Some((f.ingress.ifid(), ifid, f.hop)),
         _ => None,
     }
 }
@@ -193,7 +193,7 @@ impl Template {
         before: &[u8],
         buf: &[u8],
         hl: usize,
-        route: (u16, u16),
+        route: (u16, u16, u8),
         key: &Aes128Enc,
     ) -> Option<Self> {
         let hbh = buf.get(hl..hl + before.len())?;
@@ -260,7 +260,7 @@ impl Template {
 
     /// Whether packet `buf` (HBH at `hl`, `n` bytes) is the template's case.
     #[inline(always)]
-    fn fits(&self, buf: &[u8], hl: usize, n: usize, route: (u16, u16)) -> bool {
+    fn fits(&self, buf: &[u8], hl: usize, n: usize, route: (u16, u16, u8)) -> bool {
         let hbh = &buf[hl..hl + n];
         n >= self.end
             && n >= 16

@@ -200,8 +200,12 @@ fn request_packet(rs: &[Router], req: &RequestBuilder) -> Vec<u8> {
 }
 
 fn request_packet_to(rs: &[Router], req: &RequestBuilder, dst: Ipv4Addr) -> Vec<u8> {
+    request_packet_on(&path(rs), req, dst)
+}
+
+/// [`request_packet_to`] on `path`.
+fn request_packet_on(path: &ScionPathRepr, req: &RequestBuilder, dst: Ipv4Addr) -> Vec<u8> {
     let payload = b"telemetry please";
-    let path = path(rs);
     let hbh_len = req.hbh_len();
     let scion = ScionRepr {
         version: 0,
@@ -1662,5 +1666,53 @@ fn lower_bound_templates_unencrypted_entries_shorter_than_a_nonce() {
                 assert_eq!(entries.len(), 6, "packet {k}, {case}");
             }
         }
+    }
+}
+
+/// Packets at RC (hop field 2 of the path) whose stacks hold only the source entry (the routers
+/// before did not write): one on the usual path, one whose path has another hop field in
+/// front, so that RC's is hop field 3. Both take the same route through RC with the same top
+/// entry, but their entries name different hop fields: the aid writes the header the real
+/// stage writes.
+#[test]
+fn lower_bound_entries_name_the_packets_hop_field() {
+    use scion_dp::lower_bound::Mode;
+    let rs = routers();
+    let req = request(AggregationMode::Off, false);
+    // The path as it reaches RC, behind `lead` more hop fields.
+    let at_rc = |lead: usize| {
+        let mut p = path(&rs);
+        for h in &p.hops[..2] {
+            p.infos[0].seg_id ^= u16::from_be_bytes([h.mac[0], h.mac[1]]);
+        }
+        p.hops.copy_within(0..4, lead);
+        for h in &mut p.hops[..lead] {
+            *h = HopField {
+                exp_time: 63,
+                cons_ingress: 9,
+                cons_egress: 8,
+                ..Default::default()
+            };
+        }
+        p.meta.seg_len[0] = 4 + lead as u8;
+        p.meta.curr_hf = 2 + lead as u8;
+        request_packet_on(&p, &req, DST_HOST)
+    };
+    let later = at_rc(1);
+    // The real stage's entry for the later packet.
+    let mut real = later.clone();
+    let len = real.len();
+    let (ingress, want) = hops()[3];
+    let d = Processor::new(&rs[3]).process_with(&mut real, len, ingress, NOW, &mut stage(3, &rs));
+    assert_eq!(d, want);
+    // RC's entry (right after the source entry): type, length, flags, hop, mask and lengths.
+    let header = |pkt: &[u8]| pkt[first_free(pkt)..first_free(pkt) + 6].to_vec();
+    assert_eq!(header(&real)[3] >> 2, 3);
+    for burst in [true, false] {
+        let mut bufs = vec![at_rc(0), later.clone()];
+        let bound = through_lower_bound(3, Mode::Sealed, burst, &mut bufs);
+        assert_eq!(bound.general + bound.templated, 2, "burst {burst}");
+        assert_eq!(header(&bufs[0])[3] >> 2, 2, "burst {burst}");
+        assert_eq!(header(&bufs[1]), header(&real), "burst {burst}");
     }
 }
