@@ -56,8 +56,10 @@ struct Template {
     len: usize,
     blocks: usize,
     end: usize,
-    /// The padding option header that was at `free`.
+    /// The padding option header that was at `free`, and the end of that option (the
+    /// stage re-covers only the rest of it: what follows it stays as it is).
     pad: [u8; 2],
+    pad_end: usize,
     /// The new entry in 16-byte blocks, zeros after it (the padding's body), written whole.
     entry: [[u8; 16]; BLOCKS],
     /// The entry's bytes in its last block (the rest is the padding's header and body).
@@ -204,10 +206,15 @@ impl Template {
         let end = s + usize::from(before[6]) * 4;
         let len = usize::from(*hbh.get(free + 1)?) + 2;
         let blocks = len.div_ceil(16);
-        // Whole blocks are written: they must stay within the stack.
+        let pad = [*before.get(free)?, *before.get(free + 1)?];
+        let pad_end = free + 2 + usize::from(pad[1]);
+        // Whole blocks are written: they must stay within the padding option at `free` (one
+        // PadN, at most 257 bytes), itself within the stack.
         if hbh.get(free) != Some(&opt_type::IDINT_ENTRY)
             || len > ENTRY_MAX
-            || free + 16 * blocks > end
+            || pad[0] != opt_type::PADN
+            || free + 16 * blocks > pad_end
+            || pad_end > end
         {
             return None;
         }
@@ -245,7 +252,8 @@ impl Template {
             len,
             blocks,
             end,
-            pad: [*before.get(free)?, *before.get(free + 1)?],
+            pad,
+            pad_end,
             entry,
             last_mask: keep(len - 16 * (blocks - 1)),
             tos: hbh[7],
@@ -312,7 +320,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                     e[v..v + 8].copy_from_slice(&f.now_ns.to_be_bytes());
                 }
                 e[len - 4..].copy_from_slice(&prev);
-                match t.end - (free + len) {
+                match t.pad_end - (free + len) {
                     0 => {}
                     1 => hbh[free + len] = opt_type::PAD1,
                     rest => {

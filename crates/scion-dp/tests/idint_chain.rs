@@ -1716,3 +1716,38 @@ fn lower_bound_entries_name_the_packets_hop_field() {
         assert_eq!(header(&bufs[1]), header(&real), "burst {burst}");
     }
 }
+
+/// Padding content is ignored (only the option headers count): with non-zero padding bodies
+/// and more free space than one padding option covers (468 bytes after the source entry, in
+/// two PadN options), the padding the aid writes after its entry still parses at every router
+/// and at the destination.
+#[test]
+fn lower_bound_padding_parses_whatever_the_padding_bodies_hold() {
+    use scion_dp::lower_bound::Mode;
+    let rs = routers();
+    for encrypt in [false, true] {
+        let mut pkt = request_packet(&rs, &request(AggregationMode::Off, encrypt));
+        let end = hbh_range(&pkt).end;
+        let mut p = first_free(&pkt);
+        let mut options = 0;
+        while p < end {
+            assert_eq!(pkt[p], 1, "PadN");
+            let next = p + 2 + usize::from(pkt[p + 1]);
+            pkt[p + 2..next].fill(0xaa);
+            p = next;
+            options += 1;
+        }
+        assert_eq!((p, options), (end, 2));
+        for burst in [true, false] {
+            let mut bufs = vec![pkt.clone(); 3];
+            let bound = through_lower_bound(0, Mode::Sealed, burst, &mut bufs);
+            let case = format!("burst {burst}, encrypt {encrypt}");
+            assert_eq!((bound.general, bound.templated), (1, 2), "{case}");
+            for (k, pkt) in bufs.iter_mut().enumerate() {
+                onward(pkt);
+                let entries = verify(pkt).unwrap_or_else(|e| panic!("packet {k}, {case}: {e:?}"));
+                assert_eq!(entries.len(), 6, "packet {k}, {case}");
+            }
+        }
+    }
+}
