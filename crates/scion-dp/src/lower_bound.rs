@@ -14,7 +14,8 @@
 //! keystream) under the template's key, all lanes interleaved. Entries stay verifiable
 //! (same key, correct chain), only their values are not measurements. Anything else takes the
 //! real stage. Only destination verifiers with IPv4 hosts and entries of at most 80 bytes are
-//! templated; one verifier, so no key lookup: the favourable case.
+//! templated; one verifier, so no key lookup but when the time changes (once per burst: a
+//! later time may fall into another key epoch): the favourable case.
 //!
 //! [`Mode::Unsealed`] leaves out the cryptography as well (no nonce, no MAC, no keystream:
 //! the entries do not verify): what writing the entry alone costs.
@@ -73,6 +74,8 @@ struct Template {
     ks_blocks: usize,
     ks_last_mask: u128,
     key: Aes128Enc,
+    /// The time `key` was found for (any other time looks it up again).
+    found_ns: u64,
 }
 
 /// `k` low-address bytes of ones (as a little-endian load sees them).
@@ -197,6 +200,7 @@ impl Template {
         hl: usize,
         route: (u16, u16, u8),
         key: &Aes128Enc,
+        found_ns: u64,
     ) -> Option<Self> {
         let hbh = buf.get(hl..hl + before.len())?;
         let mlen = usize::from(before[3]) + 2;
@@ -263,7 +267,26 @@ impl Template {
             // Unencrypted entries may end before `from` (12 or 16 bytes): no keystream.
             ks_last_mask: keep(len.saturating_sub(from + 16 * ks_blocks.saturating_sub(1))),
             key: key.clone(),
+            found_ns,
         })
+    }
+
+    /// Makes `key` the verifier's key at `now_ns` (as the stage's plans do, whenever the time
+    /// differs from when it was found); `false` if there is none.
+    #[inline(always)]
+    fn key_at<K: VerifierKeys>(&mut self, keys: &mut K, now_ns: u64) -> bool {
+        if self.found_ns == now_ns {
+            return true;
+        }
+        let ia = u64::from_be_bytes(self.verifier[..8].try_into().unwrap_or([0; 8]));
+        let host = <[u8; 4]>::try_from(&self.verifier[8..]).unwrap_or([0; 4]);
+        let host = idint_wire::HostAddr::V4(core::net::Ipv4Addr::from(host));
+        let Some(key) = keys.as_host_key(idint_wire::IsdAsn::from_u64(ia), &host, now_ns) else {
+            return false;
+        };
+        self.key = key.clone();
+        self.found_ns = now_ns;
+        true
     }
 
     /// Whether packet `buf` (HBH at `hl`, `n` bytes) is the template's case.
@@ -299,10 +322,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let (hl, n) = hbh_of(buf, f.len)?;
         let b = &mut *self.bound;
         let r = route(f, d);
-        match (&b.template, r) {
-            (Some(t), Some(r))
-                if t.fits(buf, hl, n, r) && (hl + t.free) <= usize::from(u16::MAX) =>
-            {
+        let fits = match (&mut b.template, r) {
+            (Some(t), Some(r)) => {
+                t.fits(buf, hl, n, r)
+                    && (hl + t.free) <= usize::from(u16::MAX)
+                    && (!b.seal || t.key_at(&mut self.stage.keys, f.now_ns))
+            }
+            _ => false,
+        };
+        match &b.template {
+            Some(t) if fits => {
                 let hbh = &mut buf[hl..hl + n];
                 let (free, len) = (t.free, t.len);
                 let mut prev = [0u8; 4];
@@ -355,7 +384,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                     )),
                 );
                 let key = self.stage.keys.as_host_key(ia, &host, f.now_ns).cloned()?;
-                b.template = Template::learn(&before[..hbh_len], buf, hl, r, &key);
+                b.template = Template::learn(&before[..hbh_len], buf, hl, r, &key, f.now_ns);
                 None
             }
         }

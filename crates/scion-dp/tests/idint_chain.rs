@@ -1751,3 +1751,69 @@ fn lower_bound_padding_parses_whatever_the_padding_bodies_hold() {
         }
     }
 }
+
+/// A template taught in one DRKey epoch, taken by packets of the next: their entries are
+/// sealed under the key of their own time, as the real stage seals them.
+#[test]
+fn lower_bound_seals_with_the_key_of_each_packets_epoch() {
+    use scion_dp::PacketSlot;
+    use scion_dp::lower_bound::{LowerBound, Mode, WithStage};
+    let rs = routers();
+    let later_s = NOW_S + u64::from(EPOCH);
+    let later_key = {
+        let asi = ases()[0];
+        let p = LocalProvider::new(asi, &secret(0), EPOCH).unwrap();
+        let (_, l1) = p.level1(Protocol::IDINT, asi, ases()[3], later_s).unwrap();
+        drkey::as_host(&l1.cipher(), &HostAddr::V4(DST_HOST))
+            .unwrap()
+            .cipher()
+    };
+    let (ingress, want) = hops()[0];
+    for encrypt in [false, true] {
+        for burst in [true, false] {
+            let input = request_packet(&rs, &request(AggregationMode::Off, encrypt));
+            let len = input.len();
+            let mut bound = LowerBound::new(Mode::Sealed).expect("an aid mode");
+            let mut st = stage(0, &rs);
+            let mut hook = WithStage {
+                bound: &mut bound,
+                stage: &mut st,
+            };
+            let mut p = Processor::new(&rs[0]);
+            let mut first = input.clone();
+            assert_eq!(
+                p.process_with(&mut first, len, ingress, NOW, &mut hook),
+                want
+            );
+            let mut bufs = vec![input.clone(); 3];
+            let now = later_s * 1_000_000_000;
+            if burst {
+                let mut slots: Vec<PacketSlot<'_>> = bufs
+                    .iter_mut()
+                    .map(|b| PacketSlot {
+                        buf: b,
+                        len,
+                        ingress,
+                        disposition: None,
+                    })
+                    .collect();
+                p.process_burst_with(&mut slots, now, &mut hook);
+            } else {
+                for b in bufs.iter_mut() {
+                    p.process_with(b, len, ingress, now, &mut hook);
+                }
+            }
+            let case = format!("burst {burst}, encrypt {encrypt}");
+            assert_eq!((bound.general, bound.templated), (1, 3), "{case}");
+            for (k, pkt) in bufs.iter_mut().enumerate() {
+                let r = hbh_range(pkt);
+                let mut idint = IdInt::locate(&mut pkt[r]).unwrap().unwrap();
+                let mut window = ReplayWindow::<16>::new(60_000_000_000, 1_000_000_000);
+                let verified = open(&mut idint, &mut window, NOW, &source_key(), |_, _| {
+                    Some(&later_key)
+                });
+                assert!(verified.is_ok(), "packet {k}, {case}: {verified:?}");
+            }
+        }
+    }
+}
