@@ -226,11 +226,9 @@ impl Template {
         if (before[5] >> 4) & 3 != 1 || (buf[9] >> 4) & 0xf != 0 {
             return None;
         }
-        let mut entry = [[0u8; 16]; BLOCKS];
-        for (k, b) in hbh[free..free + len].iter().enumerate() {
-            entry[k / 16][k % 16] = *b;
-        }
-        let encrypted = entry[0][2] & eflags::C != 0;
+        let mut flat = [0u8; ENTRY_MAX];
+        flat[..len].copy_from_slice(&hbh[free..free + len]);
+        let encrypted = flat[2] & eflags::C != 0;
         let from = NONCE_OFFSET + NONCE_LEN;
         let ks_blocks = if encrypted {
             (len - from).div_ceil(16)
@@ -239,6 +237,21 @@ impl Template {
         };
         if free + from + 16 * ks_blocks > end {
             return None;
+        }
+        // The stage wrote the entry encrypted: the template holds it in the clear (values and
+        // zero padding), as every templated entry is before it is sealed.
+        let mut ctr = [0u8; 16];
+        ctr[..12].copy_from_slice(&flat[NONCE_OFFSET..from]);
+        for c in 0..ks_blocks {
+            ctr[12..].copy_from_slice(&(c as u32).to_be_bytes());
+            let k = aes(key, u128::from_le_bytes(ctr)).to_le_bytes();
+            for (x, y) in flat[from + 16 * c..len].iter_mut().zip(k) {
+                *x ^= y;
+            }
+        }
+        let mut entry = [[0u8; 16]; BLOCKS];
+        for (k, b) in flat[..len].iter().enumerate() {
+            entry[k / 16][k % 16] = *b;
         }
         let mut verifier = [0u8; 12];
         verifier[..8].copy_from_slice(&buf[12..20]);
@@ -361,7 +374,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 b.templated += 1;
                 self.stage.counters.packets += 1;
                 self.stage.counters.pushed += 1;
-                self.stage.counters.encrypted += u64::from(t.encrypted);
+                self.stage.counters.encrypted += u64::from(t.encrypted && b.seal);
                 Some(hl + free)
             }
             _ => {
@@ -375,6 +388,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                     return None;
                 }
                 let r = r?;
+                // Only a destination verifier with an IPv4 host is templated: no key lookup
+                // (perhaps a derivation) for anything else.
+                if (before[5] >> 4) & 3 != 1 || (buf[9] >> 4) & 0xf != 0 {
+                    return None;
+                }
                 let (ia, host) = (
                     idint_wire::IsdAsn::from_u64(u64::from_be_bytes(
                         buf[12..20].try_into().unwrap_or([0; 8]),

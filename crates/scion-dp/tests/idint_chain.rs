@@ -1565,6 +1565,17 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
                 let case = format!("{mode:?}, burst {burst}, encrypt {encrypt}");
                 assert_eq!((bound.general, bound.templated), (1, 7), "{case}");
                 assert_eq!(st.counters.pushed, 8, "{case}");
+                // Only sealed entries are counted encrypted (unsealed: the stage's first).
+                let encrypted = match mode {
+                    Mode::Sealed => 8,
+                    _ => 1,
+                };
+                assert_eq!(
+                    st.counters.encrypted,
+                    u64::from(encrypt) * encrypted,
+                    "{case}"
+                );
+                let mut first_slots = None;
                 for (k, pkt) in bufs.iter_mut().enumerate() {
                     for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
                         let mut s = stage(r, &rs);
@@ -1576,6 +1587,15 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
                         let entries = verified.expect("verifies");
                         assert_eq!(entries.len(), 6, "packet {k}, {case}");
                         assert_eq!(entries[1].encrypted, encrypt, "{case}");
+                        // The template holds the stage's entry in the clear: past the time
+                        // written over the first 8 metadata bytes (the bitmap items here), a
+                        // templated entry decrypts to the stage's values.
+                        let slots = entries[1].metadata.slots;
+                        assert_eq!(
+                            *first_slots.get_or_insert(slots),
+                            slots,
+                            "packet {k}, {case}"
+                        );
                     } else {
                         assert!(
                             matches!(
