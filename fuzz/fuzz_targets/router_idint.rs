@@ -127,6 +127,23 @@ fn with_request(input: &[u8], mode: AggregationMode, encrypt: bool) -> Vec<u8> {
     out
 }
 
+/// Burst slots over `bufs`, packet `k` of length `packets[k].len()`.
+fn slots<'a>(
+    bufs: &'a mut [Vec<u8>],
+    packets: &[&Vec<u8>],
+    ingress: Ingress,
+) -> Vec<PacketSlot<'a>> {
+    bufs.iter_mut()
+        .zip(packets)
+        .map(|(b, p)| PacketSlot {
+            buf: &mut b[..],
+            len: p.len(),
+            ingress,
+            disposition: None,
+        })
+        .collect()
+}
+
 /// Processes two packets one after the other through the general path (no plans): the
 /// reference. The fast path must give exactly that (decisions, bytes, counters) for the two
 /// as single packets (a plan the first leaves serves the second), as one burst, and as two
@@ -162,21 +179,6 @@ fn pair_as_in_sequence(
         assert_eq!(got.2, counters, "{what}, {how}: counters");
     };
     check("single packets", one_by_one(stage()));
-    fn slots<'a>(
-        bufs: &'a mut [Vec<u8>],
-        packets: &[&Vec<u8>],
-        ingress: Ingress,
-    ) -> Vec<PacketSlot<'a>> {
-        bufs.iter_mut()
-            .zip(packets)
-            .map(|(b, p)| PacketSlot {
-                buf: &mut b[..],
-                len: p.len(),
-                ingress,
-                disposition: None,
-            })
-            .collect()
-    }
     let decisions = |s: &[PacketSlot<'_>]| -> Vec<Disposition> {
         s.iter().map(|s| s.disposition.expect("decided")).collect()
     };
@@ -225,16 +227,7 @@ fn lower_bound_takes_what_fits(
             };
             let mut ds = Vec::new();
             if burst {
-                let mut slots: Vec<PacketSlot<'_>> = bufs
-                    .iter_mut()
-                    .zip(packets)
-                    .map(|(b, p)| PacketSlot {
-                        buf: &mut b[..],
-                        len: p.len(),
-                        ingress,
-                        disposition: None,
-                    })
-                    .collect();
+                let mut slots = slots(&mut bufs, &packets, ingress);
                 Processor::new(router).process_burst_with(&mut slots, now_ns, &mut hook);
                 ds.extend(slots.iter().map(|s| s.disposition.expect("decided")));
             } else {

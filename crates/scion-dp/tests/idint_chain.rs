@@ -1528,8 +1528,7 @@ fn entries_whose_key_vanished_before_sealing_leave_no_values_and_are_counted_onc
 /// routers with their real stages); unsealed, they do not verify.
 #[test]
 fn lower_bound_entries_chain_to_the_destination_when_sealed() {
-    use scion_dp::PacketSlot;
-    use scion_dp::lower_bound::{LowerBound, Mode, WithStage};
+    use scion_dp::lower_bound::Mode;
     let rs = routers();
     for encrypt in [false, true] {
         for mode in [Mode::Sealed, Mode::Unsealed] {
@@ -1537,44 +1536,16 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
                 let input = request_packet(&rs, &request(AggregationMode::Off, encrypt));
                 let len = input.len();
                 let mut bufs = vec![input; 8];
-                let mut bound = LowerBound::new(mode).expect("an aid mode");
-                let mut st = stage(0, &rs);
-                let (ingress, want) = hops()[0];
-                let mut hook = WithStage {
-                    bound: &mut bound,
-                    stage: &mut st,
-                };
-                let mut p = Processor::new(&rs[0]);
-                if burst {
-                    let mut slots: Vec<PacketSlot<'_>> = bufs
-                        .iter_mut()
-                        .map(|b| PacketSlot {
-                            buf: b,
-                            len,
-                            ingress,
-                            disposition: None,
-                        })
-                        .collect();
-                    p.process_burst_with(&mut slots, NOW, &mut hook);
-                    assert!(slots.iter().all(|s| s.disposition == Some(want)));
-                } else {
-                    for b in bufs.iter_mut() {
-                        assert_eq!(p.process_with(b, len, ingress, NOW, &mut hook), want);
-                    }
-                }
+                let (bound, counters) = through_lower_bound_counted(0, mode, burst, &mut bufs);
                 let case = format!("{mode:?}, burst {burst}, encrypt {encrypt}");
                 assert_eq!((bound.general, bound.templated), (1, 7), "{case}");
-                assert_eq!(st.counters.pushed, 8, "{case}");
+                assert_eq!(counters.pushed, 8, "{case}");
                 // Only sealed entries are counted encrypted (unsealed: the stage's first).
                 let encrypted = match mode {
                     Mode::Sealed => 8,
                     _ => 1,
                 };
-                assert_eq!(
-                    st.counters.encrypted,
-                    u64::from(encrypt) * encrypted,
-                    "{case}"
-                );
+                assert_eq!(counters.encrypted, u64::from(encrypt) * encrypted, "{case}");
                 let mut first_slots = None;
                 for (k, pkt) in bufs.iter_mut().enumerate() {
                     for (r, (ingress, want)) in hops().into_iter().enumerate().skip(1) {
@@ -1612,13 +1583,17 @@ fn lower_bound_entries_chain_to_the_destination_when_sealed() {
 }
 
 /// `bufs` (packets of any lengths) through the lower-bound aid of router `r` in `mode`, in one
-/// burst or one by one; every packet takes the decision of [`hops`]. The aid afterwards.
-fn through_lower_bound(
+/// burst or one by one; every packet takes the decision of [`hops`]. The aid and its stage's
+/// counters afterwards.
+fn through_lower_bound_counted(
     r: usize,
     mode: scion_dp::lower_bound::Mode,
     burst: bool,
     bufs: &mut [Vec<u8>],
-) -> scion_dp::lower_bound::LowerBound {
+) -> (
+    scion_dp::lower_bound::LowerBound,
+    scion_dp::idint::IdIntCounters,
+) {
     use scion_dp::PacketSlot;
     use scion_dp::lower_bound::{LowerBound, WithStage};
     let rs = routers();
@@ -1648,7 +1623,17 @@ fn through_lower_bound(
             assert_eq!(p.process_with(b, len, ingress, NOW, &mut hook), want);
         }
     }
-    bound
+    (bound, st.counters)
+}
+
+/// [`through_lower_bound_counted`], the aid only.
+fn through_lower_bound(
+    r: usize,
+    mode: scion_dp::lower_bound::Mode,
+    burst: bool,
+    bufs: &mut [Vec<u8>],
+) -> scion_dp::lower_bound::LowerBound {
+    through_lower_bound_counted(r, mode, burst, bufs).0
 }
 
 /// `pkt` (as RA forwarded it) through RB1 .. RD with their real stages.
