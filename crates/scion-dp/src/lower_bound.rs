@@ -2,7 +2,7 @@
 //! (optionally encrypted) ID-INT entry can cost, to tell how much of the measured ID-INT cost
 //! is this implementation's and how much any implementation pays on the same machine (the
 //! DPDK router's `dataplane.idint_lower_bound`, run by `scripts/router-bench.sh`, and the
-//! `idint` criterion benchmark's `burst32_lower_bound` rows).
+//! `idint` criterion benchmark's `single_lower_bound` and `burst32_lower_bound` rows).
 //!
 //! The first ID-INT packet goes through the real [`IdIntStage`]; what it wrote becomes the
 //! *template*: the request (main option bytes), the route, the destination verifier, the top
@@ -135,7 +135,7 @@ pub struct LowerBound {
     n_blocks: [u8; MAX_BURST],
     macs: [[u8; 16]; MAX_BURST],
     ks: Box<[[u8; 16]; MAX_BURST * BLOCKS]>,
-    /// Packets that took the template / the real stage.
+    /// Packets that took the template.
     pub templated: u64,
     /// Packets with ID-INT that took the real stage.
     pub general: u64,
