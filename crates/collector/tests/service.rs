@@ -113,6 +113,19 @@ async fn post_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) -> (
     .await
 }
 
+/// Posts `batch` to the report endpoint in its JSON form.
+async fn post_json_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) -> (u16, Vec<u8>) {
+    let json = collector::json::encode(batch).to_string();
+    http(
+        api,
+        "POST",
+        "/api/v1/reports",
+        &[("Content-Type", "application/json")],
+        json.as_bytes(),
+    )
+    .await
+}
+
 /// Imports the chain's topology files through the admin API.
 async fn import_topology(api: SocketAddr) {
     for f in chain::topology_files() {
@@ -212,16 +225,7 @@ async fn end_to_end(workers: usize) {
     assert_eq!(st, 202, "{}", String::from_utf8_lossy(&v));
     // HTTP JSON: 1 report (the last one: its values are what the API must show).
     let b3 = chain.batch(1, 3);
-    let json = collector::json::encode(&b3).to_string();
-    let (st, _) = http(
-        api,
-        "POST",
-        "/api/v1/reports",
-        &[("Content-Type", "application/json")],
-        json.as_bytes(),
-    )
-    .await;
-    assert_eq!(st, 202);
+    assert_eq!(post_json_batch(api, &b3).await.0, 202);
     settle(&r, 6).await;
     assert_eq!(r.shared.counters.accepted.load(Relaxed), 6);
 
@@ -864,26 +868,40 @@ async fn bad_queries_and_requests_get_json_errors() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A service of the test config as `edit` changes it, its topology imported, and a chain of
+/// latency reports to feed it.
+async fn latency_service(
+    tag: &str,
+    edit: impl FnOnce(&mut Config),
+) -> (std::path::PathBuf, Running, Chain) {
+    let dir = tempdir(tag);
+    let mut cfg = config(&dir, 64, true);
+    edit(&mut cfg);
+    let r = service::start(cfg, Stores::default()).await.unwrap();
+    import_topology(r.http_addr).await;
+    (dir, r, Chain::new(now_ns(), false, Ask::Latency))
+}
+
+/// Report `k` (from 0) of `chain`, 1 ms after the previous one with a path delay of
+/// `delay_ns`: posted, accepted and processed.
+async fn post_latency(r: &Running, chain: &mut Chain, k: usize, delay_ns: u64) {
+    chain.sink_delay_ns = delay_ns;
+    chain.now_ns += 1_000_000;
+    let (st, body) = post_batch(r.http_addr, &chain.batch(1, k as u64 + 1)).await;
+    assert_eq!(st, 202, "{}", String::from_utf8_lossy(&body));
+    settle(r, k as u64 + 1).await;
+}
+
 /// Path latency 45 µs, 54 µs, 46 µs with the default 10 µs detection threshold: the 54 µs
 /// value is within the threshold of the written 45 µs and is not written, yet a 50 µs
 /// objective must see it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sla_sees_values_event_detection_left_unwritten() {
-    let dir = tempdir("sla");
-    let mut cfg = config(&dir, 64, true);
-    cfg.detection.latency_ns = 10_000.0;
-    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let (dir, r, mut chain) = latency_service("sla", |c| c.detection.latency_ns = 10_000.0).await;
     let api = r.http_addr;
-    import_topology(api).await;
-    let mut chain = Chain::new(now_ns(), false, Ask::Latency);
     let mut latencies = Vec::new();
     for (k, delay) in [40_000u64, 49_000, 41_000].into_iter().enumerate() {
-        chain.sink_delay_ns = delay;
-        chain.now_ns += 1_000_000;
-        let b = chain.batch(1, k as u64 + 1);
-        let (st, body) = post_batch(api, &b).await;
-        assert_eq!(st, 202, "{}", String::from_utf8_lossy(&body));
-        settle(&r, k as u64 + 1).await;
+        post_latency(&r, &mut chain, k, delay).await;
         let (_, paths) = get_json(api, "/api/v1/paths").await;
         let lat = paths["paths"][0]["telemetry"]
             .as_array()
@@ -994,16 +1012,7 @@ async fn quarantined_reports_name_the_exporter_of_their_batch() {
     for rep in &mut batch.reports {
         rep.exporter = None;
     }
-    let json = collector::json::encode(&batch).to_string();
-    let (st, _) = http(
-        r.http_addr,
-        "POST",
-        "/api/v1/reports",
-        &[("Content-Type", "application/json")],
-        json.as_bytes(),
-    )
-    .await;
-    assert_eq!(st, 202);
+    assert_eq!(post_json_batch(r.http_addr, &batch).await.0, 202);
     settle(&r, 1).await;
     let mut batch = chain.batch(1, 2);
     for rep in &mut batch.reports {
@@ -1032,20 +1041,12 @@ async fn quarantined_reports_name_the_exporter_of_their_batch() {
 /// violation among the dropped values would be missed while the answer says memory covered it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sla_does_not_claim_values_memory_has_dropped() {
-    let dir = tempdir("sla-dropped");
-    let mut cfg = config(&dir, 64, true);
-    cfg.detection.history = 2;
-    let r = service::start(cfg, Stores::default()).await.unwrap();
+    let (dir, r, mut chain) = latency_service("sla-dropped", |c| c.detection.history = 2).await;
     let api = r.http_addr;
-    import_topology(api).await;
-    let mut chain = Chain::new(now_ns(), false, Ask::Latency);
     let first_ns = chain.now_ns;
     // Every value is written (threshold 0); the first one is the only violation.
     for (k, delay) in [90_000u64, 40_000, 41_000, 42_000].into_iter().enumerate() {
-        chain.sink_delay_ns = delay;
-        chain.now_ns += 1_000_000;
-        assert_eq!(post_batch(api, &chain.batch(1, k as u64 + 1)).await.0, 202);
-        settle(&r, k as u64 + 1).await;
+        post_latency(&r, &mut chain, k, delay).await;
     }
     assert_eq!(r.shared.counters.accepted.load(Relaxed), 4);
     let (_, paths) = get_json(api, "/api/v1/paths").await;

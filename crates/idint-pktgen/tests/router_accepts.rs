@@ -425,16 +425,7 @@ fn idint_requests_pass_the_router_stage() {
             let disp = p.process_with(&mut pkt, len, info.ingress, NOW_NS, &mut stage);
             assert!(info.expect.matches(&disp), "packet {i}: {disp:?}");
             pkt.truncate(len);
-            let h = ScionHeader::new_checked(&pkt[..]).unwrap();
-            let (src_ia, src_host, dst_ia, dst_host) =
-                (h.src_ia(), h.src_host(), h.dst_ia(), h.dst_host());
-            let (key, _) = common::source_key(
-                &topo,
-                &own.master0,
-                (src_ia, src_host),
-                (dst_ia, dst_host),
-                NOW_NS / 1_000_000_000,
-            );
+            let key = common::packet_source_key(&topo, &own.master0, &pkt, NOW_NS / 1_000_000_000);
             let range = Packet::parse(&pkt).unwrap().hbh_range().unwrap();
             let mut idint = IdInt::locate(&mut pkt[range]).unwrap().unwrap();
             let n = verify_stack(&mut idint, &key, |_, _| Some(&router_key)).unwrap();

@@ -7,7 +7,6 @@ use idint_pktgen::{Generator, Options};
 use idint_wire::idint::IdInt;
 use idint_wire::idint::crypto::verify_stack;
 use idint_wire::packet::Packet;
-use idint_wire::scion::ScionHeader;
 use scion_topology::{MasterKeys, Topology};
 
 #[test]
@@ -35,16 +34,7 @@ fn source_entries_use_the_epoch_of_their_timestamp() {
             .source_timestamp();
         let sent_ns = now + i * 1_000_000_000;
         assert_eq!(ts48, sent_ns & ((1 << 48) - 1), "packet {i}");
-        let h = ScionHeader::new_checked(&pkt[..]).unwrap();
-        let (src_ia, src_host, dst_ia, dst_host) =
-            (h.src_ia(), h.src_host(), h.dst_ia(), h.dst_host());
-        let (key, _) = common::source_key(
-            &topo,
-            &own.master0,
-            (src_ia, src_host),
-            (dst_ia, dst_host),
-            sent_ns / 1_000_000_000,
-        );
+        let key = common::packet_source_key(&topo, &own.master0, &pkt, sent_ns / 1_000_000_000);
         let mut idint = IdInt::locate(&mut pkt[range]).unwrap().unwrap();
         assert_eq!(
             verify_stack(&mut idint, &key, |_, _| None),

@@ -46,6 +46,20 @@ pub fn source_key(
     (key, ha.cipher())
 }
 
+/// [`source_key`] (the host-to-host key only) of SCION packet `pkt`'s source and destination
+/// hosts, the destination being the verifier.
+pub fn packet_source_key(topo: &Topology, own_master0: &[u8], pkt: &[u8], t_s: u64) -> Aes128Enc {
+    let h = idint_wire::scion::ScionHeader::new_checked(pkt).unwrap();
+    source_key(
+        topo,
+        own_master0,
+        (h.src_ia(), h.src_host()),
+        (h.dst_ia(), h.dst_host()),
+        t_s,
+    )
+    .0
+}
+
 /// `--verify` of `pcap` with `g`'s keys at `now_ns` (router AS secret `master0`, 1-day
 /// epochs), up to 3 samples.
 pub fn verify(pcap: &[u8], g: &mut Generator, master0: &[u8], now_ns: u64) -> Verified {
