@@ -254,6 +254,15 @@ fn run(cli: &Cli) -> Result<(), String> {
         for f in &v.failures {
             println!("  FAILED {f}");
         }
+        if v.failed > 0 {
+            println!(
+                "  (verifier's clock {:.3} s (--now); source timestamps count as fresh from {} s \
+                 before it to {} s after it)",
+                now as f64 / 1e9,
+                idint_pktgen::verify::FRESHNESS_WINDOW_NS / 1_000_000_000,
+                idint_pktgen::verify::CLOCK_SKEW_NS / 1_000_000_000
+            );
+        }
         return if v.failed == 0 {
             Ok(())
         } else {

@@ -22,6 +22,13 @@ use wire_tools::pcap::{PcapReader, scion_payload};
 use crate::GenError;
 use crate::keys::KeyRing;
 
+/// How old a source timestamp may be at the verifier's clock: an hour, since a capture may
+/// be verified a while after it was sent.
+pub const FRESHNESS_WINDOW_NS: u64 = 3_600_000_000_000;
+
+/// How far ahead of the verifier's clock a source timestamp may be.
+pub const CLOCK_SKEW_NS: u64 = 3_600_000_000_000;
+
 /// The outcome of verifying a capture.
 #[derive(Debug, Default)]
 pub struct Verified {
@@ -59,10 +66,9 @@ pub fn verify_capture<R: Read>(
         .map_err(|e| GenError::Key(e.to_string()))?;
     // AS-to-host keys by verifier and DRKey epoch.
     let mut as_keys: Vec<((IsdAsn, HostAddr, u64), Aes128Enc)> = Vec::new();
-    // A long freshness window (the capture may be verified a while after it was sent), and
-    // every (timestamp, port) pair seen, however many: a capture may hold more stacks than any
+    // A long freshness window, and every (timestamp, port) pair seen, however many: a capture may hold more stacks than any
     // fixed-size replay window (whose 1 MiB of slots would also be built on the stack).
-    let freshness = ReplayWindow::<1>::new(3_600_000_000_000, 3_600_000_000_000);
+    let freshness = ReplayWindow::<1>::new(FRESHNESS_WINDOW_NS, CLOCK_SKEW_NS);
     let mut seen: HashSet<(u64, u16)> = HashSet::new();
     let mut out = Verified::default();
     while let Some(rec) = reader.next_record().map_err(io)? {
@@ -137,7 +143,7 @@ pub fn verify_capture<R: Read>(
             Err(e) => {
                 out.failed += 1;
                 if out.failures.len() < sample {
-                    out.failures.push(format!("frame {}: {e:?}", out.frames));
+                    out.failures.push(format!("frame {}: {e}", out.frames));
                 }
             }
         }

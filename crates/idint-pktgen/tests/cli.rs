@@ -205,51 +205,91 @@ fn malformed_epic_packets_are_written() {
     }
 }
 
-/// `--verify` judges freshness by `--now` (default: the real clock): a capture written at a
-/// past `--now` verifies at that time and is stale now.
-#[test]
-fn verify_takes_the_clock_from_now() {
-    let dir = std::env::temp_dir().join(format!("idint-pktgen-now-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("out.pcap");
-    let at = "1763800000.5";
+/// The 48-bit ID-INT timestamp repeats every 2^48 ns (~3.26 days).
+const CYCLE_NS: u64 = 1 << 48;
+const NS: u64 = 1_000_000_000;
+const HOUR_NS: u64 = 3_600 * NS;
+const DAY_NS: u64 = 86_400 * NS;
+
+/// `--now` for a time in ns.
+fn secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / NS, ns % NS)
+}
+
+/// Runs `--verify` of `pcap` with the verifier's clock at `now_ns`: (success, all output).
+fn verify_at(pcap: &Path, now_ns: u64) -> (bool, String) {
     let out = bin()
         .args(["--topology"])
         .arg(example().join("topology.json"))
-        .args(["--router", "br1a", "--count", "20", "--now", at])
-        .args(["--idint", "100", "--out"])
-        .arg(&pcap)
+        .args(["--router", "br1a", "--verify"])
+        .arg(pcap)
+        .args(["--now", &secs(now_ns), "--sample", "20"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let verify = |now: Option<&str>| {
-        let mut c = bin();
-        c.args(["--topology"])
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// `--verify` judges freshness by `--now`, never by the real clock: captures written at
+/// several points of the 48-bit timestamp cycle (and just before a DRKey epoch boundary)
+/// verify at their time and 30 minutes later, and are refused with the classification the
+/// specification gives (the nearer of the two readings) 2 hours later (stale), 2 hours earlier
+/// (future), 2 days later (more than half a cycle: reads as future) and exactly one cycle later
+/// (the timestamps read as fresh; the DRKey keys of another epoch refuse the MACs).
+#[test]
+fn verify_classifies_timestamps_by_the_given_clock() {
+    let dir = std::env::temp_dir().join(format!("idint-pktgen-now-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cycle_start = 1_763_800_000 * NS / CYCLE_NS * CYCLE_NS;
+    let mut sent_at: Vec<u64> = (0..4)
+        .map(|k| cycle_start + k * (CYCLE_NS / 4) + 7 * NS)
+        .collect();
+    // 20 frames 1 µs apart straddling a DRKey epoch boundary (1-day epochs), and the last
+    // nanoseconds of a cycle.
+    sent_at.push((cycle_start / DAY_NS + 3) * DAY_NS - 10_000);
+    sent_at.push(cycle_start + CYCLE_NS - 10_000);
+    for (k, &t) in sent_at.iter().enumerate() {
+        let pcap = dir.join(format!("at-{k}.pcap"));
+        let out = bin()
+            .args(["--topology"])
             .arg(example().join("topology.json"))
-            .args(["--router", "br1a", "--verify"])
-            .arg(&pcap);
-        if let Some(n) = now {
-            c.args(["--now", n]);
-        }
-        let out = c.output().unwrap();
-        (
+            .args(["--router", "br1a", "--count", "20", "--now", &secs(t)])
+            .args(["--idint", "100", "--out"])
+            .arg(&pcap)
+            .output()
+            .unwrap();
+        assert!(
             out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned()
-                + &String::from_utf8_lossy(&out.stderr),
-        )
-    };
-    let (ok, text) = verify(Some(at));
-    assert!(ok, "{text}");
-    assert!(
-        text.contains("20 with ID-INT, 20 verified and decrypted, 0 failed"),
-        "{text}"
-    );
-    let (ok, text) = verify(None);
-    assert!(!ok, "{text}");
-    assert!(text.contains("Stale"), "{text}");
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for now in [t, t + HOUR_NS / 2] {
+            let (ok, text) = verify_at(&pcap, now);
+            assert!(ok, "sent {t}, verified {now}: {text}");
+            assert!(
+                text.contains("20 with ID-INT, 20 verified and decrypted, 0 failed"),
+                "sent {t}, verified {now}: {text}"
+            );
+        }
+        for (now, verdict) in [
+            (t + 2 * HOUR_NS, "is stale: it reads as 7"),
+            (t - 2 * HOUR_NS, "is in the future: it reads as 7200.0"),
+            (t + 2 * DAY_NS, "is in the future: it reads as "),
+            (t + CYCLE_NS, "MAC mismatch"),
+        ] {
+            let (ok, text) = verify_at(&pcap, now);
+            assert!(!ok, "sent {t}, verified {now}: {text}");
+            assert!(
+                text.contains("20 with ID-INT, 0 verified and decrypted, 20 failed"),
+                "sent {t}, verified {now}: {text}"
+            );
+            assert_eq!(
+                text.matches(verdict).count(),
+                20,
+                "sent {t}, verified {now}, expected {verdict:?} for every frame: {text}"
+            );
+        }
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

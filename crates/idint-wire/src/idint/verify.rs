@@ -190,16 +190,28 @@ where
 }
 
 /// Why a (timestamp, port) pair was refused.
+///
+/// The source timestamp is Unix time in ns modulo 2^48 ([`TIMESTAMP_CYCLE_NS`], ~3.26 days),
+/// so a receiver reads every timestamp two ways: `age` ns in the past or `cycle - age` ns in
+/// the future (and either by any number of whole cycles more). A timestamp within the window
+/// behind or the skew ahead is fresh. Any other one is refused, and which of the two errors it
+/// gets is decided by the *nearer* reading: [`ReplayError::Stale`] if the past reading is
+/// nearer, [`ReplayError::Future`] otherwise. The verifier cannot tell the two apart: a
+/// timestamp more than half a cycle (~1.63 days) old reads as `Future`, and one written about
+/// a whole cycle ago can even read as fresh (the MACs then fail, since DRKey epochs are
+/// shorter than the cycle). Both errors carry both readings ([`ReplayError::readings`]) and
+/// say so when displayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplayError {
-    /// Older than the window.
+    /// Not fresh, and the past reading is the nearer one: older than the window.
     Stale {
-        /// Age in ns.
+        /// Age in ns by the nearer reading (modulo [`TIMESTAMP_CYCLE_NS`]).
         age_ns: u64,
     },
-    /// Further in the future than the allowed clock skew.
+    /// Not fresh, and the future reading is the nearer one: further ahead than the allowed
+    /// clock skew (or, read the other way, older than half a cycle).
     Future {
-        /// How far ahead, ns.
+        /// How far ahead, ns, by the nearer reading (modulo [`TIMESTAMP_CYCLE_NS`]).
         ahead_ns: u64,
     },
     /// Already seen within the window.
@@ -208,15 +220,50 @@ pub enum ReplayError {
     Full,
 }
 
+impl ReplayError {
+    /// For a refused timestamp, its two readings `(age_ns, ahead_ns)` modulo the cycle (they
+    /// add up to [`TIMESTAMP_CYCLE_NS`]); `None` for [`ReplayError::Replayed`] and
+    /// [`ReplayError::Full`].
+    pub fn readings(&self) -> Option<(u64, u64)> {
+        match *self {
+            ReplayError::Stale { age_ns } => Some((age_ns, WRAP - age_ns)),
+            ReplayError::Future { ahead_ns } => Some((WRAP - ahead_ns, ahead_ns)),
+            ReplayError::Replayed | ReplayError::Full => None,
+        }
+    }
+}
+
+/// A duration for people: seconds with millisecond precision (`no_std`, no float).
+struct Secs(u64);
+
+impl fmt::Display for Secs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const NS_PER_S: u64 = 1_000_000_000;
+        const NS_PER_MS: u64 = 1_000_000;
+        let ms = (self.0 % NS_PER_S) / NS_PER_MS;
+        write!(f, "{}.{ms:03} s", self.0 / NS_PER_S)
+    }
+}
+
 impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReplayError::Stale { age_ns } => {
-                write!(f, "ID-INT source timestamp is stale ({age_ns} ns old)")
-            }
-            ReplayError::Future { ahead_ns } => {
-                write!(f, "ID-INT source timestamp is {ahead_ns} ns in the future")
-            }
+            ReplayError::Stale { age_ns } => write!(
+                f,
+                "ID-INT source timestamp is stale: it reads as {} old, beyond the window \
+                 (or {} ahead: 48-bit timestamps repeat every {})",
+                Secs(*age_ns),
+                Secs(WRAP - age_ns),
+                Secs(WRAP)
+            ),
+            ReplayError::Future { ahead_ns } => write!(
+                f,
+                "ID-INT source timestamp is in the future: it reads as {} ahead, beyond the \
+                 allowed skew (or {} old: 48-bit timestamps repeat every {})",
+                Secs(*ahead_ns),
+                Secs(WRAP - ahead_ns),
+                Secs(WRAP)
+            ),
             ReplayError::Replayed => f.write_str("ID-INT (timestamp, port) replayed"),
             ReplayError::Full => f.write_str("ID-INT replay window full"),
         }
@@ -225,7 +272,10 @@ impl fmt::Display for ReplayError {
 
 impl core::error::Error for ReplayError {}
 
-const WRAP: u64 = 1 << 48;
+/// The period of the 48-bit source timestamp: 2^48 ns, about 3.26 days.
+pub const TIMESTAMP_CYCLE_NS: u64 = 1 << 48;
+
+const WRAP: u64 = TIMESTAMP_CYCLE_NS;
 
 /// Marks a used slot of [`ReplayWindow`] (above the 16 port bits).
 const OCCUPIED: u32 = 1 << 16;
@@ -320,7 +370,11 @@ impl<const N: usize> ReplayWindow<N> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
+    use std::format;
+    use std::string::ToString;
 
     const S: u64 = 1_000_000_000;
 
@@ -343,6 +397,74 @@ mod tests {
         // Just after a wrap of the 48-bit counter.
         let now = 5 * WRAP + 3 * S;
         assert_eq!(w.fresh(ts(now - 4 * S), now), Ok(now - 4 * S));
+    }
+
+    /// The classification at many points of the 48-bit cycle: the verifier's clock is set
+    /// explicitly to each, never read from the system.
+    #[test]
+    fn freshness_at_every_point_of_the_cycle() {
+        const WINDOW: u64 = 60 * S;
+        const SKEW: u64 = S;
+        const YEAR: u64 = 365 * 86_400 * S;
+        let w = ReplayWindow::<8>::new(WINDOW, SKEW);
+        let base = 1_763_800_000 * S / WRAP * WRAP; // a cycle start in 2025
+        let mut points = [0u64; 20];
+        for (k, p) in points.iter_mut().enumerate().take(16) {
+            *p = base + k as u64 * (WRAP / 16) + 12_345;
+        }
+        points[16..].copy_from_slice(&[base, base + 1, base + WRAP - 1, base + WRAP / 2]);
+        for now in points {
+            let ts = |sent: u64| sent % WRAP;
+            let r = |sent| w.fresh(ts(sent), now);
+            // Fresh at both edges, with the full time reconstructed.
+            assert_eq!(r(now - WINDOW), Ok(now - WINDOW), "now {now}");
+            assert_eq!(r(now + SKEW), Ok(now + SKEW), "now {now}");
+            assert_eq!(r(now), Ok(now), "now {now}");
+            // Just outside: the nearer reading decides.
+            let stale = ReplayError::Stale { age_ns: WINDOW + 1 };
+            assert_eq!(r(now - WINDOW - 1), Err(stale), "now {now}");
+            let future = ReplayError::Future { ahead_ns: SKEW + 1 };
+            assert_eq!(r(now + SKEW + 1), Err(future), "now {now}");
+            // Around half a cycle old the verdict flips from stale to future.
+            let half = WRAP / 2;
+            assert_eq!(
+                r(now - (half - 1)),
+                Err(ReplayError::Stale { age_ns: half - 1 })
+            );
+            assert_eq!(r(now - half), Err(ReplayError::Stale { age_ns: half }));
+            assert_eq!(
+                r(now - (half + 1)),
+                Err(ReplayError::Future { ahead_ns: half - 1 })
+            );
+            // A year old: whatever the cycle says, never fresh, and both readings are given.
+            let e = r(now - YEAR).unwrap_err();
+            let (age, ahead) = e.readings().unwrap();
+            assert_eq!((age, age + ahead), (YEAR % WRAP, WRAP), "now {now}");
+            let expected = if age <= half {
+                ReplayError::Stale { age_ns: age }
+            } else {
+                ReplayError::Future { ahead_ns: ahead }
+            };
+            assert_eq!(e, expected, "now {now}");
+            // Exactly one cycle old is indistinguishable from now (the MACs must refuse it).
+            assert_eq!(r(now - WRAP), Ok(now), "now {now}");
+        }
+    }
+
+    #[test]
+    fn refusals_say_both_readings() {
+        let text = ReplayError::Stale { age_ns: 7_200 * S }.to_string();
+        assert!(text.contains("7200.000 s old"), "{text}");
+        assert!(
+            text.contains(&format!("{} ahead", Secs(WRAP - 7_200 * S))),
+            "{text}"
+        );
+        let text = ReplayError::Future {
+            ahead_ns: 1_500_000,
+        }
+        .to_string();
+        assert!(text.contains("0.001 s ahead"), "{text}");
+        assert!(text.contains("repeat every 281474.976 s"), "{text}");
     }
 
     #[test]
