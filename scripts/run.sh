@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Main job: the DPDK border router on virtual devices, end to end.
 #  1. idint-pktgen writes a pcap of valid SCION traffic for router br1a of the example AS
-#     1-ff00:0:1 (../shared/vectors/scion/config_examples/router_benchmark): crossover, inbound,
+#     1-ff00:0:1 (testdata/scion/config_examples/router_benchmark): crossover, inbound,
 #     outbound, EPIC, sibling hand-overs; 30% with ID-INT requests (modes 0-3, half encrypted),
 #     a few malformed packets (truncated, bad MAC, expired);
 #  2. idint-router (DPDK, --no-huge --no-pci, net_pcap in and out) forwards it for a few
@@ -19,7 +19,7 @@ fi
 ./scripts/setup.sh
 cargo build -q --release -p router-dpdk -p idint-pktgen
 BIN=${CARGO_TARGET_DIR:-target}/release
-EX=$(cd ../shared/vectors/scion/config_examples/router_benchmark && pwd)
+EX=$(cd testdata/scion/config_examples/router_benchmark && pwd)
 W=target/demo/router
 rm -rf "$W" && mkdir -p "$W"
 COUNT=${DEMO_PACKETS:-20000}
@@ -33,28 +33,13 @@ echo "== 1. traffic for br1a of 1-ff00:0:1 (idint-pktgen)"
     --kinds crossover,out --idint 100 --idint-encrypt --idint-modes 2 -o "$W/in-enc.pcap"
 tail -c +25 "$W/in-enc.pcap" >>"$W/in.pcap" && rm "$W/in-enc.pcap"
 
-cat >"$W/router.toml" <<TOML
-topology = "$EX/topology.json"
-keys = "$EX/keys"
-router_id = "br1a"
-eal = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", "-l", "0-1", "--log-level=4",
-       "--vdev=net_pcap0,rx_pcap=$PWD/$W/in.pcap,tx_pcap=$PWD/$W/out.pcap"]
-[dataplane]
-distribution = "queues"
-[idint]
-node_id = 1
-energy_per_packet_nj = 900
-co2_per_packet_pg = 120
-[[port]]
-device = "net_pcap0"
-interfaces = [2, 3]
-internal = true
-default_next_hop_mac = "02:00:00:00:00:fe"
-TOML
+# The router's configuration: configs/router.toml (its pcap device reads $W/in.pcap and writes
+# $W/out.pcap, paths relative to the repository root).
+CONFIG=configs/router.toml
 
 echo
 echo "== 2. idint-router on net_pcap (2 s)"
-"$BIN/idint-router" --config "$W/router.toml" --duration 2 --summary "$W/summary.json" >/dev/null
+"$BIN/idint-router" --config "$CONFIG" --duration 2 --summary "$W/summary.json" >/dev/null
 python3 - "$W/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -68,8 +53,8 @@ PY
 
 echo
 echo "== 2b. throughput: the same capture replayed for 2 s (infinite_rx), output discarded"
-sed -e "s|tx_pcap=$PWD/$W/out.pcap|tx_pcap=/dev/null,infinite_rx=1|" -e 's|^\[dataplane\]|[dataplane]\nmbufs = 65535|' \
-    "$W/router.toml" >"$W/router-replay.toml"
+sed -e "s|tx_pcap=$W/out.pcap|tx_pcap=/dev/null,infinite_rx=1|" -e "s|\"\\.\\./testdata/|\"$PWD/testdata/|" \
+    -e 's|^\[dataplane\]|[dataplane]\nmbufs = 65535|' "$CONFIG" >"$W/router-replay.toml"
 "$BIN/idint-router" --config "$W/router-replay.toml" --duration 2 --summary "$W/summary-replay.json" >/dev/null
 python3 - "$W/summary-replay.json" <<'PY'
 import json, sys

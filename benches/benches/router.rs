@@ -12,7 +12,7 @@ use scion_dp_replay::CaseFile;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/vectors/scion/router_cases.json"
+    "/../testdata/scion/router_cases.json"
 );
 
 /// (label, case name) of the benchmarked traffic classes.

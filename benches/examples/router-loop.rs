@@ -16,7 +16,7 @@ fn main() {
     let burst = args.next().is_some();
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/scion/router_cases.json"
+        "/../testdata/scion/router_cases.json"
     );
     let file = CaseFile::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let case = file.cases.iter().find(|c| c.name == name).expect("case");

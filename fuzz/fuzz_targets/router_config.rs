@@ -14,7 +14,7 @@ use router_dpdk::config::Config;
 fn config_path() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/scion/config_examples/router_benchmark/router.toml"
+        "/../testdata/scion/config_examples/router_benchmark/router.toml"
     ))
 }
 

@@ -17,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 use scion_dp::{Disposition, Ingress, PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
 
-const CASES: &str = include_str!("../../../shared/vectors/scion/router_cases.json");
+const CASES: &str = include_str!("../../testdata/scion/router_cases.json");
 const ROOM: usize = 2048;
 
 fn cases() -> &'static CaseFile {

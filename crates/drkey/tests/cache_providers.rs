@@ -41,7 +41,7 @@ fn local_provider_matches_direct_derivation_and_rejects_other_ases() {
 fn local_provider_reads_master_key_files() {
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/scion/config_examples/router_benchmark/keys/master0.key"
+        "/../../testdata/scion/config_examples/router_benchmark/keys/master0.key"
     );
     let p =
         LocalProvider::from_key_file(ia("1-ff00:0:1"), std::path::Path::new(dir), 86400).unwrap();

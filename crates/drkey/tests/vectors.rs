@@ -7,7 +7,7 @@ use drkey::{
 };
 use idint_wire::{HostAddr, IsdAsn};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/scion");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/scion");
 
 fn json() -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(format!("{VECTORS}/drkey.json")).unwrap())

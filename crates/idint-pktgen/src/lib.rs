@@ -1128,7 +1128,7 @@ mod tests {
     /// The shared router_benchmark example (AS 1-ff00:0:1, router br1a).
     fn example() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/vectors/scion/config_examples/router_benchmark")
+            .join("../../testdata/scion/config_examples/router_benchmark")
     }
 
     #[test]

@@ -11,7 +11,7 @@ fn bin() -> Command {
 
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/scion/config_examples/router_benchmark")
+        .join("../../testdata/scion/config_examples/router_benchmark")
 }
 
 #[test]

@@ -8,11 +8,11 @@ use idint_wire::scion::{ScionHeader, ScionRepr};
 use idint_wire::scmp::ScmpRepr;
 use idint_wire::udp::UdpRepr;
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/scion");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/scion");
 
 fn json(name: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(format!("{VECTORS}/{name}"))
-        .expect("golden vectors in ../shared beside the checkout");
+    let text =
+        std::fs::read_to_string(format!("{VECTORS}/{name}")).expect("golden vectors in testdata/");
     serde_json::from_str(&text).unwrap()
 }
 

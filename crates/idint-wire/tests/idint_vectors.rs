@@ -11,7 +11,7 @@ use idint_wire::{HostAddr, Layer};
 fn vectors() -> serde_json::Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/idint/idint.json"
+        "/../../testdata/idint/idint.json"
     );
     serde_json::from_str(&std::fs::read_to_string(path).expect("vectors beside the checkout"))
         .unwrap()

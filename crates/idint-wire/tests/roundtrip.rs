@@ -221,7 +221,7 @@ proptest! {
 
     #[test]
     fn mutated_golden_packets_never_panic(idx in any::<prop::sample::Index>(), pos in any::<prop::sample::Index>(), val in any::<u8>()) {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/scion/slayers_golden");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/scion/slayers_golden");
         let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         let mut bytes = std::fs::read(idx.get(&files)).unwrap();

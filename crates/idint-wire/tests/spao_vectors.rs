@@ -8,7 +8,7 @@ use idint_wire::spao::{SpaoRepr, mac_input};
 fn spao_mac_input_matches_reference() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/scion/spao.json"
+        "/../../testdata/scion/spao.json"
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

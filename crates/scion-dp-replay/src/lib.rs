@@ -1,6 +1,6 @@
 //! Replays router test cases through the `scion-dp` processor and judges each outcome.
 //!
-//! Input is any file in the format of `shared/vectors/scion/router_cases.json`: `routers[]`
+//! Input is any file in the format of `testdata/scion/router_cases.json`: `routers[]`
 //! (ISD-AS, core flag, interfaces with link type, neighbour and owner, internal address,
 //! services, dispatched ports, `key_isd_as`), `as_keys[]` (master key per AS), a fixed clock
 //! `router_now_unix` and `cases[]`. Unknown keys are ignored. A case with `quirk: true` records

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/scion/router_cases.json"
+    "/../../testdata/scion/router_cases.json"
 );
 
 fn text() -> String {

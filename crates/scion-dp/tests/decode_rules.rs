@@ -1,5 +1,5 @@
 //! Decode rules the golden router cases do not reach, checked against
-//! `shared/reference/scion-dp.md` and the reference (Go) router: malformed extension headers,
+//! the SCION data-plane specification and the reference (Go) router: malformed extension headers,
 //! router alerts on what is not a whole traceroute request, cut SCMP messages for local hosts.
 
 use idint_wire::path::scion::{HopField, InfoField, PathMeta, ScionPathRepr};
@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/scion/router_cases.json"
+    "/../../testdata/scion/router_cases.json"
 );
 const ROOM: usize = 2048;
 

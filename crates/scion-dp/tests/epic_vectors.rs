@@ -22,7 +22,7 @@ fn utc_2024_01_01_ns(s: &str) -> u64 {
 fn hvf_and_freshness_vectors() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/scion/epic.json"
+        "/../../testdata/scion/epic.json"
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -5,7 +5,7 @@ use scion_dp::hop_mac::{HopMac, forwarding_key};
 fn vectors() -> serde_json::Value {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/vectors/scion/hf_mac.json"
+        "/../../testdata/scion/hf_mac.json"
     );
     serde_json::from_str(&std::fs::read_to_string(path).expect("golden vectors beside checkout"))
         .unwrap()

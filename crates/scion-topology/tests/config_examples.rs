@@ -1,4 +1,4 @@
-//! Loads the example configurations of `shared/vectors/scion/config_examples` and broken
+//! Loads the example configurations of `testdata/scion/config_examples` and broken
 //! variants of them.
 
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use scion_dp::config::{DispatchedPorts, LinkType, Owner, Router};
 use scion_topology::{FieldError, Format, MasterKeys, Topology, TopologyError};
 
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/scion/config_examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/scion/config_examples")
 }
 
 fn ia(s: &str) -> idint_wire::IsdAsn {

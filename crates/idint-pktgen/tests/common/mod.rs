@@ -13,7 +13,7 @@ use scion_topology::Topology;
 
 /// The shared example configurations.
 pub fn config_examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/scion/config_examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/scion/config_examples")
 }
 
 /// The router benchmark example (router `br1a`).

@@ -24,7 +24,7 @@ use wire_tools::pcap::{LINKTYPE_ETHERNET, PcapReader, PcapWriter, ethernet_ipv4_
 /// The example topology used by every test (AS 1-ff00:0:1, router br1a).
 pub fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/vectors/scion/config_examples/router_benchmark")
+        .join("../../testdata/scion/config_examples/router_benchmark")
 }
 
 /// Router id in the example topology.
