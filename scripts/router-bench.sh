@@ -29,13 +29,13 @@ cd "$(dirname "$0")/.."
 SECS=${1:-5}
 ROUNDS=${2:-1}
 ./scripts/setup.sh
-cargo build -q --release -p router-dpdk -p idint-pktgen
+cargo build -q --release -p router-dpdk -p idint-pktgen --features router-dpdk/measurement-aids
 BIN=${CARGO_TARGET_DIR:-target}/release
 W=$(mktemp -d /tmp/router-bench.XXXXXX)
 [ -n "${KEEP:-}" ] && echo "router-bench: keeping $W" >&2 || trap 'rm -rf "$W"' EXIT
 
 mkdir -p "$W/keys"
-cp ../shared/vectors/scion/config_examples/router_benchmark/keys/master0.key "$W/keys/"
+cp testdata/scion/config_examples/router_benchmark/keys/master0.key "$W/keys/"
 cat >"$W/topology.json" <<'JSON'
 {
   "isd_as": "1-ff00:0:110",

@@ -27,7 +27,7 @@ use scion_dp_replay::CaseFile;
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/vectors/scion/router_cases.json"
+    "/../testdata/scion/router_cases.json"
 );
 const BURST: usize = 32;
 const ROOM: usize = 2048;
@@ -77,8 +77,8 @@ fn idint(c: &mut Criterion) {
                 let d =
                     Processor::new(router).process_with(&mut buf, len, case.ingress, now, &mut st);
                 assert!(matches!(d, Disposition::Forward { .. }), "{d:?}");
-                assert_eq!(st.counters.pushed, 1);
-                assert_eq!(st.counters.encrypted, u64::from(encrypt));
+                assert_eq!(st.counters().pushed, 1);
+                assert_eq!(st.counters().encrypted, u64::from(encrypt));
             }
             let id = format!("{metadata}B_{label}");
             g.throughput(Throughput::Elements(1));
@@ -143,7 +143,7 @@ fn idint(c: &mut Criterion) {
             });
             g.bench_function(BenchmarkId::new("single_lower_bound", &id), |b| {
                 let mut p = Processor::new(router);
-                let misses = st_single_bound.keys.lookups().misses;
+                let misses = st_single_bound.keys().lookups().misses;
                 let mut hook = WithStage {
                     bound: &mut single_bound,
                     stage: &mut st_single_bound,
@@ -156,7 +156,7 @@ fn idint(c: &mut Criterion) {
                 // Every packet takes the template taught above, and no sample derives a key.
                 let bound = &single_bound;
                 assert_eq!(bound.general, 1, "{} templated", bound.templated);
-                assert_eq!(st_single_bound.keys.lookups().misses, misses);
+                assert_eq!(st_single_bound.keys().lookups().misses, misses);
             });
             g.throughput(Throughput::Elements(BURST as u64));
             g.bench_function(BenchmarkId::new("burst32_baseline_no_idint", &id), |b| {

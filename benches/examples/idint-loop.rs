@@ -25,7 +25,7 @@ fn main() {
     let lower = variant.as_deref() == Some("lower_bound");
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/scion/router_cases.json"
+        "/../testdata/scion/router_cases.json"
     );
     let file = CaseFile::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     let case = file
@@ -84,7 +84,7 @@ fn main() {
         "{} packets, {:.1} ns/packet, ID-INT entries written: {}, key cache {:?}",
         n / 32 * 32,
         dt.as_nanos() as f64 / (n / 32 * 32) as f64,
-        st.counters.pushed,
-        st.keys.cache.stats()
+        st.counters().pushed,
+        st.keys().cache.stats()
     );
 }

@@ -27,7 +27,7 @@ use scion_dp::telemetry::{HopContext, TelemetrySource};
 use scion_dp::{Disposition, Ingress, PacketSlot, Processor};
 use scion_dp_replay::CaseFile;
 
-const CASES: &str = include_str!("../../../shared/vectors/scion/router_cases.json");
+const CASES: &str = include_str!("../../testdata/scion/router_cases.json");
 const ROOM: usize = 2048;
 
 fn cases() -> &'static CaseFile {
@@ -168,7 +168,7 @@ fn pair_as_in_sequence(
         for (b, p) in bufs.iter_mut().zip(packets) {
             ds.push(Processor::new(router).process_with(b, p.len(), ingress, now_ns, &mut st));
         }
-        (ds, bufs, st.counters)
+        (ds, bufs, *st.counters())
     };
     let (ds, expected, counters) = one_by_one(stage().without_fast_path());
     let check = |how: &str, got: (Vec<Disposition>, [Vec<u8>; 2], _)| {
@@ -189,7 +189,7 @@ fn pair_as_in_sequence(
     Processor::new(router).process_burst_with(&mut pair, now_ns, &mut sb);
     let d = decisions(&pair);
     drop(pair);
-    check("one burst", (d, bufs, sb.counters));
+    check("one burst", (d, bufs, *sb.counters()));
     // Two bursts of one, the same stage.
     let mut sb = stage();
     let mut bufs = buffers();
@@ -199,7 +199,7 @@ fn pair_as_in_sequence(
         Processor::new(router).process_burst_with(&mut one, now_ns, &mut sb);
         d.extend(decisions(&one));
     }
-    check("two bursts", (d, bufs, sb.counters));
+    check("two bursts", (d, bufs, *sb.counters()));
 }
 
 /// The lower-bound aid (`scion_dp::lower_bound`, both modes, in a burst and one by one) on the
@@ -340,7 +340,7 @@ fuzz_target!(|data: &[u8]| {
         &single[..],
         "burst and single wrote different bytes"
     );
-    assert_eq!(sb.counters, st.counters);
+    assert_eq!(*sb.counters(), *st.counters());
 
     // Two copies in one burst: the second meets the verifier key and the plan the first left,
     // and both entries are sealed together at the end of the burst.
@@ -362,9 +362,9 @@ fuzz_target!(|data: &[u8]| {
         &single[..],
         "fast push and general path wrote different bytes"
     );
-    assert_eq!(sg.counters, st.counters);
+    assert_eq!(*sg.counters(), *st.counters());
 
-    if st.counters.pushed + st.counters.aggregated > 0 {
+    if st.counters().pushed + st.counters().aggregated > 0 {
         // Entries are written only into packets that leave or are delivered, or that ended
         // at this sink with the D flag.
         assert!(matches!(
@@ -376,7 +376,7 @@ fuzz_target!(|data: &[u8]| {
         ));
         let hl = usize::from(single[5]) * 4;
         let hbh_len = (usize::from(single[hl + 1]) + 1) * 4;
-        if st.counters.stripped == 0 {
+        if st.counters().stripped == 0 {
             let idint = IdInt::locate(&single[hl..hl + hbh_len])
                 .expect("stack still parses")
                 .expect("still ID-INT");

@@ -432,7 +432,7 @@ fn idint_requests_pass_the_router_stage() {
             assert!((1..=2).contains(&n), "packet {i}: {n} entries");
             with_entry += usize::from(n == 2);
         }
-        let c = stage.counters;
+        let c = *stage.counters();
         assert_eq!(
             (c.packets, c.malformed, c.unsupported),
             (112, 0, 0),

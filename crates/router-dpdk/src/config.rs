@@ -16,11 +16,12 @@
 //! mbufs = 8191                      # >= 512
 //! rx_desc = 512                     # power of two in 32 ..= 4096
 //! tx_desc = 512
-//! io_only = false                   # benchmark ceiling: frames leave by the next port
+//! io_only = false                   # measurement aid (cargo feature `measurement-aids`,
+//!                                   # refused by other builds): frames leave by the next port
 //!                                   # untouched; [idint], [export] and [drkey] are refused with it
-//! idint_lower_bound = "off"         # benchmark aid: "sealed" / "unsealed" ID-INT entries
-//!                                   # from a template learned from the first packet
-//!                                   # (scion_dp::lower_bound); not for production
+//! idint_lower_bound = "off"         # measurement aid (same feature): "sealed" / "unsealed"
+//!                                   # ID-INT entries from a template learned from the first
+//!                                   # packet (scion_dp::lower_bound)
 //! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on (>= 1)
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //!
@@ -249,12 +250,9 @@ pub struct Config {
     pub rx_desc: u16,
     /// Tx descriptors per queue.
     pub tx_desc: u16,
-    /// Benchmark mode: every frame received on port `i` leaves by port `i + 1` (mod ports)
-    /// untouched, no SCION processing (the I/O-only ceiling of the same devices).
-    pub io_only: bool,
-    /// Benchmark aid: ID-INT through [`scion_dp::lower_bound`] (the least work an entry can cost
-    /// here), not the real stage's general processing.
-    pub idint_lower_bound: scion_dp::lower_bound::Mode,
+    /// Measurement aids (benchmark builds only).
+    #[cfg(feature = "measurement-aids")]
+    pub aids: MeasurementAids,
     /// Ageing of ARP/NDP-learned next-hop MACs.
     pub neighbor_aging: crate::neighbor::Aging,
     /// DRKey epoch length, seconds.
@@ -270,6 +268,88 @@ pub struct Config {
     /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
     /// the router names the bound address on stderr at start).
     pub http: Option<SocketAddr>,
+}
+
+/// The measurement aids of `[dataplane]`: only in builds with the cargo feature
+/// `measurement-aids` (benchmarks); other builds refuse their keys.
+#[cfg(feature = "measurement-aids")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MeasurementAids {
+    /// Every frame received on port `i` leaves by port `i + 1` (mod ports) untouched, no SCION
+    /// processing (the I/O-only ceiling of the same devices).
+    pub io_only: bool,
+    /// ID-INT through [`scion_dp::lower_bound`] (the least work an entry can cost here), not
+    /// the real stage's general processing.
+    pub idint_lower_bound: scion_dp::lower_bound::Mode,
+}
+
+/// Reads the measurement aids of `[dataplane]`; `item` builds the error of a key.
+#[cfg(feature = "measurement-aids")]
+fn measurement_aids(
+    raw: &RawConfig,
+    item: impl Fn(&str, String) -> ConfigError,
+) -> Result<MeasurementAids, ConfigError> {
+    use scion_dp::lower_bound::Mode;
+    let io_only = raw.dataplane.io_only.unwrap_or(false);
+    if io_only {
+        let present = [
+            ("idint", raw.idint.is_some()),
+            ("export", raw.export.is_some()),
+            ("drkey", raw.drkey.is_some()),
+        ];
+        if let Some((section, _)) = present.iter().find(|(_, p)| *p) {
+            return Err(item(
+                "dataplane.io_only",
+                format!(
+                    "io_only = true forwards frames untouched (no SCION or ID-INT \
+                     processing), so the [{section}] section cannot apply; remove one of them"
+                ),
+            ));
+        }
+    }
+    let idint_lower_bound = match raw.dataplane.idint_lower_bound.as_deref() {
+        None => Mode::Off,
+        Some(s) => Mode::parse(s).ok_or_else(|| {
+            item(
+                "dataplane.idint_lower_bound",
+                format!("{s:?}: expected \"off\", \"sealed\" or \"unsealed\""),
+            )
+        })?,
+    };
+    if idint_lower_bound != Mode::Off && io_only {
+        return Err(item(
+            "dataplane.idint_lower_bound",
+            "io_only = true does no ID-INT processing: set one of them".to_string(),
+        ));
+    }
+    Ok(MeasurementAids {
+        io_only,
+        idint_lower_bound,
+    })
+}
+
+/// A build without the measurement aids refuses their keys instead of ignoring them.
+#[cfg(not(feature = "measurement-aids"))]
+fn refuse_measurement_aids(
+    raw: &RawConfig,
+    item: impl Fn(&str, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    let keys = [
+        ("dataplane.io_only", raw.dataplane.io_only.is_some()),
+        (
+            "dataplane.idint_lower_bound",
+            raw.dataplane.idint_lower_bound.is_some(),
+        ),
+    ];
+    match keys.iter().find(|(_, present)| *present) {
+        Some((key, _)) => Err(item(
+            key,
+            "a measurement aid for benchmarks; this build of idint-router does not have it \
+             (cargo feature `measurement-aids`)"
+                .to_string(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The `[export]` section.
@@ -670,38 +750,10 @@ impl Config {
                 ));
             }
         };
-        let io_only = raw.dataplane.io_only.unwrap_or(false);
-        if io_only {
-            let present = [
-                ("idint", raw.idint.is_some()),
-                ("export", raw.export.is_some()),
-                ("drkey", raw.drkey.is_some()),
-            ];
-            if let Some((section, _)) = present.iter().find(|(_, p)| *p) {
-                return Err(item(
-                    "dataplane.io_only",
-                    format!(
-                        "io_only = true forwards frames untouched (no SCION or ID-INT \
-                         processing), so the [{section}] section cannot apply; remove one of them"
-                    ),
-                ));
-            }
-        }
-        let idint_lower_bound = match raw.dataplane.idint_lower_bound.as_deref() {
-            None => scion_dp::lower_bound::Mode::Off,
-            Some(s) => scion_dp::lower_bound::Mode::parse(s).ok_or_else(|| {
-                item(
-                    "dataplane.idint_lower_bound",
-                    format!("{s:?}: expected \"off\", \"sealed\" or \"unsealed\""),
-                )
-            })?,
-        };
-        if idint_lower_bound != scion_dp::lower_bound::Mode::Off && io_only {
-            return Err(item(
-                "dataplane.idint_lower_bound",
-                "io_only = true does no ID-INT processing: set one of them".to_string(),
-            ));
-        }
+        #[cfg(feature = "measurement-aids")]
+        let aids = measurement_aids(&raw, item)?;
+        #[cfg(not(feature = "measurement-aids"))]
+        refuse_measurement_aids(&raw, item)?;
         let idint = raw.idint.unwrap_or_default();
         Ok(Config {
             distribution,
@@ -722,8 +774,8 @@ impl Config {
             mbufs,
             rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
             tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
-            io_only,
-            idint_lower_bound,
+            #[cfg(feature = "measurement-aids")]
+            aids,
             neighbor_aging,
             epoch_secs,
             cache_keys: cache_keys as usize,
@@ -754,7 +806,7 @@ mod tests {
     /// appended (TOML) after `edit` of the base text.
     fn example(edit: impl Fn(&str) -> String, extra: &str) -> Result<Config, ConfigError> {
         let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/vectors/scion/config_examples/router_benchmark");
+            .join("../../testdata/scion/config_examples/router_benchmark");
         let base = format!(
             "topology = {:?}\nkeys = {:?}\nrouter_id = \"br1a\"\neal = []\n\n\
              [[port]]\ndevice = \"net_null0\"\ninterfaces = [2, 3]\ninternal = true\n\n\
@@ -783,13 +835,24 @@ mod tests {
         );
     }
 
+    /// The repository's example configuration (`configs/router.toml`, used by the main job)
+    /// loads and is what its comments say.
+    #[test]
+    fn the_shipped_example_configuration_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/router.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let c = Config::parse(&text, &path).unwrap();
+        assert_eq!(c.router_id, "br1a");
+        assert_eq!(c.router.local_ia.to_string(), "1-ff00:0:1");
+        assert_eq!(c.ports.len(), 1);
+        assert!(c.eal.iter().any(|a| a == "--no-huge"), "{:?}", c.eal);
+        assert_eq!(c.node_id, Some(1));
+    }
+
     #[test]
     fn example_is_valid() {
         let c = example(|t| t.to_string(), "").unwrap();
         assert_eq!(c.ports.len(), 1);
-        assert!(!c.io_only);
-        let c = example(|t| t.to_string(), "[dataplane]\nio_only = true").unwrap();
-        assert!(c.io_only);
     }
 
     #[test]
@@ -810,7 +873,7 @@ mod tests {
         // In scionproto's router test topology, br1-ff00_0_110-1's interface 1 has the router's
         // internal address.
         let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/vectors/scion/config_examples/router_control_testdata");
+            .join("../../testdata/scion/config_examples/router_control_testdata");
         let config = |ports: &str| {
             Config::parse(
                 &format!(
@@ -851,6 +914,29 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "measurement-aids")]
+    #[test]
+    fn io_only_is_off_unless_asked() {
+        assert!(!example(|t| t.to_string(), "").unwrap().aids.io_only);
+        let c = example(|t| t.to_string(), "[dataplane]\nio_only = true").unwrap();
+        assert!(c.aids.io_only);
+    }
+
+    #[cfg(not(feature = "measurement-aids"))]
+    #[test]
+    fn measurement_aids_are_refused_by_production_builds() {
+        refused(
+            "[dataplane]\nio_only = false",
+            "dataplane.io_only: a measurement aid for benchmarks; this build of idint-router \
+             does not have it (cargo feature `measurement-aids`)",
+        );
+        refused(
+            "[dataplane]\nidint_lower_bound = \"sealed\"",
+            "dataplane.idint_lower_bound: a measurement aid",
+        );
+    }
+
+    #[cfg(feature = "measurement-aids")]
     #[test]
     fn io_only_refuses_sections_it_cannot_apply() {
         for section in [
@@ -871,6 +957,7 @@ mod tests {
         example(|t| t.to_string(), "[idint]\nnode_id = 1\n[drkey]").unwrap();
     }
 
+    #[cfg(feature = "measurement-aids")]
     #[test]
     fn the_lower_bound_aid_is_off_unless_asked_and_needs_processing() {
         use scion_dp::lower_bound::Mode;
@@ -880,9 +967,13 @@ mod tests {
                 &format!("[dataplane]\nidint_lower_bound = {v}"),
             )
             .unwrap()
+            .aids
             .idint_lower_bound
         };
-        let default = example(|t| t.to_string(), "").unwrap().idint_lower_bound;
+        let default = example(|t| t.to_string(), "")
+            .unwrap()
+            .aids
+            .idint_lower_bound;
         assert_eq!(default, Mode::Off);
         assert_eq!(mode("\"off\""), Mode::Off);
         assert_eq!(mode("\"sealed\""), Mode::Sealed);

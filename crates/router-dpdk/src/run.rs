@@ -406,8 +406,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         stats.push(s.clone());
         let worker = Worker {
             clock: shared_clock.clone(),
-            io_only: config.io_only,
-            idint_lower_bound: config.idint_lower_bound,
+            #[cfg(feature = "measurement-aids")]
+            aids: config.aids,
             rx,
             tx,
             tables: tables.clone(),

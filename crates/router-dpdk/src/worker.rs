@@ -20,6 +20,7 @@ use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
+#[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
 
 /// Where a SCION interface of this router leaves.
@@ -689,10 +690,9 @@ pub struct Worker<K: VerifierKeys> {
     pub telemetry: RouterTelemetry,
     /// Infrastructure-mode sink export (the stage acts as sink when set).
     pub exporter: Option<RingExporter>,
-    /// Benchmark mode: frames leave by the next port untouched (see `Config::io_only`).
-    pub io_only: bool,
-    /// Benchmark aid: ID-INT through [`scion_dp::lower_bound`] (see `Config::idint_lower_bound`).
-    pub idint_lower_bound: scion_dp::lower_bound::Mode,
+    /// Measurement aids (benchmark builds only; see `Config::aids`).
+    #[cfg(feature = "measurement-aids")]
+    pub aids: crate::config::MeasurementAids,
     /// The corrected clock the control thread publishes (taken up every few ms).
     pub clock: Arc<SharedClock>,
 }
@@ -711,8 +711,8 @@ impl<K: VerifierKeys> Worker<K> {
             seed,
             telemetry,
             exporter,
-            io_only,
-            idint_lower_bound,
+            #[cfg(feature = "measurement-aids")]
+            aids,
             clock: shared_clock,
         } = self;
         let clock = telemetry.clock;
@@ -725,9 +725,11 @@ impl<K: VerifierKeys> Worker<K> {
             clock,
             shared_clock,
             pool,
-            lower_bound: idint_lower_bound,
+            #[cfg(feature = "measurement-aids")]
+            lower_bound: aids.idint_lower_bound,
         };
-        if io_only {
+        #[cfg(feature = "measurement-aids")]
+        if aids.io_only {
             return io.forward_untouched(&router);
         }
         match exporter {
@@ -747,11 +749,13 @@ struct Io {
     shared_clock: Arc<SharedClock>,
     pool: Arc<dpdk::Mempool>,
     /// ID-INT through [`scion_dp::lower_bound`].
+    #[cfg(feature = "measurement-aids")]
     lower_bound: scion_dp::lower_bound::Mode,
 }
 
 impl Io {
     /// The I/O-only ceiling: every received burst goes out by the next port unchanged.
+    #[cfg(feature = "measurement-aids")]
     fn forward_untouched(mut self, router: &Router) -> u64 {
         let proc = Processor::new(router);
         let idint = scion_dp::idint::IdIntCounters::default();
@@ -811,6 +815,7 @@ impl Io {
         let mut last_publish = dpdk::rdtsc();
         // Cycles spent on bursts since the last publication (the CPU usage telemetry).
         let mut busy = 0u64;
+        #[cfg(feature = "measurement-aids")]
         let mut bound = LowerBound::new(self.lower_bound);
         loop {
             if dpdk::stop_requested() {
@@ -823,11 +828,12 @@ impl Io {
                 }
                 let start = dpdk::rdtsc();
                 let now = clock.unix_ns(start);
-                stage.source.begin_burst(i, now);
+                stage.source_mut().begin_burst(i, now);
                 let now_s = (now / 1_000_000_000) as u32;
                 let filled = classify(
                     tables, *port, now_s, &mut burst, &mut slots, &mut out, &mut io,
                 );
+                #[cfg(feature = "measurement-aids")]
                 match bound.as_mut() {
                     None => proc.process_burst_with(&mut slots[..filled], now, &mut stage),
                     Some(bound) => {
@@ -838,6 +844,8 @@ impl Io {
                         proc.process_burst_with(&mut slots[..filled], now, hook);
                     }
                 }
+                #[cfg(not(feature = "measurement-aids"))]
+                proc.process_burst_with(&mut slots[..filled], now, &mut stage);
                 // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
                 let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
@@ -849,22 +857,31 @@ impl Io {
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
-                self.stats
-                    .publish(&io, proc.counters(), &stage.counters, &stage.keys.lookups());
-                stage.source.sample_buffers();
+                self.stats.publish(
+                    &io,
+                    proc.counters(),
+                    stage.counters(),
+                    &stage.keys().lookups(),
+                );
+                stage.source_mut().sample_buffers();
                 stage
-                    .source
+                    .source_mut()
                     .sample_usage(busy, tsc.wrapping_sub(last_publish), &self.pool);
                 last_publish = tsc;
                 busy = 0;
                 // The control thread's corrected clock, for timestamps and time.
                 clock = self.shared_clock.load();
-                stage.source.clock = clock;
+                stage.source_mut().clock = clock;
             }
         }
         send_all(tables, &mut out, &mut self.tx, &mut io);
-        self.stats
-            .publish(&io, proc.counters(), &stage.counters, &stage.keys.lookups());
+        self.stats.publish(
+            &io,
+            proc.counters(),
+            stage.counters(),
+            &stage.keys().lookups(),
+        );
+        #[cfg(feature = "measurement-aids")]
         if let Some(b) = bound {
             eprintln!(
                 "idint-router: lower-bound ID-INT: {} entries from the template, {} packets through the stage",

@@ -641,6 +641,7 @@ fn a_vlan_port_takes_and_sends_only_its_tagged_frames() {
 
 /// Runs 20 ID-INT packets of one flow through the benchmark aid `dataplane.idint_lower_bound`
 /// in `mode`; checks that the first took the real stage and the others the template.
+#[cfg(feature = "measurement-aids")]
 fn lower_bound_run(mode: &str) -> PcapRun {
     let now = now_s();
     let frames: Vec<_> = (0..20u8)
@@ -676,6 +677,7 @@ fn lower_bound_run(mode: &str) -> PcapRun {
 
 /// Sealed template entries still verify and decrypt at the destination (same key, chained
 /// MACs, a fresh nonce each).
+#[cfg(feature = "measurement-aids")]
 #[test]
 fn lower_bound_entries_from_the_template_verify() {
     let PcapRun {
@@ -705,6 +707,7 @@ fn lower_bound_entries_from_the_template_verify() {
 
 /// Unsealed template entries carry no MAC: only the first packet's entry (the real stage's)
 /// verifies.
+#[cfg(feature = "measurement-aids")]
 #[test]
 fn unsealed_lower_bound_entries_do_not_verify() {
     let PcapRun { sent, t0, t1, .. } = lower_bound_run("unsealed");

@@ -449,17 +449,17 @@ impl ForwardingHook for () {
 #[derive(Debug)]
 pub struct IdIntStage<K, S, N = CtrDrbg, X = NoExport> {
     /// Key lookup.
-    pub keys: K,
+    pub(crate) keys: K,
     /// Telemetry values.
-    pub source: S,
+    pub(crate) source: S,
     /// Nonces for encryption.
-    pub nonces: N,
+    pub(crate) nonces: N,
     /// Sink output.
-    pub exporter: X,
+    pub(crate) exporter: X,
     /// Whether this router acts as infrastructure-mode sink.
-    pub sink: bool,
+    pub(crate) sink: bool,
     /// What happened so far.
-    pub counters: IdIntCounters,
+    pub(crate) counters: IdIntCounters,
     /// MACs and keystreams deferred to the end of a burst.
     batch: Box<SealBatch>,
     /// The burst slot of the packet being processed, if sealing may be deferred.
@@ -486,9 +486,54 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource> IdIntStage<K, S, N, No
 }
 
 impl<K, S, N, X> IdIntStage<K, S, N, X> {
+    /// What the stage did so far.
+    pub fn counters(&self) -> &IdIntCounters {
+        &self.counters
+    }
+
+    /// The verifier-key lookup (for its statistics).
+    pub fn keys(&self) -> &K {
+        &self.keys
+    }
+
+    /// The telemetry source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The telemetry source, to update what it measures between bursts.
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.source
+    }
+
+    /// The infrastructure-mode sink's exporter.
+    pub fn exporter(&self) -> &X {
+        &self.exporter
+    }
+
+    /// The infrastructure-mode sink's exporter, to flush or drain it.
+    pub fn exporter_mut(&mut self) -> &mut X {
+        &mut self.exporter
+    }
+
+    /// Whether this stage acts as infrastructure-mode sink.
+    pub fn is_sink(&self) -> bool {
+        self.sink
+    }
+
+    /// The nonce generator.
+    pub fn nonces(&self) -> &N {
+        &self.nonces
+    }
+
+    /// Takes the stage apart: its key lookup, telemetry source, nonce generator and exporter.
+    pub fn into_parts(self) -> (K, S, N, X) {
+        (self.keys, self.source, self.nonces, self.exporter)
+    }
+
     /// The same stage without the straight-line push path (every packet through the general
     /// path); for tests and fuzzing that check both agree.
-    #[doc(hidden)]
+    #[cfg(feature = "measurement-aids")]
     pub fn without_fast_path(mut self) -> Self {
         self.fast = false;
         self

@@ -9,8 +9,8 @@
 //! * [`idint`]: ID-INT telemetry written after the forwarding decision (push, aggregate, MAC
 //!   chain, encryption) and the infrastructure-mode sink; [`telemetry`]: what a router
 //!   measures ([`telemetry::TelemetrySource`]).
-//! * [`lower_bound`]: a measurement aid, the least work an ID-INT entry can cost (template
-//!   entries), to compare the real stage with.
+//! * `lower_bound` (cargo feature `measurement-aids`, never in production builds): the least
+//!   work an ID-INT entry can cost (template entries), to compare the real stage with.
 //! * [`probe`]: infrastructure-mode ID-INT probes for configured paths and rates.
 //! * [`process`]: the packet processor (single packets and bursts) and its decisions
 //!   ([`outcome`]: dispositions, drop and SCMP reasons, counters).
@@ -27,6 +27,7 @@ pub mod epic;
 pub mod hop_mac;
 pub mod idint;
 mod local;
+#[cfg(feature = "measurement-aids")]
 pub mod lower_bound;
 pub mod outcome;
 pub mod probe;

@@ -469,7 +469,7 @@ impl<'r> Processor<'r> {
 
     /// The same processor without the transit fast path (every packet through the general
     /// pipeline); for tests that check the two agree.
-    #[doc(hidden)]
+    #[cfg(feature = "measurement-aids")]
     pub fn without_fast_path(mut self) -> Self {
         self.engine.fast = false;
         self

@@ -417,7 +417,7 @@ fn request(mode: AggregationMode, encrypt: bool) -> RequestBuilder {
 
 /// The metadata router `r` wrote from its recorder's values.
 fn written_by(trip: &Trip, r: usize, ingress_if: u16, egress_if: u16) -> Metadata {
-    let given = &trip.stages[r].source.given;
+    let given = &trip.stages[r].source().given;
     let slot = |code: u8| {
         given.iter().find(|g| g.0 == code).map(|&(c, v)| SlotValue {
             len: Instruction(c).data_len() as u8,
@@ -507,7 +507,7 @@ fn mode_2_pushes_at_ingress_and_egress_and_encrypts_only_closing_entries() {
     let encrypted: Vec<bool> = entries[1..].iter().map(|e| e.encrypted).collect();
     // RB1 hands the packet to its sibling: its entry is not closing.
     assert_eq!(encrypted, [true, false, true, true, true]);
-    assert_eq!(trip.stages[1].nonces.0, 16, "RB1 drew no nonce");
+    assert_eq!(trip.stages[1].nonces().0, 16, "RB1 drew no nonce");
     for r in 0..5 {
         assert_eq!(
             entries[r + 1].metadata,
@@ -562,7 +562,7 @@ fn a_full_stack_sets_x_and_adds_nothing() {
     let entries = verify(&mut trip.packet).expect("X is outside the MAC");
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[1].metadata, written_by(&trip, 0, 0, 1));
-    let full: u64 = trip.stages.iter().map(|s| s.counters.stack_full).sum();
+    let full: u64 = trip.stages.iter().map(|s| s.counters().stack_full).sum();
     assert_eq!(full, 4);
     // A fast push that finds the stack full leaves the packet to the general path without
     // looking the key up first: each router asks its key cache as often as without a fast
@@ -571,7 +571,7 @@ fn a_full_stack_sets_x_and_adds_nothing() {
         t.stages
             .iter()
             .map(|s| {
-                let c = s.keys.cache.stats();
+                let c = s.keys().cache.stats();
                 c.hits + c.misses
             })
             .collect()
@@ -589,7 +589,7 @@ fn delay_hops_skips_the_first_ases() {
     let hops: Vec<u8> = entries[1..].iter().map(|e| e.hop).collect();
     assert_eq!(hops, [2, 3]);
     assert_eq!(entries[1].metadata, written_by(&trip, 3, 4, 5));
-    let delayed: Vec<u64> = trip.stages.iter().map(|s| s.counters.delayed).collect();
+    let delayed: Vec<u64> = trip.stages.iter().map(|s| s.counters().delayed).collect();
     assert_eq!(delayed, [1, 1, 1, 0, 0]);
 }
 
@@ -606,8 +606,8 @@ fn a_router_without_a_key_leaves_the_packet_unchanged() {
     let d = p.process_with(&mut packet, len, Ingress::Internal, NOW, &mut st);
     assert_eq!(d, Disposition::Forward { ifid: 1 });
     assert_eq!(packet, expect);
-    assert_eq!(st.counters.no_key, 1);
-    assert_eq!(st.counters.pushed, 0);
+    assert_eq!(st.counters().no_key, 1);
+    assert_eq!(st.counters().pushed, 0);
 }
 
 #[test]
@@ -691,9 +691,9 @@ fn many_verifiers_in_one_burst(capacity: usize, packets: u8) -> u64 {
     let (_, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
         stage_with_cache(0, &rs, capacity)
     });
-    assert!(sb.counters.pushed >= u64::from(packets) * 3 / 4);
-    assert_eq!(sb.counters.no_key, 0);
-    sb.keys.cache.stats().evictions
+    assert!(sb.counters().pushed >= u64::from(packets) * 3 / 4);
+    assert_eq!(sb.counters().no_key, 0);
+    sb.keys().cache.stats().evictions
 }
 
 /// A packet's decision and bytes after a router.
@@ -729,7 +729,7 @@ fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
     for (i, (g, s)) in general.iter().zip(&single).enumerate() {
         assert_eq!(g, s, "packet {i}: general path vs planned single packets");
     }
-    assert_eq!(sg.counters, st.counters);
+    assert_eq!(sg.counters(), st.counters());
     let mut sb = make();
     let mut p = Processor::new(&rs[r]);
     let mut bufs: Vec<Vec<u8>> = inputs.to_vec();
@@ -752,7 +752,7 @@ fn burst_equals_singles<K: VerifierKeys, S: TelemetrySource>(
         assert_eq!(d, db, "packet {i}");
         assert_eq!(b, bb, "packet {i}");
     }
-    assert_eq!(sb.counters, st.counters);
+    assert_eq!(sb.counters(), st.counters());
     (single, sb)
 }
 
@@ -823,9 +823,9 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     inputs.push(base.clone());
 
     let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || stage(0, &rs));
-    assert_eq!(sb.counters.pushed, 13);
-    assert_eq!(sb.counters.malformed, 2);
-    assert_eq!(sb.counters.delayed, 1);
+    assert_eq!(sb.counters().pushed, 13);
+    assert_eq!(sb.counters().malformed, 2);
+    assert_eq!(sb.counters().delayed, 1);
     // The burst's packets of the flow verify at the destination like any other.
     let mut first = single[1].1.clone();
     let len = first.len();
@@ -856,8 +856,8 @@ fn a_flows_plan_is_taken_only_by_packets_that_decide_alike() {
     let (single, sb) = burst_equals_singles(&rs, 1, ingress, &inputs, || stage(1, &rs));
     assert!(single.iter().all(|(d, _)| *d == want));
     // The flipped E flag of the top entry is not malformed (the verifier will reject its MAC).
-    assert_eq!(sb.counters.pushed, 5);
-    assert_eq!(sb.counters.malformed, 1);
+    assert_eq!(sb.counters().pushed, 5);
+    assert_eq!(sb.counters().malformed, 1);
 }
 
 /// A source that measures its queue only every other time it is asked.
@@ -889,10 +889,10 @@ fn a_flows_plan_lays_out_what_the_source_supplies_each_time() {
     };
     let inputs: Vec<Vec<u8>> = (0..6).map(|_| request_packet(&rs, &req)).collect();
     let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
-        let s = stage(0, &rs);
-        IdIntStage::new(s.keys, Flaky { asked: 1 }, s.nonces)
+        let (keys, _, nonces, _) = stage(0, &rs).into_parts();
+        IdIntStage::new(keys, Flaky { asked: 1 }, nonces)
     });
-    assert_eq!(sb.counters.pushed, 6);
+    assert_eq!(sb.counters().pushed, 6);
     // Entries with and without the queue length alternate (their lengths differ).
     let lens: Vec<usize> = single
         .iter()
@@ -952,15 +952,11 @@ fn a_flows_plan_serves_other_verifiers_of_the_same_kind() {
         .map(|&h| request_packet_to(&rs, &req, Ipv4Addr::new(10, 4, 0, h)))
         .collect();
     let (single, sb) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
-        let s = stage(0, &rs);
-        IdIntStage::new(
-            AllBut(s.keys, Ipv4Addr::new(10, 4, 0, 9)),
-            s.source,
-            s.nonces,
-        )
+        let (keys, source, nonces, _) = stage(0, &rs).into_parts();
+        IdIntStage::new(AllBut(keys, Ipv4Addr::new(10, 4, 0, 9)), source, nonces)
     });
-    assert_eq!(sb.counters.pushed, 8);
-    assert_eq!(sb.counters.no_key, 2);
+    assert_eq!(sb.counters().pushed, 8);
+    assert_eq!(sb.counters().no_key, 2);
     // Without a key the packet's ID-INT options leave unchanged.
     let r = hbh_range(&inputs[6]);
     assert_eq!(single[6].1[r.clone()], inputs[6][r.clone()]);
@@ -1009,7 +1005,8 @@ fn a_plan_kept_from_earlier_packets_seals_with_the_key_of_each_packets_time() {
     let now = once(&mut stage(0, &rs), NOW);
     // What the NOW epoch's key would give later: another MAC (so the checks below can fail).
     let pinned = |st: IdIntStage<DrkeyKeys, Recorder, Counting>| {
-        IdIntStage::new(Pinned(as_key(ROUTER_AS[0])), st.source, st.nonces)
+        let (_, source, nonces, _) = st.into_parts();
+        IdIntStage::new(Pinned(as_key(ROUTER_AS[0])), source, nonces)
     };
     let mut b = input.clone();
     Processor::new(&rs[0]).process_with(
@@ -1028,14 +1025,14 @@ fn a_plan_kept_from_earlier_packets_seals_with_the_key_of_each_packets_time() {
     assert_eq!(once(&mut st, NOW), now);
     assert_eq!(once(&mut st, NOW), now);
     assert_eq!(once(&mut st, later), fresh);
-    assert_eq!(st.counters.pushed, 3);
+    assert_eq!(st.counters().pushed, 3);
     // Bursts: the plan of a burst at NOW used by the next burst, later.
     let mut st = stage(0, &rs);
     assert!(burst(&mut st, NOW).iter().all(|b| *b == now));
     assert!(burst(&mut st, later).iter().all(|b| *b == fresh));
     // And a single packet after the bursts, back at NOW.
     assert_eq!(once(&mut st, NOW), now);
-    assert_eq!(st.counters.pushed, 7);
+    assert_eq!(st.counters().pushed, 7);
 }
 
 #[test]
@@ -1051,8 +1048,8 @@ fn bursts_write_the_same_telemetry_as_single_packets() {
             .iter()
             .all(|(d, _)| *d == Disposition::Forward { ifid: 1 })
     );
-    assert_eq!(sb.counters.pushed, 8);
-    assert_eq!(sb.counters.encrypted, 8);
+    assert_eq!(sb.counters().pushed, 8);
+    assert_eq!(sb.counters().encrypted, 8);
 }
 
 mod infrastructure {
@@ -1200,8 +1197,8 @@ mod infrastructure {
             };
             last = Some(d);
         }
-        let exported = sink.counters.exported;
-        (buf, last.unwrap(), sink.exporter.0, exported)
+        let exported = sink.counters().exported;
+        (buf, last.unwrap(), sink.into_parts().3.0, exported)
     }
 
     #[test]
@@ -1296,7 +1293,8 @@ fn the_fast_push_path_equals_the_general_path() {
         assert_eq!(fast.packet, general.packet, "scenario {i}");
         for r in 0..5 {
             assert_eq!(
-                fast.stages[r].counters, general.stages[r].counters,
+                fast.stages[r].counters(),
+                general.stages[r].counters(),
                 "scenario {i} router {r}"
             );
         }
@@ -1312,8 +1310,8 @@ fn traverse_with_internal_nodes(req: &RequestBuilder, internal: usize) -> (Trip,
     let mut nodes: Vec<_> = (0..internal)
         .map(|i| {
             let mut s = stage(1, &rs);
-            s.source.node = 100 + i as u32;
-            s.source.total_tx = 7;
+            s.source_mut().node = 100 + i as u32;
+            s.source_mut().total_tx = 7;
             s
         })
         .collect();
@@ -1327,7 +1325,7 @@ fn traverse_with_internal_nodes(req: &RequestBuilder, internal: usize) -> (Trip,
         let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
         assert_eq!(d, want, "router {r}");
     }
-    let recorders = nodes.into_iter().map(|n| n.source).collect();
+    let recorders = nodes.into_iter().map(|n| n.into_parts().1).collect();
     (Trip { packet, stages }, recorders)
 }
 
@@ -1389,7 +1387,7 @@ fn internal_node_never_merges_into_an_open_entry_of_another_as() {
         let d = p.process_with(&mut packet, len, ingress, NOW, &mut stages[r]);
         assert_eq!(d, want, "router {r}");
     }
-    let full: Vec<u64> = stages.iter().map(|s| s.counters.stack_full).collect();
+    let full: Vec<u64> = stages.iter().map(|s| s.counters().stack_full).collect();
     assert_eq!(full, [0, 0, 1, 1, 1], "RB2, RC, RD found the stack full");
     // Control: the stack as the border routers left it verifies (X is outside the MAC).
     let before = verify(&mut packet.clone()).expect("valid X-flagged stack verifies");
@@ -1402,10 +1400,13 @@ fn internal_node_never_merges_into_an_open_entry_of_another_as() {
 
     // An AS-internal node of AS D, on the way from RD to the destination host.
     let mut node = stage(4, &rs);
-    node.source.node = 400;
+    node.source_mut().node = 400;
     node.process_internal(ases()[3], &mut packet, len, (11, 12), NOW);
     // D has no entry of its own to merge into: the stack is full, so it only sets X.
-    assert_eq!((node.counters.aggregated, node.counters.stack_full), (0, 1));
+    assert_eq!(
+        (node.counters().aggregated, node.counters().stack_full),
+        (0, 1)
+    );
     let after = verify(&mut packet.clone());
     assert!(after.is_ok(), "the stack no longer verifies: {after:?}");
 }
@@ -1422,19 +1423,19 @@ fn mode3_internal_node_never_merges_into_another_ases_summary() {
     let len = packet.len();
     // An internal node of AS A between host a and RA.
     let mut a_node = stage(0, &rs);
-    a_node.source.node = 200;
+    a_node.source_mut().node = 200;
     a_node.process_internal(ases()[0], &mut packet, len, (21, 22), NOW);
-    assert_eq!(a_node.counters.pushed, 1);
+    assert_eq!(a_node.counters().pushed, 1);
     let mut stages: Vec<_> = (0..5).map(|r| stage(r, &rs)).collect();
     for (r, (ingress, want)) in hops().into_iter().enumerate() {
         if r == 2 {
             // An internal node of AS B between RB1 and RB2.
             let mut b_node = stage(1, &rs);
-            b_node.source.node = 300;
+            b_node.source_mut().node = 300;
             b_node.process_internal(ases()[1], &mut packet, len, (31, 32), NOW);
             // A's summary is on top and B's own does not fit: X, nothing merged.
             assert_eq!(
-                (b_node.counters.aggregated, b_node.counters.stack_full),
+                (b_node.counters().aggregated, b_node.counters().stack_full),
                 (0, 1)
             );
         }
@@ -1461,13 +1462,13 @@ fn delay_hops_count_border_routers_not_internal_nodes() {
     // count alone.
     let mut node = stage(0, &rs);
     node.process_internal(ases()[0], &mut packet, len, (1, 2), NOW);
-    assert_eq!((node.counters.delayed, node.counters.pushed), (1, 0));
+    assert_eq!((node.counters().delayed, node.counters().pushed), (1, 0));
     assert_eq!(delay(&packet), 1);
     // RA, the first border router, uses the delayed hop up.
     let mut ra = stage(0, &rs);
     let d = Processor::new(&rs[0]).process_with(&mut packet, len, Ingress::Internal, NOW, &mut ra);
     assert_eq!(d, Disposition::Forward { ifid: 1 });
-    assert_eq!((ra.counters.delayed, ra.counters.pushed), (1, 0));
+    assert_eq!((ra.counters().delayed, ra.counters().pushed), (1, 0));
     assert_eq!(delay(&packet), 0);
 }
 
@@ -1497,13 +1498,13 @@ fn entries_whose_key_vanished_before_sealing_leave_no_values_and_are_counted_onc
             .collect();
         // Single packets (general and planned paths) and a burst write the same bytes.
         let (lost, st) = burst_equals_singles(&rs, 0, Ingress::Internal, &inputs, || {
-            let s = stage(0, &rs);
-            IdIntStage::new(Vanishing(s.keys), s.source, s.nonces)
+            let (keys, source, nonces, _) = stage(0, &rs).into_parts();
+            IdIntStage::new(Vanishing(keys), source, nonces)
         });
-        assert_eq!(st.counters.pushed, 4, "encrypt {encrypt}");
-        assert_eq!(st.counters.unsealed, 4, "encrypt {encrypt}");
-        assert_eq!(st.counters.no_key, 0, "encrypt {encrypt}");
-        assert_eq!(st.counters.malformed, 0, "encrypt {encrypt}");
+        assert_eq!(st.counters().pushed, 4, "encrypt {encrypt}");
+        assert_eq!(st.counters().unsealed, 4, "encrypt {encrypt}");
+        assert_eq!(st.counters().no_key, 0, "encrypt {encrypt}");
+        assert_eq!(st.counters().malformed, 0, "encrypt {encrypt}");
         // Against the same packets sealed normally: every byte that differs is zero in the
         // unsealed packet (values, nonce and MAC), and the MAC at least differs.
         let (sealed, _) =
@@ -1623,7 +1624,7 @@ fn through_lower_bound_counted(
             assert_eq!(p.process_with(b, len, ingress, NOW, &mut hook), want);
         }
     }
-    (bound, st.counters)
+    (bound, *st.counters())
 }
 
 /// [`through_lower_bound_counted`], the aid only.

@@ -11,7 +11,7 @@ use scion_dp_replay::{Case, CaseFile};
 
 const CASES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/vectors/scion/router_cases.json"
+    "/../../testdata/scion/router_cases.json"
 );
 const ROOM: usize = 2048;
 

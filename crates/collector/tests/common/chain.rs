@@ -355,16 +355,16 @@ impl Chain {
             if self.no_idint.contains(&r) {
                 p.process(&mut self.buf, len, ing, now);
             } else if r == 4 {
-                self.sink.source.seq = probe.seq as u32;
+                self.sink.source_mut().seq = probe.seq as u32;
                 let t = now + self.sink_delay_ns;
                 p.process_with(&mut self.buf, len, ing, t, &mut self.sink);
             } else {
-                self.stages[r].source.seq = probe.seq as u32;
+                self.stages[r].source_mut().seq = probe.seq as u32;
                 p.process_with(&mut self.buf, len, ing, now, &mut self.stages[r]);
             }
         }
         self.sink
-            .exporter
+            .exporter_mut()
             .0
             .pop()
             .expect("the sink exported a report")
@@ -383,9 +383,9 @@ impl Chain {
     /// The values router `r` (0 = RA .. 4 = RD) handed out for the last probe.
     pub fn given(&self, r: usize) -> Given {
         if r == 4 {
-            self.sink.source.last
+            self.sink.source().last
         } else {
-            self.stages[r].source.last
+            self.stages[r].source().last
         }
     }
 }
