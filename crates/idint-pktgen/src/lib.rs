@@ -498,7 +498,7 @@ impl Generator {
             for i in &r.interfaces {
                 sides.push(Side {
                     id: i.id,
-                    link: i.link_type,
+                    link: i.link_type.into(),
                     neighbor: i.neighbor_ia,
                     remote_if: i.remote_interface_id.unwrap_or(i.id),
                     sibling: (r.id != me.id).then_some(r.internal_addr),

@@ -4,7 +4,6 @@ use std::fmt;
 use std::path::PathBuf;
 
 use drkey::keyfile::KeyFileError;
-use scion_dp::config::ConfigError;
 
 /// What is wrong with one field of a topology file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +104,7 @@ pub enum TopologyError {
         /// The router id.
         id: String,
         /// The data plane's objection.
-        reason: ConfigError,
+        reason: String,
     },
 }
 

@@ -7,8 +7,8 @@ use drkey::keyfile::{MAX_MASTER_LEN, decode_master_key};
 
 use crate::error::TopologyError;
 
-/// The master secrets of an AS. `master0` keys the hop fields (see [`MasterKeys::forwarding_key`])
-/// and DRKey secret values; `master1` is the rollover secret and optional.
+/// The master secrets of an AS. `master0` keys the hop fields (with the feature
+/// `router-config`, `MasterKeys::forwarding_key` derives that key) and DRKey secret values; `master1` is the rollover secret and optional.
 #[derive(Clone, PartialEq, Eq)]
 pub struct MasterKeys {
     /// Decoded `master0.key`.
@@ -60,11 +60,6 @@ impl MasterKeys {
             master0: master0.to_vec(),
             master1: None,
         }
-    }
-
-    /// The hop-field forwarding key derived from `master0` (PBKDF2, as the SCION router).
-    pub fn forwarding_key(&self) -> [u8; 16] {
-        scion_dp::hop_mac::forwarding_key(&self.master0)
     }
 }
 
@@ -196,10 +191,6 @@ mod tests {
         let k = MasterKeys::load(&dir).unwrap();
         assert_eq!(k.master0, (0u8..16).collect::<Vec<_>>());
         assert!(k.master1.is_none());
-        assert_eq!(
-            k.forwarding_key(),
-            scion_dp::hop_mac::forwarding_key(&k.master0)
-        );
         std::fs::write(dir.join("master1.key"), "not base64!").unwrap();
         let e = MasterKeys::load(&dir).unwrap_err();
         assert!(matches!(e, TopologyError::Key { .. }), "{e}");

@@ -1,5 +1,8 @@
-//! Loads a SCION border router's configuration from the standard files into
-//! [`scion_dp::config::RouterConfig`].
+//! The SCION topology model: reads and validates `topology.json` files and `keys/`
+//! directories into plain data ([`Topology`], [`MasterKeys`]) for routers, tools and the
+//! collector. With the feature `router-config`, it also builds a border router's
+//! `scion_dp::config::RouterConfig` ([`Topology::router_config`]); without it, the crate does
+//! not depend on the data plane.
 //!
 //! Two `topology.json` dialects are read (detected from the type of `isd_as`):
 //!
@@ -46,8 +49,10 @@
 //!
 //! ```no_run
 //! let topo = scion_topology::Topology::load("conf/topology.json")?;
+//! # #[cfg(feature = "router-config")] {
 //! let config = topo.router_config("br1-ff00_0_110-1", "conf/keys")?;
 //! let router = scion_dp::config::Router::new(config)?;
+//! # }
 //! for ifc in topo.router("br1-ff00_0_110-1")?.interfaces.iter() {
 //!     println!("{} local {} remote {}", ifc.id, ifc.underlay.local, ifc.underlay.remote);
 //! }
@@ -57,16 +62,19 @@
 mod error;
 mod json_keys;
 mod keys;
+mod model;
 mod parse;
+#[cfg(feature = "router-config")]
+mod router_config;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use idint_wire::{IsdAsn, Svc};
-use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
 
 pub use error::{FieldError, TopologyError};
 pub use keys::{MAX_KEY_FILE_LEN, MIN_MASTER_LEN, MasterKeys};
+pub use model::{DispatchedPorts, LinkType};
 
 /// Smallest MTU accepted for `mtu` (AS and link), `internal_scion_mtu` and `scion_mtu`, in
 /// bytes: the IPv6 minimum link MTU (RFC 8200), which is the smallest value the reference
@@ -247,60 +255,6 @@ impl Topology {
             ));
         }
         Ok(())
-    }
-
-    /// The data-plane configuration of router `id`, with the forwarding key derived from
-    /// `keys_dir/master0.key`. Checked with [`Topology::check_router`] and validated with
-    /// [`Router::new`] so a returned config is accepted.
-    pub fn router_config(
-        &self,
-        id: &str,
-        keys_dir: impl AsRef<Path>,
-    ) -> Result<RouterConfig, TopologyError> {
-        let keys = MasterKeys::load(keys_dir)?;
-        self.router_config_with_key(id, keys.forwarding_key())
-    }
-
-    /// As [`Topology::router_config`], with the forwarding key given directly.
-    pub fn router_config_with_key(
-        &self,
-        id: &str,
-        forwarding_key: [u8; 16],
-    ) -> Result<RouterConfig, TopologyError> {
-        self.check_router(id)?;
-        let (asys, me) = self.find_router(id)?;
-        let mut interfaces = Vec::new();
-        for r in &asys.routers {
-            let owner = if r.id == me.id {
-                Owner::Local
-            } else {
-                Owner::Sibling(r.internal_addr)
-            };
-            for i in &r.interfaces {
-                interfaces.push(InterfaceConfig {
-                    id: i.id,
-                    link_type: i.link_type,
-                    neighbor_ia: i.neighbor_ia,
-                    owner,
-                });
-            }
-        }
-        interfaces.sort_by_key(|i| i.id);
-        let config = RouterConfig {
-            local_ia: asys.ia,
-            core: asys.core,
-            internal_addr: me.internal_addr,
-            interfaces,
-            services: asys.services.clone(),
-            dispatched_ports: asys.dispatched_ports,
-            forwarding_key,
-        };
-        Router::new(config.clone()).map_err(|reason| TopologyError::Config {
-            file: self.file.clone(),
-            id: id.to_string(),
-            reason,
-        })?;
-        Ok(config)
     }
 }
 

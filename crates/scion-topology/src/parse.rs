@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
+use crate::{DispatchedPorts, LinkType};
 use idint_wire::{IsdAsn, Svc};
-use scion_dp::config::{DispatchedPorts, LinkType};
 use serde_json::{Map, Value};
 
 use crate::{

@@ -308,7 +308,7 @@ fn inconsistent_configs_and_bad_files() {
     let i = t.router("br1a").unwrap().interface(2).unwrap();
     assert_eq!(
         (i.link_type, i.remote_interface_id),
-        (LinkType::Peer, Some(9))
+        (scion_topology::LinkType::Peer, Some(9))
     );
 }
 

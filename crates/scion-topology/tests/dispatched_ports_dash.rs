@@ -1,8 +1,7 @@
 //! `"dispatched_ports": "-"` is how scionproto topologies say "no dispatched ports" (Go
 //! `private/topology/topology.go` validatePortRange accepts "" and "-" alike).
 
-use scion_dp::config::DispatchedPorts;
-use scion_topology::Topology;
+use scion_topology::{DispatchedPorts, Topology};
 
 const TOPO: &str = r#"{
   "attributes": [], "isd_as": "1-ff00:0:112", "mtu": 1450, "dispatched_ports": "-",
