@@ -80,6 +80,20 @@ impl<'a> SpaoRepr<'a> {
     }
 }
 
+/// The SPAO authenticator of `pkt` for algorithm 0 (AES-CMAC, RFC 4493) under `key`: the CMAC
+/// of [`mac_input`]. Errors as [`mac_input`].
+#[cfg(feature = "crypto")]
+pub fn aes_cmac_authenticator(
+    key: &[u8; 16],
+    pkt: &Packet<'_>,
+    spao: &SpaoRepr<'_>,
+) -> Result<[u8; 16]> {
+    use cmac::{KeyInit, Mac};
+    let mut mac = cmac::Cmac::<aes::Aes128>::new(key.into());
+    mac_input(pkt, spao, |b| mac.update(b))?;
+    Ok(mac.finalize().into_bytes().into())
+}
+
 /// Feeds the SPAO MAC input for `pkt` and its option `spao` to `sink`, piece by piece (no
 /// allocation): option metadata, common-header words, the addresses the SPI requires, the path
 /// with mutable fields zeroed, and the upper-layer message.
