@@ -19,5 +19,5 @@ mkdir -p target/demo
 ./target/release/idint-decode testdata/scion/slayers_golden target/demo/idint-demo.pcap
 echo
 echo "== router cases through the data plane"
-exec cargo run -q --release -p scion-dp --example replay-cases -- \
+exec cargo run -q --release -p scion-dp-replay -- \
     "${ROUTER_CASES:-testdata/scion/router_cases.json}"

@@ -94,3 +94,24 @@ fn bad_files_are_typed_errors() {
         .expect("mismatching key accepted");
     assert!(e.0.contains("does not match"), "{e}");
 }
+
+/// The `replay-cases` binary: every reference case passes (exit 0), a case file that cannot
+/// be read is exit status 2 with its reason.
+#[test]
+fn the_binary_judges_a_file() {
+    let bin = env!("CARGO_BIN_EXE_replay-cases");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/scion/router_cases.json"
+    );
+    let out = std::process::Command::new(bin).arg(file).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(" passed, 0 failed"), "{text}");
+    let out = std::process::Command::new(bin)
+        .arg("/nonexistent/cases.json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("replay-cases: "));
+}

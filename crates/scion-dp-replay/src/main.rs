@@ -1,5 +1,5 @@
 //! Replays a router case file (the `router_cases.json` format) through the processor:
-//! `cargo run --release -p scion-dp --example replay-cases -- FILE`. Prints PASS or FAIL with
+//! `cargo run --release -p scion-dp-replay -- FILE` (binary `replay-cases`). Prints PASS or FAIL with
 //! the first difference per case and `N passed, M failed`; exits 1 if any case fails, 2 if
 //! the file cannot be read.
 
