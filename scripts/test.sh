@@ -19,7 +19,7 @@ if [ -d crates/drkey ]; then
 fi
 
 echo "== router configuration without the measurement aids (as release builds refuse them)"
-cargo test -q -p router-dpdk --lib config:: 2>&1 | tail -n 3
+cargo test -q -p router-core --lib config:: 2>&1 | tail -n 3
 
 echo "== cargo test --workspace --all-features"
 mkdir -p target

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use libfuzzer_sys::fuzz_target;
-use router_dpdk::config::Config;
+use router_core::config::Config;
 
 /// A file beside the example's topology.json and keys/ (it need not exist: only its
 /// directory is used).

@@ -10,7 +10,7 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use libfuzzer_sys::fuzz_target;
-use router_dpdk::{ndp, underlay};
+use router_core::{ndp, underlay};
 
 const MY_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const MY_V4: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);

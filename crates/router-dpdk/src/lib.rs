@@ -1,28 +1,28 @@
-//! The DPDK poll-mode SCION/ID-INT border router: a thin I/O shell around `scion-dp`.
+//! The DPDK poll-mode SCION/ID-INT border router: a thin I/O shell around `scion-dp` and
+//! `router-core` (configuration, underlay parsing and rewriting, ARP/NDP and neighbour tables,
+//! which need no DPDK; re-exported here under their old paths).
 //!
 //! * [`dpdk`]: the safe DPDK layer (EAL, mempools, ports, mbufs, bursts, lcores); the only
 //!   module with `unsafe` code.
-//! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
-//! * [`eal_args`]: checks of the configured EAL arguments before EAL runs.
-//! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
 //! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
-//! * [`ndp`]: IPv6 neighbour discovery (solicitations and advertisements), the ARP of IPv6.
-//! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
-pub mod config;
 pub mod distribute;
 pub mod dpdk;
-pub mod eal_args;
 pub mod export;
 pub mod http;
-pub mod ndp;
-pub mod neighbor;
 pub mod run;
 pub mod stats;
-pub mod underlay;
 pub mod worker;
+
+pub use router_core::{config, eal_args, ndp, neighbor, underlay};
+
+// The EAL checks of `router-core` assume the lcore limit of the DPDK linked here.
+const _: () = assert!(
+    eal_args::MAX_LCORE == dpdk_sys::RTE_MAX_LCORE,
+    "router_core::eal_args::MAX_LCORE differs from this DPDK's RTE_MAX_LCORE"
+);

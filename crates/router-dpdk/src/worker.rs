@@ -20,6 +20,7 @@ use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
+use router_core::telemetry::EnergyFigures;
 #[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
 
@@ -335,18 +336,6 @@ impl PortSample {
         self.speed_mbps
             .store(u64::from(speed_mbps), Ordering::Relaxed);
     }
-}
-
-/// Configured energy figures (instructions 0x08 power draw, 0x4a/0x4b energy and CO2 per
-/// packet); absent values stay unmeasured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EnergyFigures {
-    /// Power draw of the router, W.
-    pub power_w: Option<u16>,
-    /// Energy per forwarded packet, nJ.
-    pub energy_per_packet_nj: Option<u32>,
-    /// CO2 per forwarded packet, pg.
-    pub co2_per_packet_pg: Option<u32>,
 }
 
 /// The router's measurements for ID-INT: TSC timestamps, port counters and link utilisation

@@ -262,7 +262,7 @@ pub struct Config {
     /// Node id written into ID-INT entries.
     pub node_id: Option<u32>,
     /// Configured energy figures for telemetry.
-    pub energy: crate::worker::EnergyFigures,
+    pub energy: crate::telemetry::EnergyFigures,
     /// Infrastructure-mode sink: report export to a collector.
     pub export: Option<ExportSettings>,
     /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
@@ -759,7 +759,7 @@ impl Config {
             distribution,
             export,
             http,
-            energy: crate::worker::EnergyFigures {
+            energy: crate::telemetry::EnergyFigures {
                 power_w: idint.power_w,
                 energy_per_packet_nj: idint.energy_per_packet_nj,
                 co2_per_packet_pg: idint.co2_per_packet_pg,

@@ -18,8 +18,9 @@ use std::collections::BTreeSet;
 /// Short options of EAL that take a value (the rest of the word or the next word).
 const SHORT_WITH_VALUE: &str = "abcsdlSmnr";
 
-/// DPDK's limit on lcore ids (exclusive).
-pub const MAX_LCORE: u32 = dpdk_sys::RTE_MAX_LCORE;
+/// DPDK's limit on lcore ids (exclusive): `RTE_MAX_LCORE` of Debian's DPDK 22.11 build
+/// (`router-dpdk` checks at compile time that the DPDK it links agrees).
+pub const MAX_LCORE: u32 = 128;
 
 /// Whether EAL would see CPU `id` on this machine (its own test). `None` when the machine
 /// has no `/sys/devices/system/cpu` to ask (then EAL decides alone).

@@ -1,0 +1,16 @@
+//! What the SCION/ID-INT border router does without DPDK, as plain code with unit tests: the
+//! I/O shell (`router-dpdk`) keeps `main`, setup, the worker loop and the control thread.
+//!
+//! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
+//! * [`eal_args`]: checks of the configured EAL arguments before EAL runs.
+//! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting, ARP answers.
+//! * [`ndp`]: IPv6 neighbour discovery (solicitations and advertisements), the ARP of IPv6.
+//! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
+//! * [`telemetry`]: configured telemetry figures (energy, power).
+
+pub mod config;
+pub mod eal_args;
+pub mod ndp;
+pub mod neighbor;
+pub mod telemetry;
+pub mod underlay;
