@@ -64,7 +64,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use scion_dp::config::RouterConfig;
-use scion_topology::{MasterKeys, Topology, TopologyError};
+use scion_topology::{BorderRouter, MasterKeys, Topology, TopologyError};
 use serde::Deserialize;
 
 /// Why a configuration was rejected. Every variant names the file or item at fault.
@@ -436,16 +436,14 @@ impl Config {
     }
 
     /// Validates the TOML `text`; relative paths in it are relative to `file`'s directory.
+    /// Checks run in the order of the file's sections; the first problem is reported.
     pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Toml {
             file: file.to_path_buf(),
             message: e.to_string().trim_end().replace('\n', " "),
         })?;
-        let item = |item: &str, reason: String| ConfigError::Item {
-            file: file.to_path_buf(),
-            item: item.to_string(),
-            reason,
-        };
+        let at = Items { file };
+        let item = |item: &str, reason: String| at.err(item, reason);
         let base = file.parent().unwrap_or(Path::new("."));
         let topo_path = base.join(&raw.topology);
         let topo = Topology::load(&topo_path)?;
@@ -458,302 +456,26 @@ impl Config {
         let me = topo.router(&raw.router_id)?;
         crate::eal_args::check(&raw.eal, crate::eal_args::cpu_detected)
             .map_err(|reason| item("eal", reason))?;
-
-        if raw.port.is_empty() {
-            return Err(item("port", "no [[port]] configured".into()));
-        }
-        let mut ports = Vec::new();
-        let mut placed: HashMap<u16, usize> = HashMap::new();
-        let mut internal_port = None;
-        for (i, p) in raw.port.iter().enumerate() {
-            let name = format!("port[{i}]");
-            if p.device.trim().is_empty() {
-                return Err(item(&format!("{name}.device"), "empty device name".into()));
-            }
-            // DPDK's name for the port (a PCI address in its full form).
-            let device = crate::eal_args::port_name(p.device.trim());
-            if ports.iter().any(|q: &PortPlan| q.device == device) {
-                return Err(item(
-                    &format!("{name}.device"),
-                    format!("device {:?} configured twice", p.device),
-                ));
-            }
-            let mut interfaces = Vec::new();
-            for &id in &p.interfaces {
-                let Some(ifc) = me.interface(id) else {
-                    let own: Vec<String> = me.interfaces.iter().map(|i| i.id.to_string()).collect();
-                    return Err(item(
-                        &format!("{name}.interfaces"),
-                        format!(
-                            "interface {id} is not an interface of router {} (its interfaces: {})",
-                            raw.router_id,
-                            own.join(", ")
-                        ),
-                    ));
-                };
-                if let Some(prev) = placed.insert(id, i) {
-                    return Err(item(
-                        &format!("{name}.interfaces"),
-                        format!("interface {id} is already on port[{prev}]"),
-                    ));
-                }
-                if ifc.underlay.local.ip().is_unspecified() {
-                    return Err(item(
-                        &format!("{name}.interfaces"),
-                        format!(
-                            "interface {id}: the topology gives no local underlay IP (\"{}\"); DPDK needs one",
-                            ifc.underlay.local
-                        ),
-                    ));
-                }
-                interfaces.push(InterfacePlan {
-                    id,
-                    local: ifc.underlay.local,
-                    remote: ifc.underlay.remote,
-                });
-            }
-            if p.interfaces.is_empty() && !p.internal {
-                return Err(item(
-                    &name,
-                    format!(
-                        "device {:?} carries no SCION interface and not the internal network \
-                         (give it interfaces = [...] or internal = true, or remove it)",
-                        p.device
-                    ),
-                ));
-            }
-            // Packets are told apart by the port they arrive on and their destination
-            // address: two receivers with one address on one port would be confused.
-            let mut receivers: Vec<(SocketAddr, String)> = interfaces
-                .iter()
-                .map(|f| (f.local, format!("interface {}", f.id)))
-                .collect();
-            if p.internal {
-                receivers.push((me.internal_addr, "the internal network".into()));
-            }
-            for (k, (addr, what)) in receivers.iter().enumerate() {
-                if let Some((_, other)) = receivers[..k].iter().find(|(a, _)| a == addr) {
-                    return Err(item(
-                        &name,
-                        format!(
-                            "{other} and {what} both receive on {addr} on device {:?}: the router \
-                             could not tell their packets apart (put them on different ports)",
-                            p.device
-                        ),
-                    ));
-                }
-            }
-            if p.internal {
-                if let Some(prev) = internal_port {
-                    return Err(item(
-                        &format!("{name}.internal"),
-                        format!("the internal network is already on port[{prev}]"),
-                    ));
-                }
-                internal_port = Some(i);
-            }
-            let default_next_hop_mac = match &p.default_next_hop_mac {
-                None => None,
-                Some(m) => Some(
-                    parse_next_hop_mac(m)
-                        .map_err(|r| item(&format!("{name}.default_next_hop_mac"), r))?,
-                ),
-            };
-            if let Some(v) = p.vlan
-                && !(1..=4094).contains(&v)
-            {
-                return Err(item(
-                    &format!("{name}.vlan"),
-                    format!("{v} is not a VLAN ID (1 ..= 4094)"),
-                ));
-            }
-            ports.push(PortPlan {
-                device,
-                interfaces,
-                internal: p.internal,
-                default_next_hop_mac,
-                vlan: p.vlan,
-            });
-        }
-        if internal_port.is_none() {
+        let ports = at.ports(&raw, me)?;
+        let neighbors = at.static_neighbors(&raw.neighbor)?;
+        let (epoch_secs, cache_keys) = at.drkey(raw.drkey.as_ref())?;
+        let neighbor_aging = at.neighbor_aging(&raw.dataplane)?;
+        let mbufs = raw.dataplane.mbufs.unwrap_or(DEFAULT_MBUFS);
+        if mbufs < MIN_MBUFS {
             return Err(item(
-                "port",
-                "no port carries the internal network (set internal = true on one)".into(),
+                "dataplane.mbufs",
+                format!("{mbufs} is below {MIN_MBUFS}"),
             ));
         }
-        if let Some(missing) = me.interfaces.iter().find(|i| !placed.contains_key(&i.id)) {
-            return Err(item(
-                "port",
-                format!(
-                    "interface {} of router {} is on no port",
-                    missing.id, raw.router_id
-                ),
-            ));
-        }
-        let mut neighbors = HashMap::new();
-        for (i, n) in raw.neighbor.iter().enumerate() {
-            let ip: IpAddr = n.ip.parse().map_err(|_| {
-                item(
-                    &format!("neighbor[{i}].ip"),
-                    format!("{:?} is not an IP address", n.ip),
-                )
-            })?;
-            if let Some(what) = non_unicast_ip(ip) {
-                return Err(item(
-                    &format!("neighbor[{i}].ip"),
-                    format!("{ip} is {what}; next hops are unicast addresses"),
-                ));
-            }
-            let mac =
-                parse_next_hop_mac(&n.mac).map_err(|r| item(&format!("neighbor[{i}].mac"), r))?;
-            if neighbors.insert(ip, mac).is_some() {
-                return Err(item(
-                    &format!("neighbor[{i}].ip"),
-                    format!("{ip} listed twice"),
-                ));
-            }
-        }
-        let drkey = raw.drkey.as_ref();
-        let epoch_secs = drkey.and_then(|d| d.epoch_secs).unwrap_or(86_400);
-        if !(360..=259_200).contains(&epoch_secs) {
-            return Err(item(
-                "drkey.epoch_secs",
-                format!("{epoch_secs} is outside 360 ..= 259200 (6 minutes to 3 days)"),
-            ));
-        }
-        let cache_keys = drkey.and_then(|d| d.cache_keys).unwrap_or(4096);
-        if !(4..=1 << 20).contains(&cache_keys) {
-            return Err(item(
-                "drkey.cache_keys",
-                format!("{cache_keys} is outside 4 ..= 1048576"),
-            ));
-        }
-        let default_aging = crate::neighbor::Aging::default();
-        let neighbor_aging = crate::neighbor::Aging {
-            refresh_s: raw
-                .dataplane
-                .neighbor_refresh_secs
-                .unwrap_or(default_aging.refresh_s),
-            expire_s: raw
-                .dataplane
-                .neighbor_expire_secs
-                .unwrap_or(default_aging.expire_s),
-        };
-        if neighbor_aging.refresh_s == 0 {
-            return Err(item(
-                "dataplane.neighbor_refresh_secs",
-                "0: learned neighbour entries must be re-asked after at least 1 s".into(),
-            ));
-        }
-        if neighbor_aging.expire_s <= neighbor_aging.refresh_s {
-            return Err(item(
-                "dataplane.neighbor_expire_secs",
-                format!(
-                    "neighbour entries must be refreshed (after {} s) before they expire (after {} s)",
-                    neighbor_aging.refresh_s, neighbor_aging.expire_s
-                ),
-            ));
-        }
-        let mbufs = raw.dataplane.mbufs.unwrap_or(8191);
-        if mbufs < 512 {
-            return Err(item("dataplane.mbufs", format!("{mbufs} is below 512")));
-        }
-        let desc = |v: Option<u16>, name: &str| -> Result<u16, ConfigError> {
-            let v = v.unwrap_or(512);
-            if !(32..=4096).contains(&v) || !v.is_power_of_two() {
-                return Err(item(
-                    name,
-                    format!("{v} must be a power of two in 32 ..= 4096"),
-                ));
-            }
-            Ok(v)
-        };
-        let export = match &raw.export {
-            None => None,
-            Some(e) => {
-                let collector: SocketAddr = e.collector.parse().map_err(|_| {
-                    item(
-                        "export.collector",
-                        format!("{:?} is not an IP:port address", e.collector),
-                    )
-                })?;
-                if collector.port() == 0 {
-                    return Err(item(
-                        "export.collector",
-                        format!("{collector}: port 0 is no UDP destination"),
-                    ));
-                }
-                if let Some(what) = non_unicast_ip(collector.ip()) {
-                    return Err(item(
-                        "export.collector",
-                        format!(
-                            "{collector}: {} is {what}; the collector is one unicast host",
-                            collector.ip()
-                        ),
-                    ));
-                }
-                let max_reports = e.max_reports.unwrap_or(32);
-                if !(1..=1024).contains(&max_reports) {
-                    return Err(item(
-                        "export.max_reports",
-                        format!("{max_reports} is outside 1 ..= 1024"),
-                    ));
-                }
-                let max_bytes = e.max_bytes.unwrap_or(1400);
-                if !(512..=65_000).contains(&max_bytes) {
-                    return Err(item(
-                        "export.max_bytes",
-                        format!("{max_bytes} is outside 512 ..= 65000"),
-                    ));
-                }
-                let flush_ms = e.flush_ms.unwrap_or(50);
-                if !(1..=10_000).contains(&flush_ms) {
-                    return Err(item(
-                        "export.flush_ms",
-                        format!("{flush_ms} is outside 1 ..= 10000"),
-                    ));
-                }
-                Some(ExportSettings {
-                    collector,
-                    router_number: e.router_number.unwrap_or(1),
-                    max_reports,
-                    max_bytes,
-                    flush_ms,
-                })
-            }
-        };
-        let http = match &raw.control.http {
-            None => None,
-            Some(h) => {
-                let a: SocketAddr = h.parse().map_err(|_| {
-                    item("control.http", format!("{h:?} is not an IP:port address"))
-                })?;
-                if !a.ip().is_loopback() {
-                    return Err(item(
-                        "control.http",
-                        format!(
-                            "{a} is not a loopback address (the endpoints are unauthenticated)"
-                        ),
-                    ));
-                }
-                Some(a)
-            }
-        };
-        let distribution = match raw.dataplane.distribution.as_deref() {
-            None | Some("auto") => Distribution::Auto,
-            Some("queues") => Distribution::Queues,
-            Some("software") => Distribution::Software,
-            Some(other) => {
-                return Err(item(
-                    "dataplane.distribution",
-                    format!("{other:?}: expected \"auto\", \"queues\" or \"software\""),
-                ));
-            }
-        };
+        let export = at.export(raw.export.as_ref())?;
+        let http = at.control_http(&raw.control)?;
+        let distribution = at.distribution(&raw.dataplane)?;
         #[cfg(feature = "measurement-aids")]
         let aids = measurement_aids(&raw, item)?;
         #[cfg(not(feature = "measurement-aids"))]
         refuse_measurement_aids(&raw, item)?;
+        let rx_desc = at.descriptors(raw.dataplane.rx_desc, "dataplane.rx_desc")?;
+        let tx_desc = at.descriptors(raw.dataplane.tx_desc, "dataplane.tx_desc")?;
         let idint = raw.idint.unwrap_or_default();
         Ok(Config {
             distribution,
@@ -772,15 +494,415 @@ impl Config {
             ports,
             neighbors,
             mbufs,
-            rx_desc: desc(raw.dataplane.rx_desc, "dataplane.rx_desc")?,
-            tx_desc: desc(raw.dataplane.tx_desc, "dataplane.tx_desc")?,
+            rx_desc,
+            tx_desc,
             #[cfg(feature = "measurement-aids")]
             aids,
             neighbor_aging,
             epoch_secs,
-            cache_keys: cache_keys as usize,
+            cache_keys,
             node_id: idint.node_id,
         })
+    }
+}
+
+/// Default DRKey epoch length, s (a day, as SCION's control service).
+const DEFAULT_EPOCH_SECS: u32 = 86_400;
+/// DRKey epoch lengths SCION allows, s (6 minutes to 3 days).
+const EPOCH_SECS_RANGE: std::ops::RangeInclusive<u32> = 360..=259_200;
+/// Default verifier keys cached per worker.
+const DEFAULT_CACHE_KEYS: u32 = 4096;
+/// Verifier keys a worker may cache (4-way sets: at least one set).
+const CACHE_KEYS_RANGE: std::ops::RangeInclusive<u32> = 4..=1 << 20;
+/// Default mbufs in the pool.
+const DEFAULT_MBUFS: u32 = 8191;
+/// Fewest mbufs in the pool.
+const MIN_MBUFS: u32 = 512;
+/// Default rx/tx descriptors per queue.
+const DEFAULT_DESCRIPTORS: u16 = 512;
+/// Rx/tx descriptors per queue (a power of two).
+const DESCRIPTORS_RANGE: std::ops::RangeInclusive<u16> = 32..=4096;
+/// VLAN IDs a port may use (0 and 4095 are reserved).
+const VLAN_ID_RANGE: std::ops::RangeInclusive<u16> = 1..=4094;
+/// Default and allowed reports per export batch.
+const DEFAULT_MAX_REPORTS: usize = 32;
+const MAX_REPORTS_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
+/// Default and allowed bytes per export datagram.
+const DEFAULT_MAX_BYTES: usize = 1400;
+const MAX_BYTES_RANGE: std::ops::RangeInclusive<usize> = 512..=65_000;
+/// Default and allowed wait before a partial export batch is sent, ms.
+const DEFAULT_FLUSH_MS: u64 = 50;
+const FLUSH_MS_RANGE: std::ops::RangeInclusive<u64> = 1..=10_000;
+
+/// The phases of [`Config::parse`], each checking one part of the file; errors name `file`.
+struct Items<'f> {
+    file: &'f Path,
+}
+
+impl Items<'_> {
+    /// The error for `item` of the file.
+    fn err(&self, item: &str, reason: String) -> ConfigError {
+        ConfigError::Item {
+            file: self.file.to_path_buf(),
+            item: item.to_string(),
+            reason,
+        }
+    }
+
+    /// The `[[port]]` sections: every interface of router `me` on exactly one port, the
+    /// internal network on one, no two receivers with one address on one port.
+    fn ports(&self, raw: &RawConfig, me: &BorderRouter) -> Result<Vec<PortPlan>, ConfigError> {
+        if raw.port.is_empty() {
+            return Err(self.err("port", "no [[port]] configured".into()));
+        }
+        let mut ports: Vec<PortPlan> = Vec::new();
+        let mut placed: HashMap<u16, usize> = HashMap::new();
+        let mut internal_port = None;
+        for (i, p) in raw.port.iter().enumerate() {
+            let name = format!("port[{i}]");
+            if p.device.trim().is_empty() {
+                return Err(self.err(&format!("{name}.device"), "empty device name".into()));
+            }
+            // DPDK's name for the port (a PCI address in its full form).
+            let device = crate::eal_args::port_name(p.device.trim());
+            if ports.iter().any(|q| q.device == device) {
+                return Err(self.err(
+                    &format!("{name}.device"),
+                    format!("device {:?} configured twice", p.device),
+                ));
+            }
+            let interfaces = self.port_interfaces(&name, i, p, me, &raw.router_id, &mut placed)?;
+            if p.interfaces.is_empty() && !p.internal {
+                return Err(self.err(
+                    &name,
+                    format!(
+                        "device {:?} carries no SCION interface and not the internal network \
+                         (give it interfaces = [...] or internal = true, or remove it)",
+                        p.device
+                    ),
+                ));
+            }
+            self.distinct_receivers(&name, p, &interfaces, me)?;
+            if p.internal {
+                if let Some(prev) = internal_port {
+                    return Err(self.err(
+                        &format!("{name}.internal"),
+                        format!("the internal network is already on port[{prev}]"),
+                    ));
+                }
+                internal_port = Some(i);
+            }
+            let default_next_hop_mac = match &p.default_next_hop_mac {
+                None => None,
+                Some(m) => Some(
+                    parse_next_hop_mac(m)
+                        .map_err(|r| self.err(&format!("{name}.default_next_hop_mac"), r))?,
+                ),
+            };
+            if let Some(v) = p.vlan
+                && !VLAN_ID_RANGE.contains(&v)
+            {
+                return Err(self.err(
+                    &format!("{name}.vlan"),
+                    format!(
+                        "{v} is not a VLAN ID ({} ..= {})",
+                        VLAN_ID_RANGE.start(),
+                        VLAN_ID_RANGE.end()
+                    ),
+                ));
+            }
+            ports.push(PortPlan {
+                device,
+                interfaces,
+                internal: p.internal,
+                default_next_hop_mac,
+                vlan: p.vlan,
+            });
+        }
+        if internal_port.is_none() {
+            return Err(self.err(
+                "port",
+                "no port carries the internal network (set internal = true on one)".into(),
+            ));
+        }
+        if let Some(missing) = me.interfaces.iter().find(|i| !placed.contains_key(&i.id)) {
+            return Err(self.err(
+                "port",
+                format!(
+                    "interface {} of router {} is on no port",
+                    missing.id, raw.router_id
+                ),
+            ));
+        }
+        Ok(ports)
+    }
+
+    /// The interfaces of port `index` (`p`, named `name`): each of router `me` (`router_id`),
+    /// on no other port (`placed` records where each went), with a local underlay IP.
+    fn port_interfaces(
+        &self,
+        name: &str,
+        index: usize,
+        p: &RawPort,
+        me: &BorderRouter,
+        router_id: &str,
+        placed: &mut HashMap<u16, usize>,
+    ) -> Result<Vec<InterfacePlan>, ConfigError> {
+        let mut interfaces = Vec::new();
+        for &id in &p.interfaces {
+            let Some(ifc) = me.interface(id) else {
+                let own: Vec<String> = me.interfaces.iter().map(|i| i.id.to_string()).collect();
+                return Err(self.err(
+                    &format!("{name}.interfaces"),
+                    format!(
+                        "interface {id} is not an interface of router {router_id} (its \
+                         interfaces: {})",
+                        own.join(", ")
+                    ),
+                ));
+            };
+            if let Some(prev) = placed.insert(id, index) {
+                return Err(self.err(
+                    &format!("{name}.interfaces"),
+                    format!("interface {id} is already on port[{prev}]"),
+                ));
+            }
+            if ifc.underlay.local.ip().is_unspecified() {
+                return Err(self.err(
+                    &format!("{name}.interfaces"),
+                    format!(
+                        "interface {id}: the topology gives no local underlay IP (\"{}\"); DPDK \
+                         needs one",
+                        ifc.underlay.local
+                    ),
+                ));
+            }
+            interfaces.push(InterfacePlan {
+                id,
+                local: ifc.underlay.local,
+                remote: ifc.underlay.remote,
+            });
+        }
+        Ok(interfaces)
+    }
+
+    /// Packets are told apart by the port they arrive on and their destination address: two
+    /// receivers with one address on one port would be confused.
+    fn distinct_receivers(
+        &self,
+        name: &str,
+        p: &RawPort,
+        interfaces: &[InterfacePlan],
+        me: &BorderRouter,
+    ) -> Result<(), ConfigError> {
+        let mut receivers: Vec<(SocketAddr, String)> = interfaces
+            .iter()
+            .map(|f| (f.local, format!("interface {}", f.id)))
+            .collect();
+        if p.internal {
+            receivers.push((me.internal_addr, "the internal network".into()));
+        }
+        for (k, (addr, what)) in receivers.iter().enumerate() {
+            if let Some((_, other)) = receivers[..k].iter().find(|(a, _)| a == addr) {
+                return Err(self.err(
+                    name,
+                    format!(
+                        "{other} and {what} both receive on {addr} on device {:?}: the router \
+                         could not tell their packets apart (put them on different ports)",
+                        p.device
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `[[neighbor]]` sections: static next-hop MACs of unicast IPs, each listed once.
+    fn static_neighbors(
+        &self,
+        raw: &[RawNeighbor],
+    ) -> Result<HashMap<IpAddr, [u8; 6]>, ConfigError> {
+        let mut neighbors = HashMap::new();
+        for (i, n) in raw.iter().enumerate() {
+            let ip: IpAddr = n.ip.parse().map_err(|_| {
+                self.err(
+                    &format!("neighbor[{i}].ip"),
+                    format!("{:?} is not an IP address", n.ip),
+                )
+            })?;
+            if let Some(what) = non_unicast_ip(ip) {
+                return Err(self.err(
+                    &format!("neighbor[{i}].ip"),
+                    format!("{ip} is {what}; next hops are unicast addresses"),
+                ));
+            }
+            let mac = parse_next_hop_mac(&n.mac)
+                .map_err(|r| self.err(&format!("neighbor[{i}].mac"), r))?;
+            if neighbors.insert(ip, mac).is_some() {
+                return Err(self.err(&format!("neighbor[{i}].ip"), format!("{ip} listed twice")));
+            }
+        }
+        Ok(neighbors)
+    }
+
+    /// The `[drkey]` section: (epoch length s, cached keys per worker).
+    fn drkey(&self, drkey: Option<&RawDrkey>) -> Result<(u32, usize), ConfigError> {
+        let epoch_secs = drkey
+            .and_then(|d| d.epoch_secs)
+            .unwrap_or(DEFAULT_EPOCH_SECS);
+        if !EPOCH_SECS_RANGE.contains(&epoch_secs) {
+            return Err(self.err(
+                "drkey.epoch_secs",
+                format!(
+                    "{epoch_secs} is outside {} ..= {} (6 minutes to 3 days)",
+                    EPOCH_SECS_RANGE.start(),
+                    EPOCH_SECS_RANGE.end()
+                ),
+            ));
+        }
+        let cache_keys = drkey
+            .and_then(|d| d.cache_keys)
+            .unwrap_or(DEFAULT_CACHE_KEYS);
+        if !CACHE_KEYS_RANGE.contains(&cache_keys) {
+            return Err(self.err(
+                "drkey.cache_keys",
+                format!(
+                    "{cache_keys} is outside {} ..= {}",
+                    CACHE_KEYS_RANGE.start(),
+                    CACHE_KEYS_RANGE.end()
+                ),
+            ));
+        }
+        Ok((epoch_secs, cache_keys as usize))
+    }
+
+    /// The ageing of ARP/NDP-learned next-hop MACs (`[dataplane] neighbor_*_secs`).
+    fn neighbor_aging(&self, d: &RawDataplane) -> Result<crate::neighbor::Aging, ConfigError> {
+        let default_aging = crate::neighbor::Aging::default();
+        let aging = crate::neighbor::Aging {
+            refresh_s: d.neighbor_refresh_secs.unwrap_or(default_aging.refresh_s),
+            expire_s: d.neighbor_expire_secs.unwrap_or(default_aging.expire_s),
+        };
+        if aging.refresh_s == 0 {
+            return Err(self.err(
+                "dataplane.neighbor_refresh_secs",
+                "0: learned neighbour entries must be re-asked after at least 1 s".into(),
+            ));
+        }
+        if aging.expire_s <= aging.refresh_s {
+            return Err(self.err(
+                "dataplane.neighbor_expire_secs",
+                format!(
+                    "neighbour entries must be refreshed (after {} s) before they expire (after \
+                     {} s)",
+                    aging.refresh_s, aging.expire_s
+                ),
+            ));
+        }
+        Ok(aging)
+    }
+
+    /// Rx or tx descriptors per queue (`name`), a power of two in [`DESCRIPTORS_RANGE`].
+    fn descriptors(&self, v: Option<u16>, name: &str) -> Result<u16, ConfigError> {
+        let v = v.unwrap_or(DEFAULT_DESCRIPTORS);
+        if !DESCRIPTORS_RANGE.contains(&v) || !v.is_power_of_two() {
+            return Err(self.err(
+                name,
+                format!(
+                    "{v} must be a power of two in {} ..= {}",
+                    DESCRIPTORS_RANGE.start(),
+                    DESCRIPTORS_RANGE.end()
+                ),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// The `[export]` section: where and how reports go to the collector.
+    fn export(&self, e: Option<&RawExport>) -> Result<Option<ExportSettings>, ConfigError> {
+        let Some(e) = e else {
+            return Ok(None);
+        };
+        let collector: SocketAddr = e.collector.parse().map_err(|_| {
+            self.err(
+                "export.collector",
+                format!("{:?} is not an IP:port address", e.collector),
+            )
+        })?;
+        if collector.port() == 0 {
+            return Err(self.err(
+                "export.collector",
+                format!("{collector}: port 0 is no UDP destination"),
+            ));
+        }
+        if let Some(what) = non_unicast_ip(collector.ip()) {
+            return Err(self.err(
+                "export.collector",
+                format!(
+                    "{collector}: {} is {what}; the collector is one unicast host",
+                    collector.ip()
+                ),
+            ));
+        }
+        let max_reports = e.max_reports.unwrap_or(DEFAULT_MAX_REPORTS);
+        self.within("export.max_reports", max_reports, MAX_REPORTS_RANGE)?;
+        let max_bytes = e.max_bytes.unwrap_or(DEFAULT_MAX_BYTES);
+        self.within("export.max_bytes", max_bytes, MAX_BYTES_RANGE)?;
+        let flush_ms = e.flush_ms.unwrap_or(DEFAULT_FLUSH_MS);
+        self.within("export.flush_ms", flush_ms, FLUSH_MS_RANGE)?;
+        Ok(Some(ExportSettings {
+            collector,
+            router_number: e.router_number.unwrap_or(1),
+            max_reports,
+            max_bytes,
+            flush_ms,
+        }))
+    }
+
+    /// `v` (item `name`) lies in `range`.
+    fn within<T: PartialOrd + std::fmt::Display>(
+        &self,
+        name: &str,
+        v: T,
+        range: std::ops::RangeInclusive<T>,
+    ) -> Result<(), ConfigError> {
+        if range.contains(&v) {
+            return Ok(());
+        }
+        Err(self.err(
+            name,
+            format!("{v} is outside {} ..= {}", range.start(), range.end()),
+        ))
+    }
+
+    /// `[control] http`: the `/metrics` and `/health` address, loopback only.
+    fn control_http(&self, c: &RawControl) -> Result<Option<SocketAddr>, ConfigError> {
+        let Some(h) = &c.http else {
+            return Ok(None);
+        };
+        let a: SocketAddr = h
+            .parse()
+            .map_err(|_| self.err("control.http", format!("{h:?} is not an IP:port address")))?;
+        if !a.ip().is_loopback() {
+            return Err(self.err(
+                "control.http",
+                format!("{a} is not a loopback address (the endpoints are unauthenticated)"),
+            ));
+        }
+        Ok(Some(a))
+    }
+
+    /// `[dataplane] distribution`.
+    fn distribution(&self, d: &RawDataplane) -> Result<Distribution, ConfigError> {
+        match d.distribution.as_deref() {
+            None | Some("auto") => Ok(Distribution::Auto),
+            Some("queues") => Ok(Distribution::Queues),
+            Some("software") => Ok(Distribution::Software),
+            Some(other) => Err(self.err(
+                "dataplane.distribution",
+                format!("{other:?}: expected \"auto\", \"queues\" or \"software\""),
+            )),
+        }
     }
 }
 
