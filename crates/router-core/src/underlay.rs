@@ -6,18 +6,111 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// Ethernet header length (no VLAN tag).
 pub const ETH_LEN: usize = 14;
 /// Ethernet + IPv4 (no options) + UDP.
-pub const V4_HDR_LEN: usize = ETH_LEN + 20 + 8;
+pub const V4_HDR_LEN: usize = ETH_LEN + field::ipv4::HEADER_LEN + field::udp::HEADER_LEN;
 /// Ethernet + IPv6 (no extension headers) + UDP.
-pub const V6_HDR_LEN: usize = ETH_LEN + 40 + 8;
+pub const V6_HDR_LEN: usize = ETH_LEN + field::ipv6::HEADER_LEN + field::udp::HEADER_LEN;
 
 /// 802.1Q VLAN tag: TPID, then priority, DEI and the 12-bit VLAN ID.
 pub const ETHERTYPE_VLAN: u16 = 0x8100;
 /// Length of an 802.1Q tag.
 pub const VLAN_TAG_LEN: usize = 4;
 
+/// Byte ranges of the header fields this module reads and writes, each relative to its own
+/// header (smoltcp's `field` tables).
+mod field {
+    use std::ops::Range;
+
+    /// Ethernet II.
+    pub mod eth {
+        use super::Range;
+        pub const DST: Range<usize> = 0..6;
+        pub const SRC: Range<usize> = 6..12;
+        /// The EtherType, or the TPID of an 802.1Q tag.
+        pub const ETHERTYPE: Range<usize> = 12..14;
+        /// Both MAC addresses (what moves over a removed tag).
+        pub const MACS: Range<usize> = 0..12;
+    }
+
+    /// 802.1Q tag control information (after the TPID at [`eth::ETHERTYPE`]).
+    pub mod vlan {
+        use super::Range;
+        pub const TCI: Range<usize> = 14..16;
+        /// The VLAN ID bits of the TCI.
+        pub const VID_MASK: u16 = 0x0fff;
+    }
+
+    /// IPv4 (RFC 791).
+    pub mod ipv4 {
+        use super::Range;
+        pub const VER_IHL: usize = 0;
+        pub const TOS: usize = 1;
+        pub const TOTAL_LEN: Range<usize> = 2..4;
+        pub const IDENT: Range<usize> = 4..6;
+        pub const FLAGS_FRAG: Range<usize> = 6..8;
+        pub const TTL: usize = 8;
+        pub const PROTOCOL: usize = 9;
+        pub const CHECKSUM: Range<usize> = 10..12;
+        pub const SRC: Range<usize> = 12..16;
+        pub const DST: Range<usize> = 16..20;
+        /// Header length without options.
+        pub const HEADER_LEN: usize = 20;
+        /// More-fragments flag and fragment offset.
+        pub const FRAGMENT_MASK: u16 = 0x3fff;
+        /// Don't fragment.
+        pub const DONT_FRAGMENT: u16 = 0x4000;
+    }
+
+    /// IPv6 (RFC 8200).
+    pub mod ipv6 {
+        use super::Range;
+        pub const VER_TC_FLOW: Range<usize> = 0..4;
+        pub const PAYLOAD_LEN: Range<usize> = 4..6;
+        pub const NEXT_HEADER: usize = 6;
+        pub const HOP_LIMIT: usize = 7;
+        pub const SRC: Range<usize> = 8..24;
+        pub const DST: Range<usize> = 24..40;
+        /// Header length (no extension headers).
+        pub const HEADER_LEN: usize = 40;
+    }
+
+    /// UDP (RFC 768).
+    pub mod udp {
+        use super::Range;
+        pub const SRC_PORT: Range<usize> = 0..2;
+        pub const DST_PORT: Range<usize> = 2..4;
+        pub const LEN: Range<usize> = 4..6;
+        pub const CHECKSUM: Range<usize> = 6..8;
+        pub const HEADER_LEN: usize = 8;
+    }
+
+    /// ARP for Ethernet and IPv4 (RFC 826).
+    pub mod arp {
+        use super::Range;
+        pub const HTYPE: Range<usize> = 0..2;
+        pub const PTYPE: Range<usize> = 2..4;
+        pub const HLEN: usize = 4;
+        pub const PLEN: usize = 5;
+        pub const OPER: Range<usize> = 6..8;
+        /// Sender hardware and protocol address.
+        pub const SHA: Range<usize> = 8..14;
+        pub const SPA: Range<usize> = 14..18;
+        /// Target hardware and protocol address.
+        pub const THA: Range<usize> = 18..24;
+        pub const TPA: Range<usize> = 24..28;
+        /// Packet length for Ethernet/IPv4.
+        pub const LEN: usize = 28;
+        /// Hardware type Ethernet, operations request and reply.
+        pub const HTYPE_ETHERNET: u16 = 1;
+        pub const OPER_REQUEST: u16 = 1;
+        pub const OPER_REPLY: u16 = 2;
+    }
+}
+
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_UDP: u8 = 17;
+/// TTL / hop limit of the packets the router sends.
+const DEFAULT_TTL: u8 = 64;
 
 /// What the underlay of a received frame says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +143,12 @@ fn be16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
 }
 
+/// The IPv4 address in `b[i..i + 4]`.
+#[inline]
+fn ipv4_at(b: &[u8], i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(b[i], b[i + 1], b[i + 2], b[i + 3])
+}
+
 /// Parses the headers of an untagged `frame`. Inlined into its caller so that the result
 /// (addresses and all) stays in registers instead of going through memory.
 #[inline(always)]
@@ -70,8 +169,9 @@ pub fn parse_tagged(frame: &[u8]) -> Result<Received, NotScion> {
 /// The VLAN ID of a frame with an 802.1Q tag, `None` for an untagged (or too short) frame.
 #[inline]
 pub fn vlan_id(frame: &[u8]) -> Option<u16> {
-    (frame.len() >= ETH_LEN + VLAN_TAG_LEN && be16(frame, 12) == ETHERTYPE_VLAN)
-        .then(|| be16(frame, 14) & 0x0fff)
+    (frame.len() >= ETH_LEN + VLAN_TAG_LEN
+        && be16(frame, field::eth::ETHERTYPE.start) == ETHERTYPE_VLAN)
+        .then(|| be16(frame, field::vlan::TCI.start) & field::vlan::VID_MASK)
 }
 
 /// Moves the MAC addresses of a tagged frame over its 802.1Q tag (bytes 4.. then hold an
@@ -80,7 +180,7 @@ pub fn untag_in_place(frame: &mut [u8]) -> bool {
     if frame.len() < ETH_LEN + VLAN_TAG_LEN {
         return false;
     }
-    frame.copy_within(0..12, VLAN_TAG_LEN);
+    frame.copy_within(field::eth::MACS, VLAN_TAG_LEN);
     true
 }
 
@@ -90,9 +190,10 @@ pub fn tag_in_place(frame: &mut [u8], vid: u16) -> bool {
     if frame.len() < ETH_LEN + VLAN_TAG_LEN {
         return false;
     }
-    frame.copy_within(VLAN_TAG_LEN..VLAN_TAG_LEN + 12, 0);
-    frame[12..14].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
-    frame[14..16].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+    let macs = field::eth::MACS;
+    frame.copy_within(macs.start + VLAN_TAG_LEN..macs.end + VLAN_TAG_LEN, 0);
+    frame[field::eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_VLAN.to_be_bytes());
+    frame[field::vlan::TCI].copy_from_slice(&(vid & field::vlan::VID_MASK).to_be_bytes());
     true
 }
 
@@ -103,63 +204,67 @@ fn parse_l2(frame: &[u8], l2: usize) -> Result<Received, NotScion> {
         return Err(NotScion::Truncated);
     }
     let mut eth_src = [0u8; 6];
-    eth_src.copy_from_slice(&frame[6..12]);
+    eth_src.copy_from_slice(&frame[field::eth::SRC]);
     let (src_ip, dst_ip, l4, l4_end) = match be16(frame, l2 - 2) {
         ETHERTYPE_IPV4 => {
             let ip = &frame[l2..];
-            if ip.len() < 20 || ip[0] >> 4 != 4 {
+            if ip.len() < field::ipv4::HEADER_LEN || ip[field::ipv4::VER_IHL] >> 4 != 4 {
                 return Err(NotScion::Truncated);
             }
-            let ihl = usize::from(ip[0] & 0x0f) * 4;
-            let total = usize::from(be16(ip, 2));
-            if ihl < 20 || total < ihl || total > ip.len() {
+            let ihl = usize::from(ip[field::ipv4::VER_IHL] & 0x0f) * 4;
+            let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
+            if ihl < field::ipv4::HEADER_LEN || total < ihl || total > ip.len() {
                 return Err(NotScion::Truncated);
             }
             // More fragments or a fragment offset: not handled (SCION avoids fragmentation).
-            if ip[9] != PROTO_UDP || be16(ip, 6) & 0x3fff != 0 {
+            if ip[field::ipv4::PROTOCOL] != PROTO_UDP
+                || be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK != 0
+            {
                 return Err(NotScion::NotUdp);
             }
-            let s = Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]);
-            let d = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+            let s = ipv4_at(ip, field::ipv4::SRC.start);
+            let d = ipv4_at(ip, field::ipv4::DST.start);
             (IpAddr::V4(s), IpAddr::V4(d), l2 + ihl, l2 + total)
         }
         ETHERTYPE_IPV6 => {
             let ip = &frame[l2..];
-            if ip.len() < 40 || ip[0] >> 4 != 6 {
+            const HDR: usize = field::ipv6::HEADER_LEN;
+            if ip.len() < HDR || ip[field::ipv6::VER_TC_FLOW.start] >> 4 != 6 {
                 return Err(NotScion::Truncated);
             }
-            if ip[6] != PROTO_UDP {
+            if ip[field::ipv6::NEXT_HEADER] != PROTO_UDP {
                 return Err(NotScion::NotUdp);
             }
-            let payload = usize::from(be16(ip, 4));
-            if 40 + payload > ip.len() {
+            let payload = usize::from(be16(ip, field::ipv6::PAYLOAD_LEN.start));
+            if HDR + payload > ip.len() {
                 return Err(NotScion::Truncated);
             }
             let mut s = [0u8; 16];
-            s.copy_from_slice(&ip[8..24]);
+            s.copy_from_slice(&ip[field::ipv6::SRC]);
             let mut d = [0u8; 16];
-            d.copy_from_slice(&ip[24..40]);
+            d.copy_from_slice(&ip[field::ipv6::DST]);
             (
                 IpAddr::V6(Ipv6Addr::from(s)),
                 IpAddr::V6(Ipv6Addr::from(d)),
-                l2 + 40,
-                l2 + 40 + payload,
+                l2 + HDR,
+                l2 + HDR + payload,
             )
         }
         _ => return Err(NotScion::OtherEtherType),
     };
-    if l4 + 8 > l4_end {
+    const UDP: usize = field::udp::HEADER_LEN;
+    if l4 + UDP > l4_end {
         return Err(NotScion::Truncated);
     }
-    let udp_len = usize::from(be16(frame, l4 + 4));
-    if udp_len < 8 || l4 + udp_len > l4_end {
+    let udp_len = usize::from(be16(frame, l4 + field::udp::LEN.start));
+    if udp_len < UDP || l4 + udp_len > l4_end {
         return Err(NotScion::Truncated);
     }
     Ok(Received {
-        offset: l4 + 8,
-        len: udp_len - 8,
-        src: SocketAddr::new(src_ip, be16(frame, l4)),
-        dst: SocketAddr::new(dst_ip, be16(frame, l4 + 2)),
+        offset: l4 + UDP,
+        len: udp_len - UDP,
+        src: SocketAddr::new(src_ip, be16(frame, l4 + field::udp::SRC_PORT.start)),
+        dst: SocketAddr::new(dst_ip, be16(frame, l4 + field::udp::DST_PORT.start)),
         eth_src,
     })
 }
@@ -173,31 +278,29 @@ pub fn arp_reply_in_place(
     my_mac: [u8; 6],
     is_mine: impl Fn(Ipv4Addr) -> bool,
 ) -> bool {
-    if frame.len() < ETH_LEN + 28 || be16(frame, 12) != ETHERTYPE_ARP {
+    use field::arp;
+    let Some(a) = arp_packet(frame) else {
+        return false;
+    };
+    if be16(a, arp::OPER.start) != arp::OPER_REQUEST {
         return false;
     }
-    let a = &frame[ETH_LEN..ETH_LEN + 28];
-    // Ethernet/IPv4, request.
-    if be16(a, 0) != 1 || be16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 || be16(a, 6) != 1
-    {
-        return false;
-    }
-    let target = Ipv4Addr::new(a[24], a[25], a[26], a[27]);
+    let target = ipv4_at(a, arp::TPA.start);
     if !is_mine(target) {
         return false;
     }
     let mut sha = [0u8; 6];
-    sha.copy_from_slice(&a[8..14]);
+    sha.copy_from_slice(&a[arp::SHA]);
     let mut spa = [0u8; 4];
-    spa.copy_from_slice(&a[14..18]);
-    let a = &mut frame[ETH_LEN..ETH_LEN + 28];
-    a[6..8].copy_from_slice(&2u16.to_be_bytes());
-    a[8..14].copy_from_slice(&my_mac);
-    a[14..18].copy_from_slice(&target.octets());
-    a[18..24].copy_from_slice(&sha);
-    a[24..28].copy_from_slice(&spa);
-    frame[0..6].copy_from_slice(&sha);
-    frame[6..12].copy_from_slice(&my_mac);
+    spa.copy_from_slice(&a[arp::SPA]);
+    let a = &mut frame[ETH_LEN..ETH_LEN + arp::LEN];
+    a[arp::OPER].copy_from_slice(&arp::OPER_REPLY.to_be_bytes());
+    a[arp::SHA].copy_from_slice(&my_mac);
+    a[arp::SPA].copy_from_slice(&target.octets());
+    a[arp::THA].copy_from_slice(&sha);
+    a[arp::TPA].copy_from_slice(&spa);
+    frame[field::eth::DST].copy_from_slice(&sha);
+    frame[field::eth::SRC].copy_from_slice(&my_mac);
     true
 }
 
@@ -213,29 +316,33 @@ pub fn arp_sender_to_me(
 /// The sender (IP, MAC) of an Ethernet/IPv4 ARP request or reply, and its target IP (a
 /// gratuitous ARP has target = sender). Senders with a multicast MAC are refused.
 pub fn arp_sender(frame: &[u8]) -> Option<(Ipv4Addr, [u8; 6], Ipv4Addr)> {
-    if frame.len() < ETH_LEN + 28 || be16(frame, 12) != ETHERTYPE_ARP {
-        return None;
-    }
-    let a = &frame[ETH_LEN..ETH_LEN + 28];
-    let op = be16(a, 6);
-    if be16(a, 0) != 1
-        || be16(a, 2) != ETHERTYPE_IPV4
-        || a[4] != 6
-        || a[5] != 4
-        || !(op == 1 || op == 2)
-    {
+    use field::arp;
+    let a = arp_packet(frame)?;
+    let op = be16(a, arp::OPER.start);
+    if !(op == arp::OPER_REQUEST || op == arp::OPER_REPLY) {
         return None;
     }
     let mut sha = [0u8; 6];
-    sha.copy_from_slice(&a[8..14]);
+    sha.copy_from_slice(&a[arp::SHA]);
     if sha[0] & 1 == 1 {
         return None; // multicast/broadcast sender MAC: never a next hop
     }
-    Some((
-        Ipv4Addr::new(a[14], a[15], a[16], a[17]),
-        sha,
-        Ipv4Addr::new(a[24], a[25], a[26], a[27]),
-    ))
+    Some((ipv4_at(a, arp::SPA.start), sha, ipv4_at(a, arp::TPA.start)))
+}
+
+/// The ARP packet of an Ethernet/IPv4 ARP frame (any operation), `None` for anything else.
+fn arp_packet(frame: &[u8]) -> Option<&[u8]> {
+    use field::arp;
+    if frame.len() < ETH_LEN + arp::LEN || be16(frame, field::eth::ETHERTYPE.start) != ETHERTYPE_ARP
+    {
+        return None;
+    }
+    let a = &frame[ETH_LEN..ETH_LEN + arp::LEN];
+    let ethernet_ipv4 = be16(a, arp::HTYPE.start) == arp::HTYPE_ETHERNET
+        && be16(a, arp::PTYPE.start) == ETHERTYPE_IPV4
+        && usize::from(a[arp::HLEN]) == arp::SHA.len()
+        && usize::from(a[arp::PLEN]) == arp::SPA.len();
+    ethernet_ipv4.then_some(a)
 }
 
 /// Length of an ARP request frame (minimum Ethernet frame without FCS).
@@ -251,15 +358,20 @@ pub fn write_arp_request(
     if frame.len() < ARP_FRAME_LEN {
         return false;
     }
+    use field::arp;
     frame[..ARP_FRAME_LEN].fill(0);
-    frame[0..6].copy_from_slice(&[0xff; 6]);
-    frame[6..12].copy_from_slice(&my_mac);
-    frame[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
-    let a = &mut frame[ETH_LEN..ETH_LEN + 28];
-    a[0..8].copy_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
-    a[8..14].copy_from_slice(&my_mac);
-    a[14..18].copy_from_slice(&my_ip.octets());
-    a[24..28].copy_from_slice(&target.octets());
+    frame[field::eth::DST].copy_from_slice(&[0xff; 6]);
+    frame[field::eth::SRC].copy_from_slice(&my_mac);
+    frame[field::eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+    let a = &mut frame[ETH_LEN..ETH_LEN + arp::LEN];
+    a[arp::HTYPE].copy_from_slice(&arp::HTYPE_ETHERNET.to_be_bytes());
+    a[arp::PTYPE].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    a[arp::HLEN] = arp::SHA.len() as u8;
+    a[arp::PLEN] = arp::SPA.len() as u8;
+    a[arp::OPER].copy_from_slice(&arp::OPER_REQUEST.to_be_bytes());
+    a[arp::SHA].copy_from_slice(&my_mac);
+    a[arp::SPA].copy_from_slice(&my_ip.octets());
+    a[arp::TPA].copy_from_slice(&target.octets());
     true
 }
 
@@ -315,9 +427,10 @@ impl V4Header {
         // The generic writer on an empty payload gives every constant field.
         let written = write(&mut bytes, src_mac, [0; 6], &s, &d, 0);
         debug_assert!(written);
-        bytes[ETH_LEN + 2..ETH_LEN + 4].fill(0);
-        bytes[ETH_LEN + 10..ETH_LEN + 12].fill(0);
-        let sum = sum16(0, &bytes[ETH_LEN..ETH_LEN + 20]);
+        let ip = &mut bytes[ETH_LEN..ETH_LEN + field::ipv4::HEADER_LEN];
+        ip[field::ipv4::TOTAL_LEN].fill(0);
+        ip[field::ipv4::CHECKSUM].fill(0);
+        let sum = sum16(0, ip);
         V4Header { bytes, sum }
     }
 
@@ -327,19 +440,33 @@ impl V4Header {
     #[inline]
     pub fn write(&self, frame: &mut [u8], dst_mac: [u8; 6], payload_len: usize) -> bool {
         // The generic writer's limit (it leaves room for an IPv6 header).
-        if frame.len() < V4_HDR_LEN + payload_len || payload_len + 8 > usize::from(u16::MAX) - 40 {
+        if frame.len() < V4_HDR_LEN + payload_len
+            || payload_len + field::udp::HEADER_LEN
+                > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
+        {
             return false;
         }
+        const IP: usize = field::ipv4::HEADER_LEN;
         let h = &mut frame[..V4_HDR_LEN];
         h.copy_from_slice(&self.bytes);
-        h[0..6].copy_from_slice(&dst_mac);
-        let total = (payload_len + 28) as u16;
-        h[ETH_LEN + 2..ETH_LEN + 4].copy_from_slice(&total.to_be_bytes());
+        h[field::eth::DST].copy_from_slice(&dst_mac);
+        let total = (payload_len + IP + field::udp::HEADER_LEN) as u16;
+        let (ip, udp) = h[ETH_LEN..].split_at_mut(IP);
+        ip[field::ipv4::TOTAL_LEN].copy_from_slice(&total.to_be_bytes());
         let c = fold(self.sum + u32::from(total));
-        h[ETH_LEN + 10..ETH_LEN + 12].copy_from_slice(&c.to_be_bytes());
-        h[ETH_LEN + 24..ETH_LEN + 26].copy_from_slice(&(total - 20).to_be_bytes());
+        ip[field::ipv4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+        udp[field::udp::LEN].copy_from_slice(&(total - IP as u16).to_be_bytes());
         true
     }
+}
+
+/// Writes a UDP header with a zero checksum into `udp`.
+#[inline]
+fn write_udp(udp: &mut [u8], src: &SocketAddr, dst: &SocketAddr, udp_len: u16) {
+    udp[field::udp::SRC_PORT].copy_from_slice(&src.port().to_be_bytes());
+    udp[field::udp::DST_PORT].copy_from_slice(&dst.port().to_be_bytes());
+    udp[field::udp::LEN].copy_from_slice(&udp_len.to_be_bytes());
+    udp[field::udp::CHECKSUM].fill(0);
 }
 
 /// Writes Ethernet/IP/UDP headers into `frame[..header_len(dst)]` for a UDP payload of
@@ -355,61 +482,69 @@ pub fn write(
     payload_len: usize,
 ) -> bool {
     let hl = header_len(dst);
-    if frame.len() < hl + payload_len || payload_len + 8 > usize::from(u16::MAX) - 40 {
+    if frame.len() < hl + payload_len
+        || payload_len + field::udp::HEADER_LEN > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
+    {
         return false;
     }
-    frame[0..6].copy_from_slice(&dst_mac);
-    frame[6..12].copy_from_slice(&src_mac);
-    let udp_len = (payload_len + 8) as u16;
+    frame[field::eth::DST].copy_from_slice(&dst_mac);
+    frame[field::eth::SRC].copy_from_slice(&src_mac);
+    let udp_len = (payload_len + field::udp::HEADER_LEN) as u16;
     match (src.ip(), dst.ip()) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            frame[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-            let ip = &mut frame[ETH_LEN..ETH_LEN + 20];
-            ip[0] = 0x45;
-            ip[1] = 0;
-            ip[2..4].copy_from_slice(&(udp_len + 20).to_be_bytes());
-            ip[4..6].copy_from_slice(&[0, 0]);
-            ip[6..8].copy_from_slice(&0x4000u16.to_be_bytes()); // DF
-            ip[8] = 64;
-            ip[9] = PROTO_UDP;
-            ip[10..12].copy_from_slice(&[0, 0]);
-            ip[12..16].copy_from_slice(&s.octets());
-            ip[16..20].copy_from_slice(&d.octets());
+            use field::ipv4;
+            frame[field::eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+            let ip = &mut frame[ETH_LEN..ETH_LEN + ipv4::HEADER_LEN];
+            ip[ipv4::VER_IHL] = 0x45; // version 4, 5 words
+            ip[ipv4::TOS] = 0;
+            let total = udp_len + ipv4::HEADER_LEN as u16;
+            ip[ipv4::TOTAL_LEN].copy_from_slice(&total.to_be_bytes());
+            ip[ipv4::IDENT].fill(0);
+            ip[ipv4::FLAGS_FRAG].copy_from_slice(&ipv4::DONT_FRAGMENT.to_be_bytes());
+            ip[ipv4::TTL] = DEFAULT_TTL;
+            ip[ipv4::PROTOCOL] = PROTO_UDP;
+            ip[ipv4::CHECKSUM].fill(0);
+            ip[ipv4::SRC].copy_from_slice(&s.octets());
+            ip[ipv4::DST].copy_from_slice(&d.octets());
             let c = fold(sum16(0, ip));
-            ip[10..12].copy_from_slice(&c.to_be_bytes());
-            let udp = &mut frame[ETH_LEN + 20..ETH_LEN + 28];
-            udp[0..2].copy_from_slice(&src.port().to_be_bytes());
-            udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
-            udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            udp[6..8].copy_from_slice(&[0, 0]);
+            ip[ipv4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
+            let l4 = ETH_LEN + ipv4::HEADER_LEN;
+            write_udp(
+                &mut frame[l4..l4 + field::udp::HEADER_LEN],
+                src,
+                dst,
+                udp_len,
+            );
             true
         }
         (IpAddr::V6(s), IpAddr::V6(d)) => {
-            frame[12..14].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
-            let ip = &mut frame[ETH_LEN..ETH_LEN + 40];
-            ip[0..4].copy_from_slice(&[0x60, 0, 0, 0]);
-            ip[4..6].copy_from_slice(&udp_len.to_be_bytes());
-            ip[6] = PROTO_UDP;
-            ip[7] = 64;
-            ip[8..24].copy_from_slice(&s.octets());
-            ip[24..40].copy_from_slice(&d.octets());
-            let l4 = ETH_LEN + 40;
-            {
-                let udp = &mut frame[l4..l4 + 8];
-                udp[0..2].copy_from_slice(&src.port().to_be_bytes());
-                udp[2..4].copy_from_slice(&dst.port().to_be_bytes());
-                udp[4..6].copy_from_slice(&udp_len.to_be_bytes());
-                udp[6..8].copy_from_slice(&[0, 0]);
-            }
+            use field::ipv6;
+            frame[field::eth::ETHERTYPE].copy_from_slice(&ETHERTYPE_IPV6.to_be_bytes());
+            let ip = &mut frame[ETH_LEN..ETH_LEN + ipv6::HEADER_LEN];
+            ip[ipv6::VER_TC_FLOW].copy_from_slice(&[0x60, 0, 0, 0]); // version 6
+            ip[ipv6::PAYLOAD_LEN].copy_from_slice(&udp_len.to_be_bytes());
+            ip[ipv6::NEXT_HEADER] = PROTO_UDP;
+            ip[ipv6::HOP_LIMIT] = DEFAULT_TTL;
+            ip[ipv6::SRC].copy_from_slice(&s.octets());
+            ip[ipv6::DST].copy_from_slice(&d.octets());
+            let l4 = ETH_LEN + ipv6::HEADER_LEN;
+            write_udp(
+                &mut frame[l4..l4 + field::udp::HEADER_LEN],
+                src,
+                dst,
+                udp_len,
+            );
+            // The checksum over the pseudo header (RFC 8200 section 8.1) and the datagram.
             let mut sum = sum16(0, &s.octets());
             sum = sum16(sum, &d.octets());
             sum += u32::from(udp_len) + u32::from(PROTO_UDP);
             sum = sum16(sum, &frame[l4..l4 + usize::from(udp_len)]);
             let mut c = fold(sum);
             if c == 0 {
-                c = 0xffff;
+                c = 0xffff; // 0 means "no checksum", which IPv6 does not allow
             }
-            frame[l4 + 6..l4 + 8].copy_from_slice(&c.to_be_bytes());
+            frame[l4 + field::udp::CHECKSUM.start..l4 + field::udp::CHECKSUM.end]
+                .copy_from_slice(&c.to_be_bytes());
             true
         }
         _ => false,
