@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 const SHORT_WITH_VALUE: &str = "abcsdlSmnr";
 
 /// DPDK's limit on lcore ids (exclusive).
-pub const MAX_LCORE: u32 = dpdk_sys::RTE_MAX_LCORE;
+pub const MAX_LCORE: u32 = dpdk::MAX_LCORE;
 
 /// Whether EAL would see CPU `id` on this machine (its own test). `None` when the machine
 /// has no `/sys/devices/system/cpu` to ask (then EAL decides alone).

@@ -1,7 +1,8 @@
 //! The DPDK poll-mode SCION/ID-INT border router: a thin I/O shell around `scion-dp`.
 //!
-//! * [`dpdk`]: the safe DPDK layer (EAL, mempools, ports, mbufs, bursts, lcores); the only
-//!   module with `unsafe` code.
+//! DPDK itself is reached through the safe [`dpdk`] crate; this crate's only `unsafe` is the
+//! final EAL clean-up in [`run`] (see there).
+//!
 //! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
 //! * [`eal_args`]: checks of the configured EAL arguments before EAL runs.
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting.
@@ -16,7 +17,6 @@
 
 pub mod config;
 pub mod distribute;
-pub mod dpdk;
 pub mod eal_args;
 pub mod export;
 pub mod http;
