@@ -24,6 +24,7 @@ pub struct MbufBurst {
 unsafe impl Send for MbufBurst {}
 
 impl Default for MbufBurst {
+    #[inline]
     fn default() -> Self {
         MbufBurst {
             ptrs: [ptr::null_mut(); MAX_BURST],
@@ -40,6 +41,7 @@ impl core::fmt::Debug for MbufBurst {
 
 impl MbufBurst {
     /// An empty burst.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
@@ -119,12 +121,14 @@ impl MbufBurst {
     }
 
     /// Frees every mbuf.
+    #[inline]
     pub fn clear(&mut self) {
         self.drain();
     }
 }
 
 impl Drop for MbufBurst {
+    #[inline]
     fn drop(&mut self) {
         self.clear();
     }
@@ -185,6 +189,7 @@ impl Iterator for Drain<'_> {
 }
 
 impl Drop for Drain<'_> {
+    #[inline]
     fn drop(&mut self) {
         for m in self.by_ref() {
             drop(m);

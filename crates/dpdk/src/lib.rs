@@ -18,10 +18,11 @@
 //!   `Clone` nor `Sync`, with `&mut self` enqueue/dequeue.
 //!
 //! Per-packet operations (rx/tx bursts, mbuf data access, draining with prefetch, ring
-//! hand-over) add no checks beyond what DPDK needs and are `#[inline]`.
+//! hand-over, mbuf free) add no checks beyond what DPDK needs and are `#[inline]`, so they
+//! inline across the crate boundary.
 //!
-//! This is the only crate of the workspace (besides `dpdk-sys`) with `unsafe` code; every
-//! block carries a `// SAFETY:` comment.
+//! Besides `dpdk-sys`, this is the only crate of the workspace with `unsafe` code (every block
+//! carries a `// SAFETY:` comment); users need `unsafe` only for [`Eal::cleanup`].
 #![allow(unsafe_code)]
 
 mod burst;

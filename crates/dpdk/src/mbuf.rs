@@ -137,6 +137,7 @@ impl Mbuf {
     }
 
     /// Appends `n` bytes at the end and returns them (`None` if the tail room is short).
+    #[inline]
     pub fn append(&mut self, n: usize) -> Option<&mut [u8]> {
         let n16 = u16::try_from(n).ok()?;
         // SAFETY: owned mbuf; DPDK checks the tail room and returns null if it is short.
@@ -163,18 +164,21 @@ impl Mbuf {
     }
 
     /// Removes `n` bytes from the end (`false` if the last segment is shorter).
+    #[inline]
     pub fn trim(&mut self, n: u16) -> bool {
         // SAFETY: owned mbuf; DPDK checks the length.
         unsafe { sys::rte_pktmbuf_trim(self.raw(), n) == 0 }
     }
 
     /// Head room in bytes.
+    #[inline]
     pub fn headroom(&self) -> u16 {
         // SAFETY: owned mbuf.
         unsafe { sys::rte_pktmbuf_headroom(self.raw()) }
     }
 
     /// Tail room of the last segment in bytes.
+    #[inline]
     pub fn tailroom(&self) -> u16 {
         // SAFETY: owned mbuf.
         unsafe { sys::rte_pktmbuf_tailroom(self.raw()) }
@@ -182,6 +186,7 @@ impl Mbuf {
 }
 
 impl Drop for Mbuf {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: we own the mbuf; it is not used after this.
         unsafe { sys::rte_pktmbuf_free(self.raw()) }

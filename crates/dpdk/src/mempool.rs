@@ -82,6 +82,7 @@ impl Mempool {
     }
 
     /// An mbuf holding a copy of `data` (`None` if the pool is empty or `data` does not fit).
+    #[inline]
     pub fn alloc_with(&self, data: &[u8]) -> Option<Mbuf> {
         let mut m = self.alloc()?;
         m.append(data.len())?.copy_from_slice(data);

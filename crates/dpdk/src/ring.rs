@@ -140,6 +140,7 @@ impl Producer {
     }
 
     /// Mbufs waiting in the ring.
+    #[inline]
     pub fn count(&self) -> u32 {
         self.ring.count()
     }
