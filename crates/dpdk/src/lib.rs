@@ -33,6 +33,7 @@ mod lcore;
 mod mbuf;
 mod mempool;
 mod port;
+mod queue;
 mod ring;
 mod stop;
 
@@ -44,8 +45,9 @@ pub use lcore::{LcoreError, LcoreHandle, MAX_LCORE, launch, lcore_id};
 pub use mbuf::{Mbuf, RoomMbuf};
 pub use mempool::{MBUF_BUF_SIZE, Mempool};
 pub use port::{
-    Port, PortCaps, PortMonitor, PortSetup, PortStats, RSS_HASH_IP_UDP, RxQueue,
-    TX_OFFLOAD_IPV4_CKSUM, TX_OFFLOAD_UDP_CKSUM, TxQueue, probe_port,
+    Port, PortCaps, PortMonitor, PortSetup, PortStats, RSS_HASH_IP_UDP, TX_OFFLOAD_IPV4_CKSUM,
+    TX_OFFLOAD_UDP_CKSUM, probe_port,
 };
+pub use queue::{RxQueue, TxQueue};
 pub use ring::{Consumer, Producer, mbuf_ring};
 pub use stop::{install_stop_signals, request_stop, stop_requested};
