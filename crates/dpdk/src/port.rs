@@ -3,7 +3,7 @@
 
 use core::ffi::CStr;
 use core::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dpdk_sys as sys;
 
@@ -128,6 +128,46 @@ pub fn probe_port(_eal: &Eal, id: u16) -> Result<PortCaps, DpdkError> {
 #[derive(Debug)]
 pub(crate) struct Started {
     pub(crate) id: u16,
+    /// Serialises the control-path reads (counters, link) of handles on different threads:
+    /// DPDK does not allow two threads in driver calls on the same port at once (some drivers
+    /// accumulate hardware counters in software while reading them).
+    control: Mutex<()>,
+}
+
+impl Started {
+    /// Counters of the port.
+    fn stats(&self) -> Result<PortStats, DpdkError> {
+        let id = self.id;
+        let _one_at_a_time = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = sys::rte_eth_stats::default();
+        // SAFETY: the port is started and stays so while `self` lives; no other thread is in
+        // a control call on it (the lock); `s` is a valid out-pointer.
+        check(|| format!("port {id}: stats"), unsafe {
+            sys::rte_eth_stats_get(id, &mut s)
+        })?;
+        Ok(PortStats {
+            rx_packets: s.ipackets,
+            tx_packets: s.opackets,
+            rx_bytes: s.ibytes,
+            tx_bytes: s.obytes,
+            rx_missed: s.imissed,
+            rx_errors: s.ierrors,
+            tx_errors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        })
+    }
+
+    /// Link state of the port: (up, speed in Mbit/s).
+    fn link(&self) -> (bool, u32) {
+        let _one_at_a_time = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        let mut l = sys::rte_eth_link::default();
+        // SAFETY: as in `stats`; valid out-pointer; the call does not wait.
+        let ret = unsafe { sys::rte_eth_link_get_nowait(self.id, &mut l) };
+        if ret < 0 {
+            return (false, 0);
+        }
+        (l.link_status() != 0, l.link_speed)
+    }
 }
 
 impl Drop for Started {
@@ -217,7 +257,10 @@ impl Port {
         // SAFETY: started port; -ENOTSUP is fine (virtual devices).
         let _ = unsafe { sys::rte_eth_promiscuous_enable(id) };
         Ok(Port {
-            started: Arc::new(Started { id }),
+            started: Arc::new(Started {
+                id,
+                control: Mutex::new(()),
+            }),
             caps,
             setup,
             rx_taken: vec![false; usize::from(setup.rx_queues)],
@@ -270,18 +313,22 @@ impl Port {
 
     /// Current counters.
     pub fn stats(&self) -> Result<PortStats, DpdkError> {
-        port_stats(self.caps.id)
+        self.started.stats()
     }
 
     /// Link state: (up, speed in Mbit/s).
     pub fn link(&self) -> (bool, u32) {
-        port_link(self.caps.id)
+        self.started.link()
     }
 }
 
 /// Reads the counters and link state of a started port, from any thread (it is `Clone`,
-/// `Send` and `Sync`: these are control-path calls DPDK allows next to the polling threads).
-/// Invariant: the device stays open (not stopped or closed) while a monitor exists.
+/// `Send` and `Sync`: these are control-path reads DPDK allows next to the polling threads).
+///
+/// Invariants: the device stays open (not stopped or closed) while a monitor exists, and the
+/// reads of all handles of one port (monitors and the [`Port`]) are serialised by a lock, so
+/// no two threads are in the driver's control path of the port at once. Not on the packet
+/// path.
 #[derive(Debug, Clone)]
 pub struct PortMonitor {
     started: Arc<Started>,
@@ -295,41 +342,11 @@ impl PortMonitor {
 
     /// Current counters.
     pub fn stats(&self) -> Result<PortStats, DpdkError> {
-        port_stats(self.started.id)
+        self.started.stats()
     }
 
     /// Link state: (up, speed in Mbit/s).
     pub fn link(&self) -> (bool, u32) {
-        port_link(self.started.id)
+        self.started.link()
     }
-}
-
-/// Counters of port `id`, which a live handle keeps started.
-fn port_stats(id: u16) -> Result<PortStats, DpdkError> {
-    let mut s = sys::rte_eth_stats::default();
-    // SAFETY: `s` is a valid out-pointer; an invalid port id is reported as an error.
-    check(|| format!("port {id}: stats"), unsafe {
-        sys::rte_eth_stats_get(id, &mut s)
-    })?;
-    Ok(PortStats {
-        rx_packets: s.ipackets,
-        tx_packets: s.opackets,
-        rx_bytes: s.ibytes,
-        tx_bytes: s.obytes,
-        rx_missed: s.imissed,
-        rx_errors: s.ierrors,
-        tx_errors: s.oerrors,
-        rx_nombuf: s.rx_nombuf,
-    })
-}
-
-/// Link state of port `id` (kept started by a live handle): (up, speed in Mbit/s).
-fn port_link(id: u16) -> (bool, u32) {
-    let mut l = sys::rte_eth_link::default();
-    // SAFETY: valid out-pointer; the call does not wait.
-    let ret = unsafe { sys::rte_eth_link_get_nowait(id, &mut l) };
-    if ret < 0 {
-        return (false, 0);
-    }
-    (l.link_status() != 0, l.link_speed)
 }
