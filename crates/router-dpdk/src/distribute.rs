@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::dpdk::{self, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::underlay;
+use dpdk::{Consumer, MbufBurst, Producer, RxQueue, TxQueue};
 
 /// What the distributor did.
 #[derive(Debug, Default)]
@@ -72,10 +72,10 @@ pub struct Distributor {
     pub rx: Vec<RxQueue>,
     /// Tx queue of every port.
     pub tx: Vec<TxQueue>,
-    /// Input rings: `to_workers[worker][port]`.
-    pub to_workers: Vec<Vec<Arc<MbufRing>>>,
-    /// Output rings: `from_workers[worker][port]`.
-    pub from_workers: Vec<Vec<Arc<MbufRing>>>,
+    /// Input rings (their producing ends): `to_workers[worker][port]`.
+    pub to_workers: Vec<Vec<Producer>>,
+    /// Output rings (their consuming ends): `from_workers[worker][port]`.
+    pub from_workers: Vec<Vec<Consumer>>,
     /// Counters.
     pub stats: Arc<DistStats>,
     /// Set once the workers have stopped: drain their output rings, then return.
@@ -145,21 +145,15 @@ impl Distributor {
                 break;
             }
         }
-        // What the workers did not take before they stopped is freed and counted: every
-        // frame received is accounted for.
-        let mut discarded = 0u64;
-        for rings in &self.to_workers {
-            for ring in rings {
-                loop {
-                    let n = ring.dequeue(&mut input);
-                    if n == 0 {
-                        break;
-                    }
-                    discarded += n as u64;
-                    input.clear();
-                }
-            }
-        }
+        // What the workers did not take before they stopped is counted (and freed with the
+        // rings once their ends are dropped): every frame received is accounted for.
+        let discarded: u64 = self
+            .to_workers
+            .iter()
+            .flatten()
+            .map(|ring| u64::from(ring.count()))
+            .sum();
+        drop(self.to_workers);
         self.stats.discarded.store(discarded, Ordering::Relaxed);
         self.stats.rx.store(rx, Ordering::Relaxed);
         self.stats.ring_full.store(full, Ordering::Relaxed);

@@ -18,21 +18,21 @@ use idint_report::Message;
 use idint_report::v1::{Exporter, Report, ReportBatch};
 use scion_dp::idint::{ReportExporter, SinkRecord};
 
-use crate::dpdk::{MbufBurst, MbufRing, Mempool};
+use dpdk::{Consumer, MbufBurst, Mempool, Producer};
 
 /// Bytes of metadata in front of the packet in an export mbuf.
 const META_LEN: usize = 10;
 
 /// The worker side: record -> mbuf -> ring.
 pub struct RingExporter {
-    pool: Arc<Mempool>,
-    ring: Arc<MbufRing>,
+    pool: &'static Mempool,
+    ring: Producer,
     one: MbufBurst,
 }
 
 impl RingExporter {
-    /// An exporter feeding `ring` (this worker is its only producer) with mbufs from `pool`.
-    pub fn new(pool: Arc<Mempool>, ring: Arc<MbufRing>) -> Self {
+    /// An exporter feeding `ring` (this worker's producing end) with mbufs from `pool`.
+    pub fn new(pool: &'static Mempool, ring: Producer) -> Self {
         RingExporter {
             pool,
             ring,
@@ -205,7 +205,7 @@ fn connected_socket(bind: SocketAddr, collector: SocketAddr) -> std::io::Result<
 /// empty.
 pub fn run_exporter(
     cfg: ExportConfig,
-    rings: Vec<Arc<MbufRing>>,
+    mut rings: Vec<Consumer>,
     stats: Arc<ExportStats>,
     done: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
@@ -231,7 +231,7 @@ pub fn run_exporter(
     loop {
         let stopping = done.load(Ordering::Acquire);
         let mut got = 0;
-        for ring in &rings {
+        for ring in &mut rings {
             got += ring.dequeue(&mut burst);
             for m in burst.drain() {
                 let d = m.data();

@@ -116,7 +116,7 @@ fn handle(
 /// Renders counters in the Prometheus text format (prefix `idint_router_`).
 pub fn prometheus(
     snap: &Snapshot,
-    ports: &[(String, crate::dpdk::PortStats)],
+    ports: &[(String, dpdk::PortStats)],
     extra: &[(&'static str, u64)],
 ) -> String {
     use std::fmt::Write as _;
@@ -190,7 +190,7 @@ pub fn prometheus(
         };
         counter(&format!("{k}_total"), help, &one(*v));
     }
-    let per_port = |f: fn(&crate::dpdk::PortStats) -> u64| -> Vec<(String, u64)> {
+    let per_port = |f: fn(&dpdk::PortStats) -> u64| -> Vec<(String, u64)> {
         ports
             .iter()
             .map(|(d, s)| (format!("device=\"{d}\""), f(s)))

@@ -2,8 +2,9 @@
 //! `router-core` (configuration, underlay parsing and rewriting, ARP/NDP and neighbour tables,
 //! which need no DPDK; re-exported here under their old paths).
 //!
-//! * [`dpdk`]: the safe DPDK layer (EAL, mempools, ports, mbufs, bursts, lcores); the only
-//!   module with `unsafe` code.
+//! DPDK itself is reached through the safe [`dpdk`] crate; this crate's only `unsafe` is the
+//! final EAL clean-up in [`run`] (see there).
+//!
 //! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
@@ -12,7 +13,6 @@
 //! * [`run`]: wiring it all up (ports, tables, workers, summary).
 
 pub mod distribute;
-pub mod dpdk;
 pub mod export;
 pub mod http;
 pub mod run;
@@ -23,6 +23,6 @@ pub use router_core::{config, eal_args, ndp, neighbor, underlay};
 
 // The EAL checks of `router-core` assume the lcore limit of the DPDK linked here.
 const _: () = assert!(
-    eal_args::MAX_LCORE == dpdk_sys::RTE_MAX_LCORE,
+    eal_args::MAX_LCORE == dpdk::MAX_LCORE,
     "router_core::eal_args::MAX_LCORE differs from this DPDK's RTE_MAX_LCORE"
 );

@@ -15,13 +15,13 @@ use idint_report::v1::Exporter;
 
 use crate::config::{Config, ConfigError, Distribution};
 use crate::distribute::{DistStats, Distributor};
-use crate::dpdk::{self, DpdkError, Eal, LcoreError, MbufRing, Mempool, Port, PortSetup};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
 use crate::worker::{
     IfEgress, PortSample, RouterTelemetry, SharedClock, Sink, Source, Tables, TscClock, Worker,
 };
+use dpdk::{Consumer, DpdkError, Eal, LcoreError, Mempool, Port, PortSetup, Producer};
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
 /// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
@@ -163,7 +163,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         ));
     }
     let nw = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
-    let pool = Arc::new(Mempool::new(&eal, "router_pool", config.mbufs, 256)?);
+    // Lives for the process (mbufs never outlive it).
+    let pool = Mempool::new(&eal, "router_pool", config.mbufs, 256)?;
     let router = Arc::new(
         Router::new(config.router.clone())
             .map_err(|e| RunError::Setup(format!("router model: {e}")))?,
@@ -244,7 +245,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 rx_desc: config.rx_desc,
                 tx_desc: config.tx_desc,
             },
-            pool.clone(),
+            pool,
         )?;
         let mut local = Vec::new();
         let port_mac = port.caps().mac;
@@ -314,12 +315,16 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
 
     // Report export: one SP/SC ring per worker, drained by the exporter thread.
     let export_stats = Arc::new(ExportStats::default());
-    let mut rings = Vec::new();
+    let mut export_in: Vec<Producer> = Vec::new();
+    let mut export_out: Vec<Consumer> = Vec::new();
     if config.export.is_some() {
         for w in 0..workers.len() {
-            rings.push(Arc::new(MbufRing::new(&eal, &format!("export_{w}"), 1024)?));
+            let (p, c) = dpdk::mbuf_ring(&eal, &format!("export_{w}"), 1024)?;
+            export_in.push(p);
+            export_out.push(c);
         }
     }
+    let mut export_in = export_in.into_iter();
     let done = Arc::new(AtomicBool::new(false));
     let exporter_thread = match &config.export {
         None => None,
@@ -335,7 +340,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 max_bytes: e.max_bytes,
                 flush: Duration::from_millis(e.flush_ms),
             };
-            let (r, st, d) = (rings.clone(), export_stats.clone(), done.clone());
+            let (r, st, d) = (export_out, export_stats.clone(), done.clone());
             Some(
                 std::thread::Builder::new()
                     .name("report-export".into())
@@ -349,36 +354,41 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     let mut handles = Vec::new();
     let dist_stats = Arc::new(DistStats::default());
     let dist_done = Arc::new(AtomicBool::new(false));
-    let mut to_workers = Vec::new();
-    let mut from_workers = Vec::new();
+    // Software distribution: per worker and port an input ring (the distributor produces,
+    // the worker consumes) and an output ring (the other way round).
+    let mut to_workers: Vec<Vec<Producer>> = Vec::new();
+    let mut from_workers: Vec<Vec<Consumer>> = Vec::new();
+    let mut worker_rings: Vec<Vec<(Consumer, Producer)>> = Vec::new();
     if software {
         for w in 0..workers.len() {
-            let mut ins = Vec::new();
-            let mut outs = Vec::new();
+            let (mut to, mut from, mut mine) = (Vec::new(), Vec::new(), Vec::new());
             for p in 0..ports.len() {
-                ins.push(Arc::new(MbufRing::new(
-                    &eal,
-                    &format!("d_in_{w}_{p}"),
-                    1024,
-                )?));
-                outs.push(Arc::new(MbufRing::new(
-                    &eal,
-                    &format!("d_out_{w}_{p}"),
-                    1024,
-                )?));
+                let (in_p, in_c) = dpdk::mbuf_ring(&eal, &format!("d_in_{w}_{p}"), 1024)?;
+                let (out_p, out_c) = dpdk::mbuf_ring(&eal, &format!("d_out_{w}_{p}"), 1024)?;
+                to.push(in_p);
+                from.push(out_c);
+                mine.push((in_c, out_p));
             }
-            to_workers.push(ins);
-            from_workers.push(outs);
+            to_workers.push(to);
+            from_workers.push(from);
+            worker_rings.push(mine);
         }
     }
+    let mut worker_rings = worker_rings.into_iter();
     for (w, &lcore) in workers.iter().enumerate() {
         let q = w as u16;
         let mut rx = Vec::new();
         let mut tx = Vec::new();
+        let mut mine = worker_rings.next().unwrap_or_default().into_iter();
         for (i, p) in ports.iter_mut().enumerate() {
             if software {
-                rx.push((i, Source::Ring(to_workers[w][i].clone())));
-                tx.push(Sink::Ring(from_workers[w][i].clone()));
+                let (input, output) = mine
+                    .next()
+                    .ok_or_else(|| RunError::Setup("worker ring missing".into()))?;
+                // The worker's own ring: numbered as the rx queue it would poll without
+                // software distribution (rings of different workers are told apart).
+                rx.push((i, Source::Ring(input, q)));
+                tx.push(Sink::Ring(output));
                 continue;
             }
             let r = p
@@ -390,15 +400,6 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                     .ok_or_else(|| RunError::Setup("tx queue taken".into()))?,
             ));
         }
-        let buffers = rx
-            .iter()
-            .map(|(_, s)| match s {
-                Source::Queue(r) => r.probe(),
-                // The worker's own ring: numbered as the rx queue it would poll without
-                // software distribution (rings of different workers are told apart).
-                Source::Ring(r) => dpdk::BufferProbe::ring(r.clone(), q),
-            })
-            .collect();
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
             .map_err(|e| RunError::Setup(format!("OS random generator: {e}")))?;
@@ -408,12 +409,11 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             clock: shared_clock.clone(),
             #[cfg(feature = "measurement-aids")]
             aids: config.aids,
-            rx,
             tx,
             tables: tables.clone(),
             router: router.clone(),
             stats: s,
-            pool: pool.clone(),
+            pool,
             keys: DrkeyKeys {
                 cache: KeyCache::new(provider.clone(), config.cache_keys),
                 local: config.router.local_ia,
@@ -426,12 +426,10 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 samples.clone(),
                 tables.clone(),
                 config.energy,
-                buffers,
+                rx,
                 if software { 0 } else { q },
             ),
-            exporter: rings
-                .get(w)
-                .map(|r| RingExporter::new(pool.clone(), r.clone())),
+            exporter: export_in.next().map(|r| RingExporter::new(pool, r)),
         };
         handles.push(dpdk::launch(&eal, lcore, move || {
             worker.run();
@@ -457,8 +455,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             let d = Distributor {
                 rx,
                 tx,
-                to_workers: to_workers.clone(),
-                from_workers: from_workers.clone(),
+                to_workers: std::mem::take(&mut to_workers),
+                from_workers: std::mem::take(&mut from_workers),
                 stats: dist_stats.clone(),
                 done: dist_done.clone(),
             };
@@ -470,21 +468,21 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     };
 
     // Control endpoints.
-    let port_ids: Vec<(String, u16)> = config
-        .ports
-        .iter()
-        .zip(ports.iter())
-        .map(|(p, q)| (p.device.clone(), q.id()))
-        .collect();
     let http_thread = match control {
         None => None,
         Some(listener) => {
-            let (st, es, ds, d, pids) = (
+            // The monitors keep the ports open until this thread is joined.
+            let monitors: Vec<(String, dpdk::PortMonitor)> = config
+                .ports
+                .iter()
+                .zip(ports.iter())
+                .map(|(p, q)| (p.device.clone(), q.monitor()))
+                .collect();
+            let (st, es, ds, d) = (
                 stats.clone(),
                 export_stats.clone(),
                 dist_stats.clone(),
                 done.clone(),
-                port_ids.clone(),
             );
             let st2 = stats.clone();
             Some(
@@ -496,11 +494,9 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                             d,
                             || {
                                 let snap = Snapshot::sum(st.iter().map(|s| &**s));
-                                let ps: Vec<_> = pids
+                                let ps: Vec<_> = monitors
                                     .iter()
-                                    .map(|(n, id)| {
-                                        (n.clone(), dpdk::port_stats(*id).unwrap_or_default())
-                                    })
+                                    .map(|(n, m)| (n.clone(), m.stats().unwrap_or_default()))
                                     .collect();
                                 let mut extra = es.named().to_vec();
                                 extra.extend(ds.named());
@@ -604,10 +600,17 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     summary["export"] = ex.into();
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
     drop(ports); // stops and closes the ports (net_pcap flushes its output file)
-    drop(rings);
-    drop((to_workers, from_workers));
-    drop(pool);
-    if let Err(e) = eal.cleanup() {
+    // Rings not handed to a thread (none normally; all of them on early returns above are
+    // dropped with this function).
+    drop((export_in, worker_rings, to_workers, from_workers));
+    // SAFETY: nothing DPDK is used after this point: every lcore function has returned (all
+    // handles joined above), the exporter and control threads are joined (their rings,
+    // monitors and pool references went with them), the ports and queues are closed and
+    // dropped, the remaining ring ends are dropped, and `run` returns right after; the pool
+    // (`&'static`) is not used again by anything.
+    #[allow(unsafe_code)]
+    let cleaned = unsafe { eal.cleanup() };
+    if let Err(e) = cleaned {
         failure.get_or_insert(e.into());
     }
     Ok(Finished {

@@ -13,13 +13,13 @@ use scion_dp::telemetry::{
 };
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
-use crate::dpdk::{self, BufferProbe, MAX_BURST, Mbuf, MbufBurst, MbufRing, RxQueue, TxQueue};
 use crate::export::RingExporter;
 use crate::ndp;
 use crate::neighbor::Learned;
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
+use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
 use router_core::telemetry::EnergyFigures;
 #[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
@@ -340,7 +340,7 @@ impl PortSample {
 
 /// The router's measurements for ID-INT: TSC timestamps, port counters and link utilisation
 /// (sampled by the control thread), node id, uptime, configured energy figures.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RouterTelemetry {
     /// Clock.
     pub clock: TscClock,
@@ -356,13 +356,14 @@ pub struct RouterTelemetry {
     pub tables: Arc<Tables>,
     /// Energy figures.
     pub energy: EnergyFigures,
-    /// The receive buffers this worker polls, in the order of its rx sources: what the buffer
-    /// instructions report (see [`RouterTelemetry::begin_burst`]).
-    pub buffers: Vec<BufferProbe>,
+    /// The rx sources this worker polls, with their port index: the receive buffers the
+    /// buffer instructions report on (see [`RouterTelemetry::begin_burst`]). Owned here so
+    /// that a queue's depth is read on its polling thread, by its only handle.
+    pub rx: Vec<(usize, Source)>,
     /// This worker's tx queue index on every port (with software distribution, the
     /// distributor's: 0).
     pub tx_queue: u16,
-    /// Index into `buffers` of the burst being processed.
+    /// Index into `rx` of the burst being processed.
     current: usize,
     /// The current burst's buffer depth, once read.
     depth_now: Option<Option<u32>>,
@@ -379,7 +380,7 @@ pub struct RouterTelemetry {
 }
 
 impl RouterTelemetry {
-    /// Telemetry with the given measurements; buffers and tx queue as the worker has them.
+    /// Telemetry with the given measurements; rx sources and tx queue as the worker has them.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         clock: TscClock,
@@ -388,10 +389,10 @@ impl RouterTelemetry {
         ports: Arc<[PortSample]>,
         tables: Arc<Tables>,
         energy: EnergyFigures,
-        buffers: Vec<BufferProbe>,
+        rx: Vec<(usize, Source)>,
         tx_queue: u16,
     ) -> Self {
-        let n = buffers.len();
+        let n = rx.len();
         RouterTelemetry {
             clock,
             node_id,
@@ -400,7 +401,7 @@ impl RouterTelemetry {
             ports,
             tables,
             energy,
-            buffers,
+            rx,
             tx_queue,
             current: 0,
             depth_now: None,
@@ -413,7 +414,7 @@ impl RouterTelemetry {
     /// Records usage over the last interval: the worker's busy share (cycles spent on bursts
     /// that carried packets, of `interval_cycles`; a poll-mode core is always running, so
     /// this is the load that matters) and the packet memory in use (mbufs of the pool).
-    pub fn sample_usage(&mut self, busy_cycles: u64, interval_cycles: u64, pool: &dpdk::Mempool) {
+    pub fn sample_usage(&mut self, busy_cycles: u64, interval_cycles: u64, pool: &Mempool) {
         let (used, free) = (u64::from(pool.in_use()), u64::from(pool.available()));
         self.usage = Some((
             fraction_255(busy_cycles, interval_cycles),
@@ -421,7 +422,7 @@ impl RouterTelemetry {
         ));
     }
 
-    /// A burst received at `rx_ns` from rx source `source` (index into `buffers`) is about to
+    /// A burst received at `rx_ns` from rx source `source` (index into `rx`) is about to
     /// be processed: timestamps and the buffer instructions refer to it.
     #[inline]
     pub fn begin_burst(&mut self, source: usize, rx_ns: u64) {
@@ -433,7 +434,7 @@ impl RouterTelemetry {
 
     /// Samples every buffer's depth into its average (called periodically by the worker).
     pub fn sample_buffers(&mut self) {
-        for (b, avg) in self.buffers.iter().zip(self.depth_avg_x16.iter_mut()) {
+        for ((_, b), avg) in self.rx.iter().zip(self.depth_avg_x16.iter_mut()) {
             *avg = b.depth().map(|d| match *avg {
                 None => d.saturating_mul(16),
                 Some(a) => average_x16(a, d),
@@ -511,10 +512,10 @@ impl TelemetrySource for RouterTelemetry {
         match metric {
             QueueMetric::QueueId => self.port_of(ifid).map(|_| u32::from(self.tx_queue)),
             QueueMetric::QueueLen | QueueMetric::QueueLenAvg => None,
-            QueueMetric::BufferId => self.buffers.get(self.current).map(|b| u32::from(b.id())),
+            QueueMetric::BufferId => self.rx.get(self.current).map(|(_, b)| u32::from(b.id())),
             QueueMetric::BufferOccupancy => {
                 if self.depth_now.is_none() {
-                    self.depth_now = Some(self.buffers.get(self.current).and_then(|b| b.depth()));
+                    self.depth_now = Some(self.rx.get(self.current).and_then(|(_, b)| b.depth()));
                 }
                 self.depth_now.flatten()
             }
@@ -622,8 +623,9 @@ impl BurstPacket for Slot {
 pub enum Source {
     /// A NIC rx queue.
     Queue(RxQueue),
-    /// A ring fed by the distributor lcore.
-    Ring(Arc<MbufRing>),
+    /// A ring fed by the distributor lcore, with the id it reports as buffer id (the rx
+    /// queue index the worker would poll without software distribution).
+    Ring(Consumer, u16),
 }
 
 impl Source {
@@ -632,7 +634,25 @@ impl Source {
     pub fn receive(&mut self, burst: &mut MbufBurst) -> usize {
         match self {
             Source::Queue(q) => q.rx_burst(burst),
-            Source::Ring(r) => r.dequeue(burst),
+            Source::Ring(r, _) => r.dequeue(burst),
+        }
+    }
+
+    /// The buffer's identifier: the rx queue index, or the id a ring was given.
+    pub fn id(&self) -> u16 {
+        match self {
+            Source::Queue(q) => q.queue(),
+            Source::Ring(_, id) => *id,
+        }
+    }
+
+    /// Packets waiting now; `None` if the driver cannot tell (virtual devices such as
+    /// `net_pcap` and `net_null` do not implement the count).
+    #[inline]
+    pub fn depth(&self) -> Option<u32> {
+        match self {
+            Source::Queue(q) => q.depth(),
+            Source::Ring(r, _) => Some(r.count()),
         }
     }
 }
@@ -643,7 +663,7 @@ pub enum Sink {
     /// A NIC tx queue.
     Queue(TxQueue),
     /// A ring drained by the distributor lcore.
-    Ring(Arc<MbufRing>),
+    Ring(Producer),
 }
 
 impl Sink {
@@ -659,8 +679,6 @@ impl Sink {
 
 /// Everything one worker owns.
 pub struct Worker<K: VerifierKeys> {
-    /// Rx queues polled, with their port index.
-    pub rx: Vec<(usize, Source)>,
     /// One tx queue per port index.
     pub tx: Vec<Sink>,
     /// Shared tables.
@@ -670,12 +688,12 @@ pub struct Worker<K: VerifierKeys> {
     /// Published counters.
     pub stats: Arc<WorkerStats>,
     /// Pool for frames the worker makes itself (ARP requests, neighbor solicitations).
-    pub pool: Arc<dpdk::Mempool>,
+    pub pool: &'static Mempool,
     /// ID-INT keys.
     pub keys: K,
     /// Nonce generator seed (from the OS).
     pub seed: [u8; 32],
-    /// Telemetry source.
+    /// Telemetry source; it owns the rx sources polled (see [`RouterTelemetry::rx`]).
     pub telemetry: RouterTelemetry,
     /// Infrastructure-mode sink export (the stage acts as sink when set).
     pub exporter: Option<RingExporter>,
@@ -690,7 +708,6 @@ impl<K: VerifierKeys> Worker<K> {
     /// Polls until [`dpdk::stop_requested`]; returns the number of frames received.
     pub fn run(self) -> u64 {
         let Worker {
-            rx,
             tx,
             tables,
             router,
@@ -705,9 +722,7 @@ impl<K: VerifierKeys> Worker<K> {
             clock: shared_clock,
         } = self;
         let clock = telemetry.clock;
-        let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
         let io = Io {
-            rx,
             tx,
             tables,
             stats,
@@ -719,8 +734,9 @@ impl<K: VerifierKeys> Worker<K> {
         };
         #[cfg(feature = "measurement-aids")]
         if aids.io_only {
-            return io.forward_untouched(&router);
+            return io.forward_untouched(&router, telemetry.rx);
         }
+        let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
         match exporter {
             Some(x) => io.poll(&router, stage.with_sink(x)),
             None => io.poll(&router, stage),
@@ -730,13 +746,12 @@ impl<K: VerifierKeys> Worker<K> {
 
 /// The worker's I/O side.
 struct Io {
-    rx: Vec<(usize, Source)>,
     tx: Vec<Sink>,
     tables: Arc<Tables>,
     stats: Arc<WorkerStats>,
     clock: TscClock,
     shared_clock: Arc<SharedClock>,
-    pool: Arc<dpdk::Mempool>,
+    pool: &'static Mempool,
     /// ID-INT through [`scion_dp::lower_bound`].
     #[cfg(feature = "measurement-aids")]
     lower_bound: scion_dp::lower_bound::Mode,
@@ -745,7 +760,7 @@ struct Io {
 impl Io {
     /// The I/O-only ceiling: every received burst goes out by the next port unchanged.
     #[cfg(feature = "measurement-aids")]
-    fn forward_untouched(mut self, router: &Router) -> u64 {
+    fn forward_untouched(mut self, router: &Router, mut rx: Vec<(usize, Source)>) -> u64 {
         let proc = Processor::new(router);
         let idint = scion_dp::idint::IdIntCounters::default();
         let mut io = IoCounters::default();
@@ -755,7 +770,7 @@ impl Io {
         let publish_every = clock.hz / 200;
         let mut last_publish = 0u64;
         while !dpdk::stop_requested() {
-            for (port, q) in self.rx.iter_mut() {
+            for (port, q) in rx.iter_mut() {
                 let n = q.receive(&mut burst);
                 if n == 0 {
                     continue;
@@ -795,7 +810,7 @@ impl Io {
         let mut burst = MbufBurst::new();
         let mut clock = self.clock;
         let mut resolver = Resolver {
-            pool: self.pool.clone(),
+            pool: self.pool,
             interval: clock.hz / 10,
             asked: [(0, 0); 64],
         };
@@ -806,11 +821,15 @@ impl Io {
         let mut busy = 0u64;
         #[cfg(feature = "measurement-aids")]
         let mut bound = LowerBound::new(self.lower_bound);
+        // The rx sources live in the telemetry (it reads their depth).
+        let sources = stage.source().rx.len();
         loop {
             if dpdk::stop_requested() {
                 break;
             }
-            for (i, (port, q)) in self.rx.iter_mut().enumerate() {
+            for i in 0..sources {
+                let (port, q) = &mut stage.source_mut().rx[i];
+                let port = *port;
                 let n = q.receive(&mut burst);
                 if n == 0 {
                     continue;
@@ -820,7 +839,7 @@ impl Io {
                 stage.source_mut().begin_burst(i, now);
                 let now_s = (now / 1_000_000_000) as u32;
                 let filled = classify(
-                    tables, *port, now_s, &mut burst, &mut slots, &mut out, &mut io,
+                    tables, port, now_s, &mut burst, &mut slots, &mut out, &mut io,
                 );
                 #[cfg(feature = "measurement-aids")]
                 match bound.as_mut() {
@@ -839,7 +858,7 @@ impl Io {
                 let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
                     let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
-                    route(tables, *port, now_s, s, r);
+                    route(tables, port, now_s, s, r);
                 }
                 send_all(tables, &mut out, &mut self.tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
@@ -855,7 +874,7 @@ impl Io {
                 stage.source_mut().sample_buffers();
                 stage
                     .source_mut()
-                    .sample_usage(busy, tsc.wrapping_sub(last_publish), &self.pool);
+                    .sample_usage(busy, tsc.wrapping_sub(last_publish), self.pool);
                 last_publish = tsc;
                 busy = 0;
                 // The control thread's corrected clock, for timestamps and time.
@@ -1193,7 +1212,7 @@ impl EgressMacs {
 /// one, at most one per address every 100 ms per worker.
 pub struct Resolver {
     /// Pool for the request frames.
-    pub pool: Arc<dpdk::Mempool>,
+    pub pool: &'static Mempool,
     /// TSC ticks between two requests for the same address.
     pub interval: u64,
     /// (address as IPv6, IPv4 mapped; TSC of the last request), by address hash.

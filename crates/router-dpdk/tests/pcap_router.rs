@@ -172,10 +172,10 @@ fn unknown_next_hop_is_resolved_with_arp() {
     let mut reply = arp_request(peer, "10.123.3.3", "10.123.3.1");
     reply[20..22].copy_from_slice(&[0, 2]); // opcode: reply
     // More packets than one rx burst holds come first, so the reply arrives in a later burst.
-    let mut all = vec![frame(HOST, INTERNAL, &pkt); router_dpdk::dpdk::MAX_BURST];
+    let mut all = vec![frame(HOST, INTERNAL, &pkt); dpdk::MAX_BURST];
     all.push(reply);
     all.push(frame(HOST, INTERNAL, &pkt));
-    let total = router_dpdk::dpdk::MAX_BURST as u64 + 1;
+    let total = dpdk::MAX_BURST as u64 + 1;
     let PcapRun { summary, sent, .. } = run_on_pcap(&all, false, "0.7", |t| t);
     assert_eq!(summary["io"]["rx_frames"], total + 1);
     assert_eq!(summary["forwarded"], total, "{summary:#}");
@@ -215,7 +215,7 @@ fn a_gratuitous_arp_moves_a_known_neighbour_to_its_new_mac() {
     let mut reply = arp_request(old_mac, "10.123.3.3", "10.123.3.1");
     reply[20..22].copy_from_slice(&[0, 2]);
     let garp = arp_request(new_mac, "10.123.3.3", "10.123.3.3");
-    let burst = router_dpdk::dpdk::MAX_BURST;
+    let burst = dpdk::MAX_BURST;
     let mut all = vec![frame(HOST, INTERNAL, &pkt); burst];
     all.push(reply);
     all.extend(vec![frame(HOST, INTERNAL, &pkt); burst]);
@@ -271,10 +271,10 @@ fn unknown_ipv6_next_hop_is_resolved_with_ndp() {
         &ll_option(2, peer),
         255,
     );
-    let mut all = vec![frame(HOST, INTERNAL, &pkt); router_dpdk::dpdk::MAX_BURST];
+    let mut all = vec![frame(HOST, INTERNAL, &pkt); dpdk::MAX_BURST];
     all.push(na);
     all.push(frame(HOST, INTERNAL, &pkt));
-    let total = router_dpdk::dpdk::MAX_BURST as u64 + 1;
+    let total = dpdk::MAX_BURST as u64 + 1;
     let PcapRun { summary, sent, .. } = run_on_pcap(&all, true, "0.7", |t| t);
     assert_eq!(summary["io"]["rx_frames"], total + 1);
     assert_eq!(summary["forwarded"], total, "{summary:#}");

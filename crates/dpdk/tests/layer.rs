@@ -1,14 +1,12 @@
 //! The safe DPDK layer against the real DPDK: EAL once per process (a second init is refused),
 //! mempool accounting, owning mbufs, `net_ring` loopback bursts, tx ownership of unsent
-//! mbufs, `rte_ring` hand-over, probed port capabilities and lcore launch that catches panics.
+//! mbufs, SP/SC `rte_ring` hand-over through its two ends, probed port capabilities, port
+//! lifetime (queues and monitors keep it open) and lcore launch that catches panics.
 //!
 //! EAL initialises once per process, so everything runs in one test function.
+#![allow(unsafe_code)]
 
-use std::sync::Arc;
-
-use router_dpdk::dpdk::{
-    self, Eal, LcoreError, MAX_BURST, Mbuf, MbufBurst, MbufRing, Mempool, Port, PortSetup,
-};
+use dpdk::{Eal, LcoreError, MAX_BURST, Mbuf, MbufBurst, Mempool, Port, PortSetup};
 
 const POOL: u32 = 4095;
 
@@ -18,6 +16,7 @@ fn eal_pool_mbufs_ports_rings_lcores() {
         "--no-huge",
         "--no-pci",
         "--no-shconf",
+        "--file-prefix=dpdk_layer",
         "-l",
         "0-1",
         "-m",
@@ -45,7 +44,7 @@ fn eal_pool_mbufs_ports_rings_lcores() {
     assert!(!e.text.is_empty());
 
     // --- mempool and mbufs ----------------------------------------------------------------------
-    let pool = Arc::new(Mempool::new(&eal, "layer_pool", POOL, 0).expect("pool"));
+    let pool: &'static Mempool = Mempool::new(&eal, "layer_pool", POOL, 0).expect("pool");
     assert_eq!(pool.available(), POOL);
     {
         let mut m = pool.alloc_with(b"hello mbuf").expect("mbuf");
@@ -81,7 +80,7 @@ fn eal_pool_mbufs_ports_rings_lcores() {
         rx_desc: 128,
         tx_desc: 128,
     };
-    let e = Port::start(&eal, caps.clone(), too_many, pool.clone()).expect_err("too many queues");
+    let e = Port::start(&eal, caps.clone(), too_many, pool).expect_err("too many queues");
     assert!(e.to_string().contains("rx queues requested"), "{e}");
     let setup = PortSetup {
         rx_queues: 1,
@@ -89,7 +88,7 @@ fn eal_pool_mbufs_ports_rings_lcores() {
         rx_desc: 128,
         tx_desc: 128,
     };
-    let mut port = Port::start(&eal, caps, setup, pool.clone()).expect("start");
+    let mut port = Port::start(&eal, caps, setup, pool).expect("start");
     let mut rx = port.rx_queue(0).expect("rx 0");
     assert!(port.rx_queue(0).is_none(), "a queue is handed out once");
     assert!(port.rx_queue(1).is_none());
@@ -161,30 +160,74 @@ fn eal_pool_mbufs_ports_rings_lcores() {
     assert_eq!(pool.in_use(), 0);
 
     // --- rte_ring hand-over ---------------------------------------------------------------------
-    let ring = MbufRing::new(&eal, "layer_ring", 64).expect("ring");
+    let (mut prod, mut cons) = dpdk::mbuf_ring(&eal, "layer_ring", 64).expect("ring");
+    let e = dpdk::mbuf_ring(&eal, "layer_ring", 64).expect_err("duplicate ring name");
+    assert_eq!(e.code, 17, "EEXIST: {e}");
     let mut b = MbufBurst::new();
     for i in 0..5u8 {
         b.push(pool.alloc_with(&[i]).unwrap()).unwrap();
     }
-    assert_eq!(ring.enqueue(&mut b), 5);
-    assert_eq!(ring.count(), 5);
-    // A probe of a worker's ring reads its depth and carries the worker's buffer id.
-    let ring = std::sync::Arc::new(ring);
-    let probe = dpdk::BufferProbe::ring(ring.clone(), 3);
-    assert_eq!((probe.id(), probe.depth()), (3, Some(5)));
-    drop(probe);
-    let ring = std::sync::Arc::into_inner(ring).expect("only owner");
+    assert_eq!(prod.enqueue(&mut b), 5);
+    assert_eq!((prod.count(), cons.count()), (5, 5));
     let mut out = MbufBurst::new();
-    assert_eq!(ring.dequeue(&mut out), 5);
+    assert_eq!(cons.dequeue(&mut out), 5);
     let firsts: Vec<u8> = out.drain().map(|m| m.data()[0]).collect();
     assert_eq!(firsts, vec![0, 1, 2, 3, 4]);
+    // A full ring leaves what does not fit in the burst (room for size - 1 = 63).
+    let mut big = MbufBurst::new();
+    while !big.is_full() {
+        big.push(pool.alloc().unwrap()).unwrap();
+    }
+    assert_eq!(prod.enqueue(&mut big), 63);
+    assert_eq!(big.len(), 1, "the one that did not fit stays in the burst");
+    drop(big);
+    // The consumer may go first: the producer's ring (and what is queued) lives on...
+    drop(cons);
     b.push(pool.alloc().unwrap()).unwrap();
-    ring.enqueue(&mut b);
-    drop(ring); // frees what is still queued
+    assert_eq!(prod.enqueue(&mut b), 0, "still full");
+    drop(b);
+    assert_eq!(pool.in_use(), 63);
+    // ...and the last end frees what is still queued.
+    drop(prod);
+    assert_eq!(pool.in_use(), 0);
+
+    // The two ends on two threads: producer on a worker lcore, consumer here.
+    let (mut prod, mut cons) = dpdk::mbuf_ring(&eal, "layer_ring2", 1024).expect("ring");
+    const N: usize = 10_000;
+    let h = dpdk::launch(&eal, 1, move || {
+        let mut b = MbufBurst::new();
+        let mut sent = 0usize;
+        while sent < N {
+            while !b.is_full() && sent + b.len() < N {
+                let i = sent + b.len();
+                match pool.alloc_with(&i.to_le_bytes()) {
+                    Some(m) => b.push(m).unwrap(),
+                    None => break,
+                }
+            }
+            sent += prod.enqueue(&mut b);
+        }
+        0
+    })
+    .unwrap();
+    let mut got = 0usize;
+    let mut inb = MbufBurst::new();
+    while got < N {
+        cons.dequeue(&mut inb);
+        for m in inb.drain() {
+            let mut i = [0u8; 8];
+            i.copy_from_slice(&m.data()[..8]);
+            assert_eq!(usize::from_le_bytes(i), got, "in order, none lost");
+            got += 1;
+        }
+    }
+    assert_eq!(h.join(), Ok(0));
+    assert_eq!(cons.count(), 0);
+    drop(cons);
     assert_eq!(pool.in_use(), 0);
 
     // --- lcores -------------------------------------------------------------------------------
-    let p2 = pool.clone();
+    let p2 = pool;
     let h = dpdk::launch(&eal, 1, move || {
         let m = p2.alloc_with(b"from the worker").unwrap();
         assert_eq!(dpdk::lcore_id(), 1);
@@ -202,12 +245,31 @@ fn eal_pool_mbufs_ports_rings_lcores() {
     let h = dpdk::launch(&eal, 1, || 7).unwrap();
     assert_eq!(h.join(), Ok(7));
     assert_eq!(pool.in_use(), 0);
+    // Only enabled worker lcores: not the main one, not one outside `-l`, not past DPDK's table.
+    for lcore in [eal.main_lcore(), 2, dpdk::MAX_LCORE, u32::MAX] {
+        let e = dpdk::launch(&eal, lcore, || 0).expect_err("not a worker lcore");
+        assert!(e.to_string().contains("not an enabled worker lcore"), "{e}");
+    }
 
     // --- shutdown -------------------------------------------------------------------------------
     // The queues keep the port open: dropping the port first does not close it under them.
+    let monitor = port.monitor();
     drop(port);
     assert_eq!(rx.rx_burst(&mut MbufBurst::new()), 0);
+    let _ = rx.depth(); // net_ring may not count; the call is still valid
     drop((rx, tx));
-    drop(pool);
-    eal.cleanup().expect("cleanup");
+    // So does a monitor, from another thread too.
+    let st = std::thread::scope(|s| s.spawn(|| monitor.stats()).join().unwrap()).unwrap();
+    assert_eq!(st.tx_packets as usize, 10 + sent_total);
+    assert_eq!(monitor.id(), ring_id);
+    assert!(eal.port_by_name("net_ring0").is_ok(), "still open");
+    drop(monitor);
+    assert!(
+        eal.port_by_name("net_ring0").is_err(),
+        "closed (and released) with its last handle"
+    );
+    assert_eq!(pool.in_use(), 0);
+    // SAFETY: every port, queue, monitor, ring end and mbuf is gone, the lcore functions
+    // have returned, and nothing DPDK runs after this line.
+    unsafe { eal.cleanup() }.expect("cleanup");
 }
