@@ -410,7 +410,7 @@ pub(crate) fn fold(mut sum: u32) -> u16 {
 /// The Ethernet/IPv4/UDP headers of one IPv4 link, built once: everything but the next hop's
 /// MAC and the lengths (and the checksum they change) is the same for every packet sent on the
 /// link, so a packet costs a copy of the template and three small writes instead of building
-/// and summing the headers. Writes exactly what [`write`] writes for the same link.
+/// and summing the headers. Writes exactly what [`write`](fn@write) writes for the same link.
 #[derive(Debug, Clone, Copy)]
 pub struct V4Header {
     bytes: [u8; V4_HDR_LEN],
