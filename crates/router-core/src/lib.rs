@@ -1,6 +1,7 @@
 //! What the SCION/ID-INT border router does without DPDK, as plain code with unit tests: the
 //! I/O shell (`router-dpdk`) keeps `main`, setup, the worker loop and the control thread.
 //!
+//! * [`clock`]: wall-clock time from the TSC, corrected against the system clock.
 //! * [`config`]: the TOML configuration plus `topology.json` and `keys/`, with clear errors.
 //! * [`eal_args`]: checks of the configured EAL arguments before EAL runs.
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting, ARP answers.
@@ -8,6 +9,7 @@
 //! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
 //! * [`telemetry`]: configured telemetry figures (energy, power).
 
+pub mod clock;
 pub mod config;
 pub mod eal_args;
 pub mod ndp;

@@ -18,10 +18,9 @@ use crate::distribute::{DistStats, Distributor};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::worker::{
-    IfEgress, PortSample, RouterTelemetry, SharedClock, Sink, Source, Tables, TscClock, Worker,
-};
+use crate::worker::{IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, Mempool, Port, PortSetup, Producer};
+use router_core::clock::{SharedClock, TscClock};
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
 /// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
@@ -291,8 +290,8 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         LocalProvider::new(config.router.local_ia, &config.master0, config.epoch_secs)
             .map_err(|e| RunError::Setup(format!("DRKey: {e}")))?,
     );
-    let clock = TscClock::new(eal.tsc_hz());
-    let started_ns = clock.now_ns();
+    let clock = TscClock::new(eal.tsc_hz(), dpdk::rdtsc(), unix_now_ns());
+    let started_ns = clock.unix_ns(dpdk::rdtsc());
     // Corrected against the system clock by the control loop below.
     let shared_clock = Arc::new(SharedClock::new(clock));
     let samples: Arc<[PortSample]> = ports.iter().map(|_| PortSample::default()).collect();
