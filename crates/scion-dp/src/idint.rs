@@ -84,9 +84,11 @@ use idint_wire::{AddrType, HostAddr, IsdAsn};
 
 use alloc::boxed::Box;
 
+use crate::burst::{BurstPacket, MAX_BURST};
+use crate::bytes::{read_u48_le, read_u64, read_u128_le};
 use crate::config::Router;
+pub use crate::hook::{Forwarded, ForwardingHook};
 use crate::outcome::{Disposition, DropReason, Ingress};
-use crate::process::{BurstPacket, MAX_BURST, read_u64};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 /// A key found by [`VerifierKeys::find`]: a name the implementation gives out (for a cache,
@@ -390,59 +392,6 @@ impl IdIntCounters {
         self.stripped = self.stripped.saturating_add(o.stripped);
         self.consumed = self.consumed.saturating_add(o.consumed);
     }
-}
-
-/// What the processor knows about a packet it forwards or delivers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Forwarded {
-    /// Packet length (the packet is `buf[..len]`).
-    pub len: usize,
-    /// Where it arrived.
-    pub ingress: Ingress,
-    /// The hop-field index it arrived with.
-    pub hop: u8,
-    /// Processing time, Unix ns.
-    pub now_ns: u64,
-}
-
-/// Something the processor runs on every packet it forwards or delivers, with the packet
-/// already updated for forwarding.
-pub trait ForwardingHook {
-    /// Acts on the packet; may change the decision.
-    fn after_forwarding(
-        &mut self,
-        router: &Router,
-        buf: &mut [u8],
-        pkt: &Forwarded,
-        d: &mut Disposition,
-    );
-
-    /// As [`Self::after_forwarding`] for packet `slot` of a burst; work that does not change
-    /// the decision may be deferred to [`Self::finish_burst`].
-    #[inline]
-    fn after_forwarding_in_burst(
-        &mut self,
-        router: &Router,
-        buf: &mut [u8],
-        pkt: &Forwarded,
-        d: &mut Disposition,
-        slot: usize,
-    ) {
-        let _ = slot;
-        self.after_forwarding(router, buf, pkt, d);
-    }
-
-    /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
-    /// `slot`). Called once per burst of at most [`MAX_BURST`] packets.
-    #[inline]
-    fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
-        let _ = pkts;
-    }
-}
-
-impl ForwardingHook for () {
-    #[inline(always)]
-    fn after_forwarding(&mut self, _: &Router, _: &mut [u8], _: &Forwarded, _: &mut Disposition) {}
 }
 
 /// A worker's ID-INT state.
@@ -906,7 +855,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if n < 2 + 22 || hbh[2] != opt_type::IDINT_MAIN {
             return false;
         }
-        let request = read_u128(hbh, 0);
+        let request = read_u128_le(hbh, 0);
         let mlen = usize::from(hbh[3]) + 2;
         let (f0, f1) = (hbh[4], hbh[5]);
         // Version 0, R clear; a probe ending at this sink takes the general path.
@@ -1097,7 +1046,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             batch.keep_plan(FlowPlan {
                 request,
                 route,
-                top: read_u48(hbh, t),
+                top: read_u48_le(hbh, t),
                 s: s as u16,
                 t: t as u16,
                 free: free as u16,
@@ -1145,7 +1094,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if hbh.len() < 16 {
             return false;
         }
-        let (request, route) = (read_u128(hbh, 0), route_key(f, out));
+        let (request, route) = (read_u128_le(hbh, 0), route_key(f, out));
         let Some(k) = batch.plans.iter().position(|p| {
             p.as_ref()
                 .is_some_and(|p| p.request == request && p.route == route)
@@ -1163,7 +1112,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         // The same first 16 bytes give the same HBH length, stack bounds and TOS; the same
         // top entry header the same entry length and the same checks on it.
         if hbh.len() < end
-            || read_u48(hbh, t) != plan.top
+            || read_u48_le(hbh, t) != plan.top
             || hbh[usize::from(plan.s)] != opt_type::IDINT_ENTRY
             || hbh[free..free + 2] != plan.pad
         {
@@ -1778,22 +1727,6 @@ fn route_key(f: &Forwarded, out: Out) -> u32 {
         | (u32::from(out.egress) << 1)
         | (u32::from(out.last) << 2)
         | (u32::from(f.hop) << 8)
-}
-
-/// `b[at..at + 16]` little-endian (in bounds: callers checked).
-#[inline(always)]
-fn read_u128(b: &[u8], at: usize) -> u128 {
-    let mut x = [0u8; 16];
-    x.copy_from_slice(&b[at..at + 16]);
-    u128::from_le_bytes(x)
-}
-
-/// `b[at..at + 6]` little-endian (in bounds: callers checked).
-#[inline(always)]
-fn read_u48(b: &[u8], at: usize) -> u64 {
-    let mut x = [0u8; 8];
-    x[..6].copy_from_slice(&b[at..at + 6]);
-    u64::from_le_bytes(x)
 }
 
 /// Plans kept.

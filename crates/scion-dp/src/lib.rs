@@ -22,14 +22,18 @@ extern crate alloc;
 #[cfg(feature = "drkey")]
 extern crate std;
 
+mod burst;
+mod bytes;
 pub mod config;
 pub mod epic;
+mod hook;
 pub mod hop_mac;
 pub mod idint;
 mod local;
 #[cfg(feature = "measurement-aids")]
 pub mod lower_bound;
 pub mod outcome;
+mod path;
 pub mod probe;
 pub mod process;
 mod reply;

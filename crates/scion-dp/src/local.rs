@@ -18,7 +18,9 @@ const UDP: u8 = 17;
 const HBH: u8 = 200;
 /// Bytes of an SCMP echo message up to its data: header (4), identifier and sequence (4).
 const ECHO_LEN: usize = 8;
-use crate::reply::TRACEROUTE_LEN;
+/// Bytes of an SCMP traceroute message: header (4), identifier and sequence (4), IA (8),
+/// interface (8).
+pub(crate) const TRACEROUTE_LEN: usize = 24;
 const E2E: u8 = 201;
 
 /// Why local delivery failed: an SCMP answer or a silent drop.

@@ -26,11 +26,11 @@ use idint_wire::crypto::{Aes128Enc, cbc_mac_lanes, encrypt_blocks};
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
 
+use crate::burst::MAX_BURST;
 use crate::config::Router;
 use crate::idint::{
     Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
 };
-use crate::process::MAX_BURST;
 use crate::telemetry::TelemetrySource;
 use crate::{BurstPacket, Disposition};
 

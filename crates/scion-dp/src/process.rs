@@ -18,24 +18,21 @@
 //! SCMP pointers are byte offsets into the offending packet; for EPIC-HP they include the 16
 //! bytes of EPIC fields before the SCION path (the reference router omits them).
 
-use idint_wire::path::PathMeta;
 use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
-use idint_wire::path::{HopField, InfoField, OneHopPath};
+use idint_wire::path::{HopField, OneHopPath};
 use idint_wire::scion::{PathType, ScionHeader};
 use idint_wire::{AddrType, HostAddr};
 
 use alloc::boxed::Box;
 
+pub use crate::burst::{BurstPacket, MAX_BURST, PacketSlot};
+use crate::bytes::{read_u32, read_u64};
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
-use crate::idint::{Forwarded, ForwardingHook};
+use crate::hook::{Forwarded, ForwardingHook};
 use crate::local::{self, LocalError, upper_layer};
 use crate::outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
 use crate::reply::{self, EPIC_PREFIX, ReplyRequest};
-
-/// Largest batch handled in one pass of [`Processor::process_burst`] (longer slices are
-/// processed in chunks of this size).
-pub const MAX_BURST: usize = 64;
 
 /// How many packets ahead of the one being processed a burst prefetches.
 const PREFETCH_AHEAD: usize = 4;
@@ -62,74 +59,6 @@ const TRANSIT_ALLOWED: u16 = 1 << (4 * LinkType::Core as u16 + LinkType::Core as
 const BFD: u8 = 203;
 const HBH: u8 = 200;
 const E2E: u8 = 201;
-
-/// One packet of a burst, as the I/O layer presents it.
-pub trait BurstPacket {
-    /// The writable buffer holding the SCION packet from its first byte; it may extend past the
-    /// packet (room for an SCMP reply that quotes it).
-    fn buffer(&mut self) -> &mut [u8];
-    /// Length of the SCION packet in the buffer.
-    fn len(&self) -> usize;
-    /// Whether the packet is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Where the packet arrived.
-    fn ingress(&self) -> Ingress;
-    /// Where the decision is written (written in place: a large value moved through the
-    /// stack costs a store-forwarding stall per packet).
-    fn disposition_mut(&mut self) -> &mut Option<Disposition>;
-    /// Records the decision of a forwarded packet. By default into
-    /// [`Self::disposition_mut`]; an implementation may keep the common
-    /// [`Disposition::Forward`] in a compact field of its own instead, so that the value is
-    /// never copied whole (a wide load of a value just built by narrow stores cannot be
-    /// forwarded from them: a stall of a dozen cycles per packet).
-    #[inline(always)]
-    fn set_disposition(&mut self, d: Disposition) {
-        *self.disposition_mut() = Some(d);
-    }
-}
-
-/// A [`BurstPacket`] over a plain byte slice.
-#[derive(Debug)]
-pub struct PacketSlot<'a> {
-    /// Buffer (packet first, then free room).
-    pub buf: &'a mut [u8],
-    /// Packet length.
-    pub len: usize,
-    /// Arrival.
-    pub ingress: Ingress,
-    /// Decision, once processed.
-    pub disposition: Option<Disposition>,
-}
-
-impl BurstPacket for PacketSlot<'_> {
-    fn buffer(&mut self) -> &mut [u8] {
-        self.buf
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn ingress(&self) -> Ingress {
-        self.ingress
-    }
-    fn disposition_mut(&mut self) -> &mut Option<Disposition> {
-        &mut self.disposition
-    }
-}
-
-/// Whether the current hop is a peering hop (`None` if the peering flag is set on a path whose
-/// segment lengths do not allow peering).
-pub(crate) fn peering_of(meta: &PathMeta, info: &InfoField) -> Option<bool> {
-    if !info.peer {
-        return Some(false);
-    }
-    let [s0, s1, s2] = meta.seg_len;
-    if s0 == 0 || s1 == 0 || s2 != 0 {
-        return None;
-    }
-    Some(meta.curr_hf + 1 == s0 || meta.curr_hf == s0)
-}
 
 /// EPIC-HP role of this router for the packet (decided before processing moves the path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -256,7 +185,7 @@ impl Meta {
             ..self
         })
     }
-    /// Whether the current hop is a peering hop (see [`peering_of`]).
+    /// Whether the current hop is a peering hop (see [`peering_of`](crate::path::peering_of)).
     #[inline(always)]
     fn peering(self, info: Info) -> Option<bool> {
         if !info.peer() {
@@ -357,21 +286,6 @@ impl Hop {
         let got = u64::from_be_bytes([0, 0, full[0], full[1], full[2], full[3], full[4], full[5]]);
         (got ^ self.mac48()) == 0
     }
-}
-
-/// `buf[at..at + 8]` big-endian (in bounds: callers checked).
-#[inline(always)]
-pub(crate) fn read_u64(buf: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[at..at + 8]);
-    u64::from_be_bytes(b)
-}
-
-#[inline(always)]
-fn read_u32(buf: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&buf[at..at + 4]);
-    u32::from_be_bytes(b)
 }
 
 #[inline(always)]
