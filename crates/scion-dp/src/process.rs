@@ -18,6 +18,7 @@
 //! SCMP pointers are byte offsets into the offending packet; for EPIC-HP they include the 16
 //! bytes of EPIC fields before the SCION path (the reference router omits them).
 
+use idint_wire::ext::{E2E, HBH};
 use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
 use idint_wire::path::{HopField, OneHopPath};
 use idint_wire::scion::{PathType, ScionHeader};
@@ -57,8 +58,6 @@ const TRANSIT_ALLOWED: u16 = 1 << (4 * LinkType::Core as u16 + LinkType::Core as
 
 /// BFD protocol number.
 const BFD: u8 = 203;
-const HBH: u8 = 200;
-const E2E: u8 = 201;
 
 /// EPIC-HP role of this router for the packet (decided before processing moves the path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

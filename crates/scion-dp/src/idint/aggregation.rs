@@ -206,7 +206,7 @@ mod tests {
             version: 0,
             traffic_class: 0,
             flow_id: FlowId::new(1).unwrap(),
-            next_header: NextHdr::from(17),
+            next_header: NextHdr::from(idint_wire::udp::PROTOCOL),
             path_type: PathType::Scion,
             path_len: pb.len(),
             payload_len: 0,
