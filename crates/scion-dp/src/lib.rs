@@ -26,6 +26,7 @@ mod burst;
 mod bytes;
 pub mod config;
 pub mod epic;
+mod header;
 mod hook;
 pub mod hop_mac;
 pub mod idint;
@@ -33,7 +34,6 @@ mod local;
 #[cfg(feature = "measurement-aids")]
 pub mod lower_bound;
 pub mod outcome;
-mod path;
 pub mod probe;
 pub mod process;
 mod reply;

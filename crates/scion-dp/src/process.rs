@@ -21,8 +21,8 @@
 use idint_wire::ext::{E2E, HBH};
 use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
 use idint_wire::path::{HopField, OneHopPath};
-use idint_wire::scion::{PathType, ScionHeader};
-use idint_wire::{AddrType, HostAddr};
+use idint_wire::scion::{COMMON_LEN, DST_IA_OFFSET, PathType, SRC_IA_OFFSET, ScionHeader};
+use idint_wire::{AddrType, HostAddr, IsdAsn};
 
 use alloc::boxed::Box;
 
@@ -30,6 +30,10 @@ pub use crate::burst::{BurstPacket, MAX_BURST, PacketSlot};
 use crate::bytes::{read_u32, read_u64};
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
+use crate::header::{
+    ADDR_TYPES_AT, HDR_LEN_AT, HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, INFO_CONS_DIR, INFO_PEER,
+    NEXT_HDR_AT, PATH_TYPE_AT, PATH_TYPE_SCION, PAYLOAD_LEN_AT,
+};
 use crate::hook::{Forwarded, ForwardingHook};
 use crate::local::{self, LocalError, upper_layer};
 use crate::outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
@@ -184,7 +188,7 @@ impl Meta {
             ..self
         })
     }
-    /// Whether the current hop is a peering hop (see [`peering_of`](crate::path::peering_of)).
+    /// Whether the current hop is a peering hop (see [`peering_of`](crate::header::peering_of)).
     #[inline(always)]
     fn peering(self, info: Info) -> Option<bool> {
         if !info.peer() {
@@ -204,11 +208,11 @@ struct Info(u64);
 impl Info {
     #[inline(always)]
     fn peer(self) -> bool {
-        (self.0 >> 56) & 0x02 != 0
+        (self.0 >> 56) as u8 & INFO_PEER != 0
     }
     #[inline(always)]
     fn cons_dir(self) -> bool {
-        (self.0 >> 56) & 0x01 != 0
+        (self.0 >> 56) as u8 & INFO_CONS_DIR != 0
     }
     #[inline(always)]
     fn seg_id(self) -> u16 {
@@ -234,11 +238,11 @@ struct Hop {
 impl Hop {
     #[inline(always)]
     fn ingress_alert(self) -> bool {
-        (self.hi >> 56) & 0x02 != 0
+        (self.hi >> 56) as u8 & HOP_INGRESS_ALERT != 0
     }
     #[inline(always)]
     fn egress_alert(self) -> bool {
-        (self.hi >> 56) & 0x01 != 0
+        (self.hi >> 56) as u8 & HOP_EGRESS_ALERT != 0
     }
     #[inline(always)]
     fn exp_time(self) -> u8 {
@@ -800,24 +804,29 @@ impl Engine<'_> {
             return None;
         };
         let pkt = buf.get(..len)?;
-        if pkt.len() < 12 || pkt[8] != 1 {
+        if pkt.len() < COMMON_LEN || pkt[PATH_TYPE_AT] != PATH_TYPE_SCION {
             return None;
         }
-        let types = pkt[9];
-        let addr = 16 + 4 * (usize::from((types >> 4) & 3) + 1) + 4 * (usize::from(types & 3) + 1);
-        let sp = 12 + addr;
-        let hl = usize::from(pkt[5]) * 4;
-        let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]]));
+        let types = pkt[ADDR_TYPES_AT];
+        let addr = 2 * IsdAsn::LEN
+            + 4 * (usize::from((types >> 4) & 3) + 1)
+            + 4 * (usize::from(types & 3) + 1);
+        let sp = COMMON_LEN + addr;
+        let hl = usize::from(pkt[HDR_LEN_AT]) * 4;
+        let payload = usize::from(u16::from_be_bytes([
+            pkt[PAYLOAD_LEN_AT],
+            pkt[PAYLOAD_LEN_AT + 1],
+        ]));
         if hl < sp + META_LEN || hl > len || payload != len - hl {
             return None;
         }
         // Extension headers the general pipeline would refuse.
-        let next = pkt[4];
+        let next = pkt[NEXT_HDR_AT];
         if (next == HBH || next == E2E) && !local::extensions_ok(pkt, hl, next) {
             return None;
         }
         let local = self.router.local_ia().to_u64();
-        if read_u64(pkt, 12) == local || read_u64(pkt, 20) == local {
+        if read_u64(pkt, DST_IA_OFFSET) == local || read_u64(pkt, SRC_IA_OFFSET) == local {
             return None;
         }
         let meta = Meta::decode(read_u32(pkt, sp));
@@ -1243,9 +1252,13 @@ fn alert_for_egress(hop: Hop, info: Info) -> bool {
 
 /// Clears the alert flag that triggered (`at_ingress`: the one for the entering router).
 fn clear_alert(buf: &mut [u8], hop_at: usize, cons_dir: bool, at_ingress: bool) {
-    // Flag bits in the hop field's first byte: I = 0x02 (ConsIngress), E = 0x01 (ConsEgress).
+    // Flag bits in the hop field's first byte: ConsIngress and ConsEgress.
     let ingress_flag = cons_dir == at_ingress;
-    buf[hop_at] &= if ingress_flag { !0x02 } else { !0x01 };
+    buf[hop_at] &= if ingress_flag {
+        !HOP_INGRESS_ALERT
+    } else {
+        !HOP_EGRESS_ALERT
+    };
 }
 
 fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {

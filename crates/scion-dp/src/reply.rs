@@ -7,9 +7,9 @@ use idint_wire::scion::{NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::scmp::{self, ScmpPacket, msg_type};
 
 use crate::config::Router;
+use crate::header::peering_of;
 use crate::local::{TRACEROUTE_LEN, upper_layer};
 use crate::outcome::{DropReason, Ingress, ScmpReason};
-use crate::path::peering_of;
 
 /// Length of the EPIC-HP fields before the embedded SCION path.
 pub(crate) const EPIC_PREFIX: usize = 16;

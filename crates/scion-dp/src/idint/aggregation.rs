@@ -5,7 +5,10 @@
 
 use idint_wire::idint::entry::SlotValue;
 use idint_wire::idint::{AggregationFunction, Metadata};
+use idint_wire::path::scion::{INFO_LEN, META_LEN};
 use idint_wire::scion::ScionHeader;
+
+use crate::header::INFO_PEER;
 
 /// The bytes of the slot width `len`.
 #[inline]
@@ -89,7 +92,7 @@ pub(super) fn hop_of_this_as(head: &[u8], hop: u8, entry_hop: u8) -> bool {
         PathType::Epic => h.path_offset() + EPIC_PREFIX_LEN,
         _ => return false,
     };
-    let Some(m) = head.get(sp..sp + 4) else {
+    let Some(m) = head.get(sp..sp + META_LEN) else {
         return false;
     };
     let meta = PathMeta::from_u32(u32::from_be_bytes([m[0], m[1], m[2], m[3]]));
@@ -102,8 +105,8 @@ pub(super) fn hop_of_this_as(head: &[u8], hop: u8, entry_hop: u8) -> bool {
         return false;
     };
     // The info field's Peer flag.
-    head.get(sp + 4 + 8 * segment)
-        .is_some_and(|&flags| flags & 0x02 == 0)
+    head.get(sp + META_LEN + INFO_LEN * segment)
+        .is_some_and(|&flags| flags & INFO_PEER == 0)
 }
 
 #[cfg(test)]

@@ -6,16 +6,22 @@ use idint_wire::AddrType;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::Entry;
 use idint_wire::idint::entry::{entry_len, flags as eflags};
-use idint_wire::scion::ScionHeader;
+use idint_wire::idint::main_option::BASE_LEN;
+use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET, SRC_IA_OFFSET, ScionHeader};
 
 use crate::bytes::{read_u48_le, read_u64, read_u128_le};
 use crate::config::Router;
+use crate::header::ADDR_TYPES_AT;
 use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource};
 
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
+use super::layout::{
+    DELAY_HOPS, INST_BITMAP, INSTRUCTIONS, MAIN, MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4,
+    MAIN_LEN_V6, MAIN_MODE, OPT_HDR, STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK,
+};
 use super::nonces::NonceSource;
 use super::planned::{EntryPlan, FlowPlan, NO_BURST, VerifierAt, route_key};
 use super::sealing::{Seal, seal_or_defer};
@@ -44,33 +50,33 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     ) -> bool {
         use idint_wire::idint::main_option::flags as mflags;
         let n = hbh.len();
-        if n < 2 + 22 || hbh[2] != opt_type::IDINT_MAIN {
+        if n < MAIN + BASE_LEN || hbh[MAIN] != opt_type::IDINT_MAIN {
             return false;
         }
         let request = read_u128_le(hbh, 0);
-        let mlen = usize::from(hbh[3]) + 2;
-        let (f0, f1) = (hbh[4], hbh[5]);
+        let mlen = usize::from(hbh[MAIN_DATA_LEN]) + OPT_HDR;
+        let (f0, f1) = (hbh[MAIN_FLAGS], hbh[MAIN_MODE]);
         // Version 0, R clear; a probe ending at this sink takes the general path.
-        if f0 & 0xe1 != 0
+        if f0 & (VERSION_MASK | mflags::R) != 0
             || (f0 & mflags::I != 0 && self.sink && matches!(d, Disposition::Deliver { .. }))
         {
             return false;
         }
         let (vrf, vtl) = ((f1 >> 4) & 3, f1 & 0xf);
         let want = match (vrf, vtl) {
-            (0, 0) => 34,
-            (0, 3) => 46,
-            (1 | 2, 0) => 22,
+            (0, 0) => MAIN_LEN_V4,
+            (0, 3) => MAIN_LEN_V6,
+            (1 | 2, 0) => BASE_LEN,
             _ => return false,
         };
         let mode = f1 >> 6;
         let first = matches!(f.ingress, Ingress::External(_));
-        if mlen != want || (mode == 1 && !first) || hbh[8] >> 2 != 0 {
+        if mlen != want || (mode == 1 && !first) || hbh[DELAY_HOPS] >> 2 != 0 {
             return false;
         }
-        let s = 2 + mlen;
-        let end = s + usize::from(hbh[6]) * 4;
-        let tos = usize::from(hbh[7]) * 4;
+        let s = MAIN + mlen;
+        let end = s + usize::from(hbh[STACK_LEN]) * 4;
+        let tos = usize::from(hbh[TOS]) * 4;
         let t = s + tos;
         if end > n || t + entry_len(false, 0) > end || hbh[s] != opt_type::IDINT_ENTRY {
             return false;
@@ -103,12 +109,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 };
                 let at = VerifierAt {
                     types: None,
-                    ia_at: 2 + 22,
-                    host_at: 2 + 30,
+                    ia_at: VERIFIER_IA as u8,
+                    host_at: VERIFIER_HOST as u8,
                     v6: vtl != 0,
                 };
                 (
-                    VerifierId::new(read_u64(hbh, 2 + 22), t, &hbh[2 + 30..2 + mlen]),
+                    VerifierId::new(
+                        read_u64(hbh, VERIFIER_IA),
+                        t,
+                        &hbh[VERIFIER_HOST..MAIN + mlen],
+                    ),
                     at,
                 )
             }
@@ -120,14 +130,19 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 let (id, ia_at, host_at, t) = if vrf == 2 {
                     let id =
                         VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes());
-                    (id, 20, 28 + dst_len, h.src_addr_type())
+                    (
+                        id,
+                        SRC_IA_OFFSET,
+                        DST_HOST_OFFSET + dst_len,
+                        h.src_addr_type(),
+                    )
                 } else {
                     let id =
                         VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes());
-                    (id, 12, 28, h.dst_addr_type())
+                    (id, DST_IA_OFFSET, DST_HOST_OFFSET, h.dst_addr_type())
                 };
                 let at = VerifierAt {
-                    types: Some(head[9]),
+                    types: Some(head[ADDR_TYPES_AT]),
                     ia_at: ia_at as u8,
                     host_at: host_at as u8,
                     v6: t == AddrType::IPV6,
@@ -163,8 +178,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         };
         let close = out.last || mode == 0;
         let encrypt = close && f0 & mflags::E != 0;
-        let instructions = [hbh[12], hbh[13], hbh[14], hbh[15]].map(idint_wire::idint::Instruction);
-        let g = gather(source, router.local_ia(), hbh[10] >> 4, &instructions, &ctx);
+        let i = INSTRUCTIONS;
+        let instructions =
+            [hbh[i], hbh[i + 1], hbh[i + 2], hbh[i + 3]].map(idint_wire::idint::Instruction);
+        let g = gather(
+            source,
+            router.local_ia(),
+            hbh[INST_BITMAP] >> 4,
+            &instructions,
+            &ctx,
+        );
         let len = entry_len(encrypt, g.md_len);
         let e_end = free + len;
         if e_end > end {
@@ -194,7 +217,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             };
         }
         idint_wire::ext::write_padding_headers(&mut hbh[e_end..q.min(end)]);
-        hbh[7] = ((free - s) / 4) as u8;
+        hbh[TOS] = ((free - s) / 4) as u8;
         let mut prev_mac = [0u8; 4];
         prev_mac.copy_from_slice(&hbh[free - 4..free]);
         let role = Role {
@@ -244,7 +267,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 free: free as u16,
                 end: end as u16,
                 pad,
-                new_tos: hbh[7],
+                new_tos: hbh[TOS],
                 encrypt,
                 role,
                 at,

@@ -12,6 +12,7 @@ use idint_wire::{AddrType, IsdAsn};
 
 use crate::bytes::read_u64;
 use crate::config::Router;
+use crate::header::HDR_LEN_AT;
 use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
@@ -19,6 +20,7 @@ use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 use super::aggregation::{aggregate, fit, hop_of_this_as};
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
+use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA};
 use super::nonces::NonceSource;
 use super::sealing::{Seal, seal_or_defer};
 use super::sink::ReportExporter;
@@ -38,7 +40,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     ) {
         let len = f.len;
         let pkt = &mut buf[..len];
-        let hl = usize::from(pkt[5]) * 4;
+        let hl = usize::from(pkt[HDR_LEN_AT]) * 4;
         let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
             return;
         };
@@ -77,8 +79,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let discard;
         {
             // The main option is almost always the first option: skip the option walk then.
-            let found = if hbh.get(2) == Some(&opt_type::IDINT_MAIN) {
-                IdInt::new_checked(&mut *hbh, 2).map(Some)
+            let found = if hbh.get(MAIN) == Some(&opt_type::IDINT_MAIN) {
+                IdInt::new_checked(&mut *hbh, MAIN).map(Some)
             } else {
                 IdInt::locate(&mut *hbh)
             };
@@ -177,7 +179,12 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             0 => {
                 let b = main.as_bytes();
                 let t = main.verifier_addr_type();
-                VerifierId::new(read_u64(b, 22), t, &b[30..30 + t.addr_len()])
+                let host = OPT_VERIFIER_HOST;
+                VerifierId::new(
+                    read_u64(b, OPT_VERIFIER_IA),
+                    t,
+                    &b[host..host + t.addr_len()],
+                )
             }
             code @ (1 | 2) => {
                 let h = ScionHeader::new_checked(head).map_err(|_| Skip::Malformed)?;

@@ -3,7 +3,10 @@
 
 use idint_wire::IsdAsn;
 use idint_wire::idint::IdInt;
+use idint_wire::path::epic::EPIC_PREFIX_LEN;
 use idint_wire::scion::ScionHeader;
+
+use crate::header::CURR_HF_MASK;
 
 use crate::telemetry::{HopContext, TelemetrySource};
 
@@ -43,11 +46,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
             let sp = match h.path_type() {
                 PathType::Scion => h.path_offset(),
-                PathType::Epic => h.path_offset() + 16,
+                PathType::Epic => h.path_offset() + EPIC_PREFIX_LEN,
                 _ => return,
             };
             match pkt.get(sp) {
-                Some(&b) if sp < h.header_len() => (h.header_len(), b & 0x3f),
+                Some(&b) if sp < h.header_len() => (h.header_len(), b & CURR_HF_MASK),
                 _ => return,
             }
         };

@@ -93,6 +93,7 @@ mod fast;
 mod general;
 mod internal;
 mod keys;
+pub(crate) mod layout;
 mod nonces;
 mod planned;
 mod sealing;
@@ -111,6 +112,7 @@ use alloc::boxed::Box;
 
 use crate::burst::BurstPacket;
 use crate::config::Router;
+use crate::header::{HDR_LEN_AT, NEXT_HDR_AT};
 use crate::outcome::Disposition;
 use crate::telemetry::TelemetrySource;
 use sealing::SealBatch;
@@ -244,7 +246,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
     ) {
         // Only packets that carry a hop-by-hop header can carry ID-INT.
         let len = pkt.len;
-        if len < 6 || buf.len() < len || buf[4] != idint_wire::ext::HBH {
+        if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
             return;
         }
         let out = match *d {

@@ -8,12 +8,14 @@ use idint_wire::idint::entry::entry_len;
 
 use crate::bytes::{read_u48_le, read_u128_le};
 use crate::config::Router;
+use crate::header::ADDR_TYPES_AT;
 use crate::hook::Forwarded;
 use crate::outcome::Ingress;
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 use super::emit::{BITMAP_BYTES, Gathered, emit_entry, emit_planned};
 use super::keys::{KeyHandle, VerifierId, VerifierKeys};
+use super::layout::{INST_BITMAP, REQUEST_END, TOS};
 use super::nonces::NonceSource;
 use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
 use super::sink::ReportExporter;
@@ -46,7 +48,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             ..
         } = self;
         let defer = *defer_slot;
-        if hbh.len() < 16 {
+        if hbh.len() < REQUEST_END {
             return false;
         }
         let (request, route) = (read_u128_le(hbh, 0), route_key(f, out));
@@ -141,7 +143,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         };
         // The values, asked for as `gather` asks (node id, then the slots in order).
-        let node_id = if hbh[10] & 0x80 != 0 {
+        let node_id = if hbh[INST_BITMAP] & 0x80 != 0 {
             source.node_id()
         } else {
             None
@@ -165,7 +167,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 node_id: node_id.unwrap_or(0),
                 ingress_if: ctx.ingress_if,
                 egress_if: ctx.egress_if,
-                mask: ((hbh[10] >> 4) & 0x7) | if node_id.is_some() { 0x8 } else { 0 },
+                mask: ((hbh[INST_BITMAP] >> 4) & 0x7) | if node_id.is_some() { 0x8 } else { 0 },
                 values: [0; 4],
                 widths: [0; 4],
                 md_len: 0,
@@ -199,7 +201,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 hbh[e_end + 1] = (r - 2) as u8;
             }
         }
-        hbh[7] = new_tos;
+        hbh[TOS] = new_tos;
         let mut prev_mac = [0u8; 4];
         prev_mac.copy_from_slice(&hbh[free - 4..free]);
         let e = &mut hbh[free..e_end];
@@ -349,7 +351,7 @@ impl VerifierAt {
     #[inline(always)]
     pub(super) fn read(&self, head: &[u8], hbh: &[u8]) -> Option<VerifierId> {
         let bytes = match self.types {
-            Some(t) if head.get(9) == Some(&t) => head,
+            Some(t) if head.get(ADDR_TYPES_AT) == Some(&t) => head,
             Some(_) => return None,
             None => hbh,
         };
@@ -373,7 +375,7 @@ impl VerifierAt {
     #[inline(always)]
     pub(super) fn holds(&self, head: &[u8], hbh: &[u8], id: &VerifierId) -> bool {
         let bytes = match self.types {
-            Some(t) if head.get(9) == Some(&t) => head,
+            Some(t) if head.get(ADDR_TYPES_AT) == Some(&t) => head,
             Some(_) => return false,
             None => hbh,
         };
