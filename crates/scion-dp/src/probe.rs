@@ -18,6 +18,7 @@ use idint_wire::scion::{FlowId, NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::udp::{UdpPacket, UdpRepr};
 use idint_wire::{Error, HostAddr, IsdAsn, Layer};
 
+use crate::idint::layout::item;
 use crate::telemetry::code;
 
 /// What a probe asks routers to record.
@@ -46,7 +47,7 @@ impl Default for ProbeRequest {
         ProbeRequest {
             mode: AggregationMode::PerBorderRouter,
             encrypt: false,
-            inst_bitmap: 0xb,
+            inst_bitmap: item::NODE_ID | item::INGRESS_IF | item::EGRESS_IF,
             aggregation: [
                 AggregationFunction::First,
                 AggregationFunction::Last,

@@ -10,6 +10,7 @@ use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 use super::Role;
+use super::layout::item;
 use super::planned::EntryPlan;
 
 /// The values of a new entry, gathered before its length is known (kept as integers: no
@@ -38,16 +39,16 @@ pub(super) fn gather<S: TelemetrySource>(
         node_id: 0,
         ingress_if: ctx.ingress_if,
         egress_if: ctx.egress_if,
-        mask: bitmap & 0x7,
+        mask: bitmap & item::ALWAYS,
         values: [0; 4],
         widths: [0; 4],
         md_len: 0,
     };
-    if bitmap & 0x8 != 0
+    if bitmap & item::NODE_ID != 0
         && let Some(id) = source.node_id()
     {
         g.node_id = id;
-        g.mask |= 0x8;
+        g.mask |= item::NODE_ID;
     }
     g.md_len = usize::from(BITMAP_BYTES[usize::from(g.mask)]);
     for (k, ins) in instructions.iter().enumerate() {
@@ -69,10 +70,11 @@ pub(super) const BITMAP_BYTES: [u8; 16] = {
     let mut t = [0u8; 16];
     let mut m = 0;
     while m < 16 {
-        t[m] = (if m & 8 != 0 { 4 } else { 0 })
-            + (if m & 4 != 0 { 2 } else { 0 })
-            + (if m & 2 != 0 { 2 } else { 0 })
-            + (if m & 1 != 0 { 2 } else { 0 });
+        let m8 = m as u8;
+        t[m] = (if m8 & item::NODE_ID != 0 { 4 } else { 0 })
+            + (if m8 & item::NODE_COUNT != 0 { 2 } else { 0 })
+            + (if m8 & item::INGRESS_IF != 0 { 2 } else { 0 })
+            + (if m8 & item::EGRESS_IF != 0 { 2 } else { 0 });
         m += 1;
     }
     t
@@ -119,11 +121,15 @@ pub(super) fn emit_entry(
         e[p..p + NONCE_LEN].copy_from_slice(&n);
         p += NONCE_LEN;
     }
-    if g.mask & 0x8 != 0 {
+    if g.mask & item::NODE_ID != 0 {
         put_be(e, p, u64::from(g.node_id), 4);
         p += 4;
     }
-    for (bit, v) in [(0x4, 1), (0x2, g.ingress_if), (0x1, g.egress_if)] {
+    for (bit, v) in [
+        (item::NODE_COUNT, 1),
+        (item::INGRESS_IF, g.ingress_if),
+        (item::EGRESS_IF, g.egress_if),
+    ] {
         if g.mask & bit != 0 {
             put_be(e, p, u64::from(v), 2);
             p += 2;
@@ -168,7 +174,11 @@ pub(super) fn emit_planned(
         put_be(e, p, u64::from(id), 4);
         p += 4;
     }
-    for (bit, v) in [(0x4, 1), (0x2, ctx.ingress_if), (0x1, ctx.egress_if)] {
+    for (bit, v) in [
+        (item::NODE_COUNT, 1),
+        (item::INGRESS_IF, ctx.ingress_if),
+        (item::EGRESS_IF, ctx.egress_if),
+    ] {
         if ep.mask & bit != 0 {
             put_be(e, p, u64::from(v), 2);
             p += 2;

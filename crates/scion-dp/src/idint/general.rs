@@ -20,7 +20,7 @@ use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 use super::aggregation::{aggregate, fit, hop_of_this_as};
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
-use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA};
+use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA, item};
 use super::nonces::NonceSource;
 use super::sealing::{Seal, seal_or_defer};
 use super::sink::ReportExporter;
@@ -263,16 +263,16 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
 
         let mut md = Metadata::default();
-        if bitmap & 0x8 != 0 {
+        if bitmap & item::NODE_ID != 0 {
             md.node_id = source.node_id();
         }
-        if bitmap & 0x4 != 0 {
+        if bitmap & item::NODE_COUNT != 0 {
             md.node_count = Some(1);
         }
-        if bitmap & 0x2 != 0 {
+        if bitmap & item::INGRESS_IF != 0 {
             md.ingress_if = Some(ctx.ingress_if);
         }
-        if bitmap & 0x1 != 0 {
+        if bitmap & item::EGRESS_IF != 0 {
             md.egress_if = Some(ctx.egress_if);
         }
         let mut widths = [0usize; 4];

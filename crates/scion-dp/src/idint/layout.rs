@@ -1,6 +1,6 @@
 //! Where an ID-INT request sits in the hop-by-hop header when its main option is the HBH
 //! header's first option (the case the fast paths handle): byte offsets into the HBH header
-//! and the field values they check. `idint_wire::idint::main_option` documents the
+//! and the field values they check, and the bitmap item bits. `idint_wire::idint::main_option` documents the
 //! option's own layout; these are its offsets shifted by the HBH header's two bytes.
 
 use idint_wire::IsdAsn;
@@ -45,3 +45,18 @@ pub(crate) const MAIN_LEN_V6: usize = OPT_VERIFIER_HOST + 16;
 pub(crate) const VERSION_MASK: u8 = 0xe0;
 
 const _: () = assert!(MAIN_LEN_V4 == 34 && MAIN_LEN_V6 == 46 && REQUEST_END == 16);
+
+/// The bitmap items, as bits of the main option's InstF nibble and of an entry's Mask nibble
+/// (an entry's Mask says which items it actually carries).
+pub(crate) mod item {
+    /// Node ID (4 bytes).
+    pub(crate) const NODE_ID: u8 = 0x8;
+    /// Node count (2 bytes).
+    pub(crate) const NODE_COUNT: u8 = 0x4;
+    /// Ingress interface (2 bytes).
+    pub(crate) const INGRESS_IF: u8 = 0x2;
+    /// Egress interface (2 bytes).
+    pub(crate) const EGRESS_IF: u8 = 0x1;
+    /// The items a router can always supply (all but the node ID).
+    pub(crate) const ALWAYS: u8 = NODE_COUNT | INGRESS_IF | EGRESS_IF;
+}

@@ -85,6 +85,8 @@
 //! * `sealing`: MACs and keystreams, at once or deferred to the end of a burst;
 //! * `keys` ([`VerifierKeys`], `DrkeyKeys`), `nonces` ([`NonceSource`], [`CtrDrbg`]),
 //!   `sink` ([`ReportExporter`], [`NoExport`]) and `counters` ([`IdIntCounters`]).
+//!
+//! [`DropReason::TelemetryConsumed`]: crate::DropReason::TelemetryConsumed
 
 mod aggregation;
 mod counters;

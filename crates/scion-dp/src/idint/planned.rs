@@ -15,7 +15,7 @@ use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 use super::emit::{BITMAP_BYTES, Gathered, emit_entry, emit_planned};
 use super::keys::{KeyHandle, VerifierId, VerifierKeys};
-use super::layout::{INST_BITMAP, REQUEST_END, TOS};
+use super::layout::{INST_BITMAP, REQUEST_END, TOS, item};
 use super::nonces::NonceSource;
 use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
 use super::sink::ReportExporter;
@@ -143,7 +143,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         };
         // The values, asked for as `gather` asks (node id, then the slots in order).
-        let node_id = if hbh[INST_BITMAP] & 0x80 != 0 {
+        let node_id = if hbh[INST_BITMAP] & (item::NODE_ID << 4) != 0 {
             source.node_id()
         } else {
             None
@@ -159,7 +159,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         // The planned layout if the source supplied the same items as for the planning
         // packet; else the entry is laid out from what it did supply.
-        let planned = node_id.is_some() == (ep.mask & 0x8 != 0) && supplied == ep.supplied;
+        let planned =
+            node_id.is_some() == (ep.mask & item::NODE_ID != 0) && supplied == ep.supplied;
         let g = if planned {
             None
         } else {
@@ -167,7 +168,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 node_id: node_id.unwrap_or(0),
                 ingress_if: ctx.ingress_if,
                 egress_if: ctx.egress_if,
-                mask: ((hbh[INST_BITMAP] >> 4) & 0x7) | if node_id.is_some() { 0x8 } else { 0 },
+                mask: ((hbh[INST_BITMAP] >> 4) & item::ALWAYS)
+                    | if node_id.is_some() { item::NODE_ID } else { 0 },
                 values: [0; 4],
                 widths: [0; 4],
                 md_len: 0,
