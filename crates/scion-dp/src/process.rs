@@ -142,7 +142,7 @@ impl Meta {
     fn path_len(self) -> usize {
         META_LEN + INFO_LEN * self.num_infos() + HOP_LEN * self.num_hops()
     }
-    /// The structural rules of [`PathMeta::validate`].
+    /// The structural rules of [`PathMeta::validate`](idint_wire::path::PathMeta::validate).
     #[inline(always)]
     fn valid(self) -> bool {
         let n = self.n_inf;

@@ -9,9 +9,8 @@ use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
 
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
-use super::Role;
 use super::layout::item;
-use super::planned::EntryPlan;
+use super::roles::Role;
 
 /// The values of a new entry, gathered before its length is known (kept as integers: no
 /// byte staging buffer that would be read back with wider loads).
@@ -197,4 +196,52 @@ pub(super) fn emit_planned(
     }
     e[p..p + 4].fill(0);
     e[len - 4..].copy_from_slice(&prev_mac);
+}
+
+/// The entry a plan writes while the source supplies the same items as for the planning
+/// packet: everything but the values, the nonce and the MAC is fixed.
+#[derive(Clone, Copy)]
+pub(super) struct EntryPlan {
+    /// The first 6 bytes (type, length, flags, hop, mask and slot lengths).
+    pub(super) head: [u8; 6],
+    pub(super) len: u8,
+    /// The Mask nibble written (node id 8, node count 4, ingress 2, egress 1).
+    pub(super) mask: u8,
+    /// The slots the source is asked for, in order: (slot index, instruction code, width);
+    /// and which of them it supplied (bit `r` for `reads[r]`).
+    pub(super) reads: [(u8, u8, u8); 4],
+    pub(super) n_reads: u8,
+    pub(super) supplied: u8,
+}
+
+impl EntryPlan {
+    /// The layout of `e`, just written from `g` for `instructions`.
+    pub(super) fn new(
+        e: &[u8],
+        g: &Gathered,
+        instructions: &[idint_wire::idint::Instruction; 4],
+    ) -> Self {
+        let mut p = EntryPlan {
+            head: [0; 6],
+            len: e.len() as u8,
+            mask: g.mask,
+            reads: [(0, 0, 0); 4],
+            n_reads: 0,
+            supplied: 0,
+        };
+        p.head.copy_from_slice(&e[..6]);
+        for (k, ins) in instructions.iter().enumerate() {
+            let w = ins.data_len();
+            if w == 0 || ins.reserved_bit() {
+                continue;
+            }
+            let r = usize::from(p.n_reads);
+            p.reads[r] = (k as u8, ins.0, w as u8);
+            if g.widths[k] != 0 {
+                p.supplied |= 1 << r;
+            }
+            p.n_reads += 1;
+        }
+        p
+    }
 }

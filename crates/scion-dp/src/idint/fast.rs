@@ -16,6 +16,8 @@ use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource};
 
+use super::IdIntStage;
+use super::emit::EntryPlan;
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
 use super::layout::{
@@ -23,10 +25,11 @@ use super::layout::{
     MAIN_LEN_V6, MAIN_MODE, OPT_HDR, STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK,
 };
 use super::nonces::NonceSource;
-use super::planned::{EntryPlan, FlowPlan, NO_BURST, VerifierAt, route_key};
+use super::plan::{FlowPlan, NO_BURST, VerifierAt};
+use super::planned::route_key;
+use super::roles::{Out, Role};
 use super::sealing::{Seal, seal_or_defer};
 use super::sink::ReportExporter;
-use super::{IdIntStage, Out, Role};
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>

@@ -17,14 +17,15 @@ use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
+use super::IdIntStage;
 use super::aggregation::{aggregate, fit, hop_of_this_as};
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
 use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA, item};
 use super::nonces::NonceSource;
+use super::roles::{Out, Role, Skip};
 use super::sealing::{Seal, seal_or_defer};
 use super::sink::ReportExporter;
-use super::{IdIntStage, Out, Role, Skip};
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>

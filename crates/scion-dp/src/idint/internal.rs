@@ -10,10 +10,11 @@ use crate::header::CURR_HF_MASK;
 
 use crate::telemetry::{HopContext, TelemetrySource};
 
+use super::IdIntStage;
 use super::keys::VerifierKeys;
 use super::nonces::NonceSource;
+use super::roles::{Role, Skip};
 use super::sink::ReportExporter;
-use super::{IdIntStage, Role, Skip};
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>

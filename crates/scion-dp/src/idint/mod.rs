@@ -73,18 +73,24 @@
 //!
 //! # Layout
 //!
-//! This file holds the stage itself ([`IdIntStage`]), its hook into the processor and the
-//! shared role types. The rest, in reading order:
+//! This file holds the stage itself ([`IdIntStage`]) and its hook into the processor. The
+//! rest, in reading order:
 //!
 //! * `general`: the general path of a forwarded packet (roles, push or aggregate, DelayHops,
 //!   full stacks, missing keys, malformed options; hands over to the sink);
-//! * `fast` and `planned`: the straight-line push and the per-flow plans it leaves;
+//! * `fast` and `planned`: the straight-line push and the pushes that follow a flow's plan
+//!   (`plan`: what a plan holds);
 //! * `internal`: AS-internal nodes ([`IdIntStage::process_internal`]);
 //! * `aggregation`: the aggregation functions ([`aggregate`]) and which entries may be merged;
 //! * `emit`: gathering values and laying out a new entry;
 //! * `sealing`: MACs and keystreams, at once or deferred to the end of a burst;
 //! * `keys` ([`VerifierKeys`], `DrkeyKeys`), `nonces` ([`NonceSource`], [`CtrDrbg`]),
-//!   `sink` ([`ReportExporter`], [`NoExport`]) and `counters` ([`IdIntCounters`]).
+//!   `sink` ([`ReportExporter`], [`NoExport`]) and `counters` ([`IdIntCounters`]);
+//! * `roles` (a packet's roles) and `layout` (HBH offsets of a request, bitmap item bits).
+//!
+//! The submodules form a DAG below this file: `roles`, `layout`, `keys`, `nonces`, `sink`,
+//! `counters` and `aggregation` import no sibling; then `emit`, `plan`, `sealing`, and the
+//! paths `planned`, `fast`, `general` and `internal` on top.
 //!
 //! [`DropReason::TelemetryConsumed`]: crate::DropReason::TelemetryConsumed
 
@@ -97,7 +103,9 @@ mod internal;
 mod keys;
 pub(crate) mod layout;
 mod nonces;
+mod plan;
 mod planned;
+mod roles;
 mod sealing;
 mod sink;
 
@@ -117,6 +125,7 @@ use crate::config::Router;
 use crate::header::{HDR_LEN_AT, NEXT_HDR_AT};
 use crate::outcome::Disposition;
 use crate::telemetry::TelemetrySource;
+use roles::Out;
 use sealing::SealBatch;
 
 /// A worker's ID-INT state.
@@ -229,12 +238,6 @@ impl<K, S, N, X> IdIntStage<K, S, N, X> {
     }
 }
 
-/// Why the stage left a packet alone.
-enum Skip {
-    Malformed,
-    Unsupported,
-}
-
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
     for IdIntStage<K, S, N, X>
 {
@@ -289,21 +292,4 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
         self.counters.unsealed += self.batch.run(&mut self.keys, pkts);
     }
-}
-
-/// Where a packet goes, as the ID-INT roles see it.
-#[derive(Clone, Copy)]
-struct Out {
-    ifid: u16,
-    egress: bool,
-    last: bool,
-}
-
-#[derive(Clone, Copy)]
-struct Role {
-    first: bool,
-    egress: bool,
-    last: bool,
-    /// An AS-internal node, not a border router.
-    internal: bool,
 }

@@ -1,25 +1,25 @@
-//! Planned pushes: a flow's first fast push leaves a [`FlowPlan`] (its checks, decisions and
-//! entry layout); the flow's next packets are checked against it byte for byte instead of
-//! walking the stack again.
+//! Planned pushes: a flow's first fast push leaves a plan (`plan`: its checks, decisions
+//! and entry layout); the flow's next packets are checked against it byte for byte instead
+//! of walking the stack again ([`IdIntStage::push_planned`]).
 
-use idint_wire::AddrType;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::entry_len;
 
 use crate::bytes::{read_u48_le, read_u128_le};
 use crate::config::Router;
-use crate::header::ADDR_TYPES_AT;
 use crate::hook::Forwarded;
 use crate::outcome::Ingress;
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
+use super::IdIntStage;
 use super::emit::{BITMAP_BYTES, Gathered, emit_entry, emit_planned};
-use super::keys::{KeyHandle, VerifierId, VerifierKeys};
+use super::keys::VerifierKeys;
 use super::layout::{INST_BITMAP, REQUEST_END, TOS, item};
 use super::nonces::NonceSource;
-use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
+use super::plan::NO_BURST;
+use super::roles::Out;
+use super::sealing::{BATCH_ENTRY_MAX, Seal, seal_or_defer};
 use super::sink::ReportExporter;
-use super::{IdIntStage, Out, Role};
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
@@ -251,155 +251,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     }
 }
 
-/// The checks and decisions of a fast push, kept for the next packets of the burst that carry
-/// the same request along the same route to the same verifier (`FlowPlan::request`,
-/// `route`, `top`, `pad` and the verifier compared byte for byte): they take the same
-/// decisions without walking the stack again. Only values, nonce and MAC differ per packet.
-#[derive(Clone, Copy)]
-pub(super) struct FlowPlan {
-    /// HBH bytes 0-15 (extension header; main option type, length, flags, mode, verifier
-    /// kind, StackLen, TOS, DelayHops, bitmap, aggregation functions, instructions).
-    pub(super) request: u128,
-    /// The roles and the hop index ([`route_key`]).
-    pub(super) route: u32,
-    /// The top entry's first 6 bytes (type, length, flags, hop, mask and lengths), at `t`.
-    pub(super) top: u64,
-    /// Start of the stack (the source entry's type byte is checked there too).
-    pub(super) s: u16,
-    pub(super) t: u16,
-    /// End of the top entry (where the new entry goes) and end of the stack.
-    pub(super) free: u16,
-    pub(super) end: u16,
-    /// The header of the one padding option that covered `free..end`.
-    pub(super) pad: [u8; 2],
-    /// The new TOS byte.
-    pub(super) new_tos: u8,
-    pub(super) encrypt: bool,
-    pub(super) role: Role,
-    pub(super) at: VerifierAt,
-    pub(super) id: VerifierId,
-    /// `id`'s index in the verifier table of burst number `burst` (meaningless in any
-    /// other burst: the table is refilled per burst).
-    pub(super) id_ix: u8,
-    pub(super) burst: u64,
-    /// `id`'s key, found at `found_ns`: trusted only at that same time (a later packet may
-    /// fall into another key epoch), and only while the store still holds it (its handle).
-    pub(super) handle: KeyHandle,
-    pub(super) found_ns: u64,
-    pub(super) entry: EntryPlan,
-}
-
-/// The entry a plan writes while the source supplies the same items as for the planning
-/// packet: everything but the values, the nonce and the MAC is fixed.
-#[derive(Clone, Copy)]
-pub(super) struct EntryPlan {
-    /// The first 6 bytes (type, length, flags, hop, mask and slot lengths).
-    pub(super) head: [u8; 6],
-    pub(super) len: u8,
-    /// The Mask nibble written (node id 8, node count 4, ingress 2, egress 1).
-    pub(super) mask: u8,
-    /// The slots the source is asked for, in order: (slot index, instruction code, width);
-    /// and which of them it supplied (bit `r` for `reads[r]`).
-    pub(super) reads: [(u8, u8, u8); 4],
-    pub(super) n_reads: u8,
-    pub(super) supplied: u8,
-}
-
-impl EntryPlan {
-    /// The layout of `e`, just written from `g` for `instructions`.
-    pub(super) fn new(
-        e: &[u8],
-        g: &Gathered,
-        instructions: &[idint_wire::idint::Instruction; 4],
-    ) -> Self {
-        let mut p = EntryPlan {
-            head: [0; 6],
-            len: e.len() as u8,
-            mask: g.mask,
-            reads: [(0, 0, 0); 4],
-            n_reads: 0,
-            supplied: 0,
-        };
-        p.head.copy_from_slice(&e[..6]);
-        for (k, ins) in instructions.iter().enumerate() {
-            let w = ins.data_len();
-            if w == 0 || ins.reserved_bit() {
-                continue;
-            }
-            let r = usize::from(p.n_reads);
-            p.reads[r] = (k as u8, ins.0, w as u8);
-            if g.widths[k] != 0 {
-                p.supplied |= 1 << r;
-            }
-            p.n_reads += 1;
-        }
-        p
-    }
-}
-
-/// Where a request's verifier is: in the main option (`types: None`; offsets in the HBH
-/// header) or the SCION address header (`types`: its address-type byte; offsets in it).
-#[derive(Clone, Copy)]
-pub(super) struct VerifierAt {
-    pub(super) types: Option<u8>,
-    pub(super) ia_at: u8,
-    pub(super) host_at: u8,
-    pub(super) v6: bool,
-}
-
-impl VerifierAt {
-    /// The verifier of a packet whose verifier sits where this one's did (`None` if the
-    /// address types differ or the bytes are not there).
-    #[inline(always)]
-    pub(super) fn read(&self, head: &[u8], hbh: &[u8]) -> Option<VerifierId> {
-        let bytes = match self.types {
-            Some(t) if head.get(ADDR_TYPES_AT) == Some(&t) => head,
-            Some(_) => return None,
-            None => hbh,
-        };
-        let (ia_at, host_at) = (usize::from(self.ia_at), usize::from(self.host_at));
-        let (t, n) = if self.v6 {
-            (AddrType::IPV6, 16)
-        } else {
-            (AddrType::IPV4, 4)
-        };
-        let ia = bytes.get(ia_at..ia_at + 8)?;
-        let host = bytes.get(host_at..host_at + n)?;
-        Some(VerifierId::new(
-            u64::from_be_bytes(ia.try_into().ok()?),
-            t,
-            host,
-        ))
-    }
-
-    /// Whether a packet whose verifier sits where this one's did has verifier `id` (raw
-    /// integer compares, no [`VerifierId`] built).
-    #[inline(always)]
-    pub(super) fn holds(&self, head: &[u8], hbh: &[u8], id: &VerifierId) -> bool {
-        let bytes = match self.types {
-            Some(t) if head.get(ADDR_TYPES_AT) == Some(&t) => head,
-            Some(_) => return false,
-            None => hbh,
-        };
-        let (ia_at, host_at) = (usize::from(self.ia_at), usize::from(self.host_at));
-        let Some(ia) = bytes.get(ia_at..ia_at + 8) else {
-            return false;
-        };
-        let host = if self.v6 {
-            match bytes.get(host_at..host_at + 16) {
-                Some(h) => u128::from_be_bytes(h.try_into().unwrap_or([0; 16])),
-                None => return false,
-            }
-        } else {
-            match bytes.get(host_at..host_at + 4) {
-                Some(h) => u128::from(u32::from_be_bytes(h.try_into().unwrap_or([0; 4]))) << 96,
-                None => return false,
-            }
-        };
-        u64::from_be_bytes(ia.try_into().unwrap_or([0; 8])) == id.ia && host == id.host
-    }
-}
-
 /// What of the forwarding decision an entry depends on: the roles and the hop index.
 #[inline(always)]
 pub(super) fn route_key(f: &Forwarded, out: Out) -> u32 {
@@ -407,29 +258,4 @@ pub(super) fn route_key(f: &Forwarded, out: Out) -> u32 {
         | (u32::from(out.egress) << 1)
         | (u32::from(out.last) << 2)
         | (u32::from(f.hop) << 8)
-}
-
-/// Plans kept.
-pub(super) const PLANS: usize = 4;
-
-/// A [`FlowPlan::burst`] no burst has.
-pub(super) const NO_BURST: u64 = u64::MAX;
-
-impl SealBatch {
-    /// Keeps `plan`: in place of the plan for the same request and roles, else of the oldest.
-    #[inline(always)]
-    pub(super) fn keep_plan(&mut self, plan: FlowPlan) {
-        let k = match self.plans.iter().position(|p| {
-            p.as_ref()
-                .is_some_and(|p| p.request == plan.request && p.route == plan.route)
-        }) {
-            Some(k) => k,
-            None => {
-                let k = self.next_plan % PLANS;
-                self.next_plan = k + 1;
-                k
-            }
-        };
-        self.plans[k] = Some(plan);
-    }
 }

@@ -13,7 +13,7 @@ use alloc::boxed::Box;
 use crate::burst::{BurstPacket, MAX_BURST};
 
 use super::keys::{KeyHandle, NO_VERIFIER, VerifierId, VerifierKeys};
-use super::planned::{FlowPlan, PLANS};
+use super::plan::{FlowPlan, PLANS};
 
 // The burst pass tracks its jobs in 64-bit masks.
 const _: () = assert!(MAX_BURST <= 64);
@@ -488,4 +488,23 @@ pub(super) fn seal_or_defer<K: VerifierKeys>(
     };
     seal_entry(key, &mut Entry::new_unchecked(e), job.prev_mac);
     Some(())
+}
+
+impl SealBatch {
+    /// Keeps `plan`: in place of the plan for the same request and roles, else of the oldest.
+    #[inline(always)]
+    pub(super) fn keep_plan(&mut self, plan: FlowPlan) {
+        let k = match self.plans.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.request == plan.request && p.route == plan.route)
+        }) {
+            Some(k) => k,
+            None => {
+                let k = self.next_plan % PLANS;
+                self.next_plan = k + 1;
+                k
+            }
+        };
+        self.plans[k] = Some(plan);
+    }
 }
