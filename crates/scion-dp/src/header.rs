@@ -15,6 +15,10 @@ pub(crate) const PAYLOAD_LEN_AT: usize = 6;
 pub(crate) const PATH_TYPE_AT: usize = 8;
 /// Common header: offset of the address-type byte (DT/DL in the high nibble, ST/SL low).
 pub(crate) const ADDR_TYPES_AT: usize = 9;
+/// EPIC-HP fields before the SCION path: offset of the PHVF (after the 8-byte packet ID).
+pub(crate) const EPIC_PHVF_AT: usize = 8;
+/// EPIC-HP fields: offset of the LHVF.
+pub(crate) const EPIC_LHVF_AT: usize = 12;
 /// PathType value of a standard SCION path.
 pub(crate) const PATH_TYPE_SCION: u8 = 1;
 
@@ -25,6 +29,10 @@ pub(crate) const CURR_HF_MASK: u8 = 0x3f;
 pub(crate) const INFO_PEER: u8 = 0x02;
 /// Info field, first byte: the ConsDir flag.
 pub(crate) const INFO_CONS_DIR: u8 = 0x01;
+/// Info field: offset of SegID (16 bits).
+pub(crate) const INFO_SEG_ID_AT: usize = 2;
+/// Info field: offset of the timestamp (32 bits).
+pub(crate) const INFO_TIMESTAMP_AT: usize = 4;
 /// Hop field, first byte: the ConsIngress router alert.
 pub(crate) const HOP_INGRESS_ALERT: u8 = 0x02;
 /// Hop field, first byte: the ConsEgress router alert.

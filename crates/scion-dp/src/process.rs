@@ -31,8 +31,9 @@ use crate::bytes::{read_u32, read_u64};
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
 use crate::header::{
-    ADDR_TYPES_AT, HDR_LEN_AT, HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, INFO_CONS_DIR, INFO_PEER,
-    NEXT_HDR_AT, PATH_TYPE_AT, PATH_TYPE_SCION, PAYLOAD_LEN_AT,
+    ADDR_TYPES_AT, EPIC_LHVF_AT, EPIC_PHVF_AT, HDR_LEN_AT, HOP_EGRESS_ALERT, HOP_INGRESS_ALERT,
+    INFO_CONS_DIR, INFO_PEER, INFO_SEG_ID_AT, INFO_TIMESTAMP_AT, NEXT_HDR_AT, PATH_TYPE_AT,
+    PATH_TYPE_SCION, PAYLOAD_LEN_AT,
 };
 use crate::hook::{Forwarded, ForwardingHook};
 use crate::local::{self, LocalError, upper_layer};
@@ -1142,9 +1143,13 @@ impl Engine<'_> {
         let hdr = ScionHeader::new_unchecked(&buf[..len]);
         let e = &buf[p.sp - EPIC_PREFIX..p.sp];
         let pkt_id = u64::from_be_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
-        let at = if p.epic == EpicRole::Last { 12 } else { 8 };
+        let at = if p.epic == EpicRole::Last {
+            EPIC_LHVF_AT
+        } else {
+            EPIC_PHVF_AT
+        };
         let hvf = [e[at], e[at + 1], e[at + 2], e[at + 3]];
-        let i0 = p.sp + META_LEN + 4;
+        let i0 = p.sp + META_LEN + INFO_TIMESTAMP_AT;
         let info0_ts = u32::from_be_bytes([buf[i0], buf[i0 + 1], buf[i0 + 2], buf[i0 + 3]]);
         if !timestamp_fresh(info0_ts, (pkt_id >> 32) as u32, now_ns) {
             return Disposition::Drop(DropReason::EpicStale);
@@ -1262,7 +1267,8 @@ fn clear_alert(buf: &mut [u8], hop_at: usize, cons_dir: bool, at_ingress: bool) 
 }
 
 fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
-    buf[info_at + 2..info_at + 4].copy_from_slice(&seg_id.to_be_bytes());
+    let at = info_at + INFO_SEG_ID_AT;
+    buf[at..at + 2].copy_from_slice(&seg_id.to_be_bytes());
 }
 
 fn write_meta(buf: &mut [u8], sp: usize, meta: Meta) {

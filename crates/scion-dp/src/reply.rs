@@ -12,7 +12,7 @@ use crate::local::{TRACEROUTE_LEN, upper_layer};
 use crate::outcome::{DropReason, Ingress, ScmpReason};
 
 /// Length of the EPIC-HP fields before the embedded SCION path.
-pub(crate) const EPIC_PREFIX: usize = 16;
+pub(crate) const EPIC_PREFIX: usize = idint_wire::path::epic::EPIC_PREFIX_LEN;
 
 /// What the fast path asks the reply builder for.
 #[derive(Debug, Clone, Copy)]
