@@ -17,8 +17,7 @@ use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource};
 
 use super::IdIntStage;
-use super::emit::EntryPlan;
-use super::emit::{emit_entry, gather};
+use super::emit::{EntryPlan, emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
 use super::layout::{
     DELAY_HOPS, INST_BITMAP, INSTRUCTIONS, MAIN, MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4,
