@@ -22,8 +22,12 @@ extern crate alloc;
 #[cfg(feature = "drkey")]
 extern crate std;
 
+mod burst;
+mod bytes;
 pub mod config;
 pub mod epic;
+mod header;
+mod hook;
 pub mod hop_mac;
 pub mod idint;
 mod local;

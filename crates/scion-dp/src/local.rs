@@ -4,7 +4,9 @@
 
 use core::net::{IpAddr, SocketAddr};
 
+use idint_wire::ext::{E2E, HBH};
 use idint_wire::scmp::{self, msg_type};
+use idint_wire::udp::PROTOCOL as UDP;
 use idint_wire::{AddrType, HostAddr};
 
 use crate::config::{DispatchedPorts, Router};
@@ -12,14 +14,11 @@ use crate::outcome::{DropReason, ScmpReason};
 
 /// IP protocol number of TCP.
 const TCP: u8 = 6;
-/// IP protocol number of UDP.
-const UDP: u8 = 17;
-/// Hop-by-hop and end-to-end extension header protocol numbers.
-const HBH: u8 = 200;
 /// Bytes of an SCMP echo message up to its data: header (4), identifier and sequence (4).
 const ECHO_LEN: usize = 8;
-use crate::reply::TRACEROUTE_LEN;
-const E2E: u8 = 201;
+/// Bytes of an SCMP traceroute message: header (4), identifier and sequence (4), IA (8),
+/// interface (8).
+pub(crate) const TRACEROUTE_LEN: usize = 24;
 
 /// Why local delivery failed: an SCMP answer or a silent drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,12 +25,15 @@ use alloc::boxed::Box;
 use idint_wire::crypto::{Aes128Enc, cbc_mac_lanes, encrypt_blocks};
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
+use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET};
 
+use crate::burst::MAX_BURST;
 use crate::config::Router;
+use crate::header::{ADDR_TYPES_AT, HDR_LEN_AT, NEXT_HDR_AT};
+use crate::idint::layout::{MAIN, MAIN_DATA_LEN, MAIN_MODE, OPT_HDR, REQUEST_END, STACK_LEN, TOS};
 use crate::idint::{
     Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
 };
-use crate::process::MAX_BURST;
 use crate::telemetry::TelemetrySource;
 use crate::{BurstPacket, Disposition};
 
@@ -183,12 +186,12 @@ fn route(f: &Forwarded, d: &Disposition) -> Option<(u16, u16, u8)> {
 
 /// The HBH header of `buf` (a SCION packet) and its offset, if its first option is ID-INT's.
 fn hbh_of(buf: &[u8], len: usize) -> Option<(usize, usize)> {
-    if len < 6 || buf.len() < len || buf[4] != idint_wire::ext::HBH {
+    if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
         return None;
     }
-    let hl = usize::from(buf[5]) * 4;
+    let hl = usize::from(buf[HDR_LEN_AT]) * 4;
     let n = (usize::from(*buf.get(hl + 1)?) + 1) * 4;
-    (hl + n <= len && buf.get(hl + 2) == Some(&opt_type::IDINT_MAIN)).then_some((hl, n))
+    (hl + n <= len && buf.get(hl + MAIN) == Some(&opt_type::IDINT_MAIN)).then_some((hl, n))
 }
 
 impl Template {
@@ -203,11 +206,11 @@ impl Template {
         found_ns: u64,
     ) -> Option<Self> {
         let hbh = buf.get(hl..hl + before.len())?;
-        let mlen = usize::from(before[3]) + 2;
+        let mlen = usize::from(before[MAIN_DATA_LEN]) + OPT_HDR;
         let s = 2 + mlen;
-        let top_at = s + usize::from(before[7]) * 4;
-        let free = s + usize::from(hbh[7]) * 4;
-        let end = s + usize::from(before[6]) * 4;
+        let top_at = s + usize::from(before[TOS]) * 4;
+        let free = s + usize::from(hbh[TOS]) * 4;
+        let end = s + usize::from(before[STACK_LEN]) * 4;
         let len = usize::from(*hbh.get(free + 1)?) + 2;
         let blocks = len.div_ceil(16);
         let pad = [*before.get(free)?, *before.get(free + 1)?];
@@ -223,7 +226,7 @@ impl Template {
             return None;
         }
         // Destination verifier (kind 1), IPv4 destination host.
-        if (before[5] >> 4) & 3 != 1 || (buf[9] >> 4) & 0xf != 0 {
+        if (before[MAIN_MODE] >> 4) & 3 != 1 || (buf[ADDR_TYPES_AT] >> 4) & 0xf != 0 {
             return None;
         }
         let mut flat = [0u8; ENTRY_MAX];
@@ -254,14 +257,14 @@ impl Template {
             entry[k / 16][k % 16] = *b;
         }
         let mut verifier = [0u8; 12];
-        verifier[..8].copy_from_slice(&buf[12..20]);
-        verifier[8..].copy_from_slice(&buf[28..32]);
+        verifier[..8].copy_from_slice(&buf[DST_IA_OFFSET..DST_IA_OFFSET + 8]);
+        verifier[8..].copy_from_slice(&buf[DST_HOST_OFFSET..DST_HOST_OFFSET + 4]);
         let mut top = [0u8; 6];
         top.copy_from_slice(before.get(top_at..top_at + 6)?);
         Some(Template {
-            request: u128::from_le_bytes(before[..16].try_into().ok()?),
+            request: u128::from_le_bytes(before[..REQUEST_END].try_into().ok()?),
             route,
-            types: buf[9],
+            types: buf[ADDR_TYPES_AT],
             verifier,
             top_at,
             top,
@@ -273,7 +276,7 @@ impl Template {
             pad_end,
             entry,
             last_mask: keep(len - 16 * (blocks - 1)),
-            tos: hbh[7],
+            tos: hbh[TOS],
             values_at: NONCE_OFFSET + if encrypted { NONCE_LEN } else { 0 },
             encrypted,
             ks_blocks,
@@ -307,12 +310,12 @@ impl Template {
     fn fits(&self, buf: &[u8], hl: usize, n: usize, route: (u16, u16, u8)) -> bool {
         let hbh = &buf[hl..hl + n];
         n >= self.end
-            && n >= 16
-            && u128::from_le_bytes(hbh[..16].try_into().unwrap_or([0; 16])) == self.request
+            && n >= REQUEST_END
+            && u128::from_le_bytes(hbh[..REQUEST_END].try_into().unwrap_or([0; 16])) == self.request
             && route == self.route
-            && buf.get(9) == Some(&self.types)
-            && buf.get(12..20) == Some(&self.verifier[..8])
-            && buf.get(28..32) == Some(&self.verifier[8..])
+            && buf.get(ADDR_TYPES_AT) == Some(&self.types)
+            && buf.get(DST_IA_OFFSET..DST_IA_OFFSET + 8) == Some(&self.verifier[..8])
+            && buf.get(DST_HOST_OFFSET..DST_HOST_OFFSET + 4) == Some(&self.verifier[8..])
             && hbh[self.top_at..self.top_at + 6] == self.top
             && hbh[self.free..self.free + 2] == self.pad
     }
@@ -370,7 +373,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                         hbh[free + len + 1] = (rest - 2) as u8;
                     }
                 }
-                hbh[7] = t.tos;
+                hbh[TOS] = t.tos;
                 b.templated += 1;
                 self.stage.counters.packets += 1;
                 self.stage.counters.pushed += 1;
@@ -390,15 +393,18 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 let r = r?;
                 // Only a destination verifier with an IPv4 host is templated: no key lookup
                 // (perhaps a derivation) for anything else.
-                if (before[5] >> 4) & 3 != 1 || (buf[9] >> 4) & 0xf != 0 {
+                if (before[MAIN_MODE] >> 4) & 3 != 1 || (buf[ADDR_TYPES_AT] >> 4) & 0xf != 0 {
                     return None;
                 }
                 let (ia, host) = (
                     idint_wire::IsdAsn::from_u64(u64::from_be_bytes(
-                        buf[12..20].try_into().unwrap_or([0; 8]),
+                        buf[DST_IA_OFFSET..DST_IA_OFFSET + 8]
+                            .try_into()
+                            .unwrap_or([0; 8]),
                     )),
                     idint_wire::HostAddr::V4(core::net::Ipv4Addr::from(
-                        <[u8; 4]>::try_from(&buf[28..32]).unwrap_or([0; 4]),
+                        <[u8; 4]>::try_from(&buf[DST_HOST_OFFSET..DST_HOST_OFFSET + 4])
+                            .unwrap_or([0; 4]),
                     )),
                 );
                 let key = self.stage.keys.as_host_key(ia, &host, f.now_ns).cloned()?;

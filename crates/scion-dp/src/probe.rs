@@ -18,6 +18,9 @@ use idint_wire::scion::{FlowId, NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::udp::{UdpPacket, UdpRepr};
 use idint_wire::{Error, HostAddr, IsdAsn, Layer};
 
+use crate::idint::layout::item;
+use crate::telemetry::code;
+
 /// What a probe asks routers to record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProbeRequest {
@@ -44,7 +47,7 @@ impl Default for ProbeRequest {
         ProbeRequest {
             mode: AggregationMode::PerBorderRouter,
             encrypt: false,
-            inst_bitmap: 0xb,
+            inst_bitmap: item::NODE_ID | item::INGRESS_IF | item::EGRESS_IF,
             aggregation: [
                 AggregationFunction::First,
                 AggregationFunction::Last,
@@ -52,10 +55,10 @@ impl Default for ProbeRequest {
                 AggregationFunction::Max,
             ],
             instructions: [
-                Instruction(0x82),
-                Instruction(0x83),
-                Instruction(0x4f),
-                Instruction(0x4d),
+                Instruction(code::INGRESS_TIMESTAMP),
+                Instruction(code::EGRESS_TIMESTAMP),
+                Instruction(code::QUEUE_LEN),
+                Instruction(code::EGRESS_LINK_TX_UTILISATION),
             ],
             stack_len_words: 240,
             deliver: false,
@@ -319,13 +322,13 @@ fn build(
         src_host,
     };
     let hl = scion.header_len();
-    let total = hl + hbh_len + 8 + PAYLOAD;
+    let total = hl + hbh_len + idint_wire::udp::HEADER_LEN + PAYLOAD;
     if buf.len() < total {
         return Err(Error::truncated(Layer::Common, total, buf.len()));
     }
     scion.emit(buf)?;
     buf[scion.address_end()..hl].copy_from_slice(&t.path);
-    req.emit_signed(&mut buf[hl..], 17, key)?;
+    req.emit_signed(&mut buf[hl..], idint_wire::udp::PROTOCOL, key)?;
     let l4 = hl + hbh_len;
     UdpRepr {
         src_port: PROBE_SRC_PORT,

@@ -18,24 +18,27 @@
 //! SCMP pointers are byte offsets into the offending packet; for EPIC-HP they include the 16
 //! bytes of EPIC fields before the SCION path (the reference router omits them).
 
-use idint_wire::path::PathMeta;
+use idint_wire::ext::{E2E, HBH};
 use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
-use idint_wire::path::{HopField, InfoField, OneHopPath};
-use idint_wire::scion::{PathType, ScionHeader};
-use idint_wire::{AddrType, HostAddr};
+use idint_wire::path::{HopField, OneHopPath};
+use idint_wire::scion::{COMMON_LEN, DST_IA_OFFSET, PathType, SRC_IA_OFFSET, ScionHeader};
+use idint_wire::{AddrType, HostAddr, IsdAsn};
 
 use alloc::boxed::Box;
 
+pub use crate::burst::{BurstPacket, MAX_BURST, PacketSlot};
+use crate::bytes::{read_u32, read_u64};
 use crate::config::{LinkType, Owner, Router};
 use crate::epic::{HvfInput, timestamp_fresh, verify_hvf};
-use crate::idint::{Forwarded, ForwardingHook};
+use crate::header::{
+    ADDR_TYPES_AT, EPIC_LHVF_AT, EPIC_PHVF_AT, HDR_LEN_AT, HOP_EGRESS_ALERT, HOP_INGRESS_ALERT,
+    INFO_CONS_DIR, INFO_PEER, INFO_SEG_ID_AT, INFO_TIMESTAMP_AT, NEXT_HDR_AT, PATH_TYPE_AT,
+    PATH_TYPE_SCION, PAYLOAD_LEN_AT,
+};
+use crate::hook::{Forwarded, ForwardingHook};
 use crate::local::{self, LocalError, upper_layer};
 use crate::outcome::{Counters, Disposition, DropReason, Ingress, ScmpReason};
 use crate::reply::{self, EPIC_PREFIX, ReplyRequest};
-
-/// Largest batch handled in one pass of [`Processor::process_burst`] (longer slices are
-/// processed in chunks of this size).
-pub const MAX_BURST: usize = 64;
 
 /// How many packets ahead of the one being processed a burst prefetches.
 const PREFETCH_AHEAD: usize = 4;
@@ -60,76 +63,6 @@ const TRANSIT_ALLOWED: u16 = 1 << (4 * LinkType::Core as u16 + LinkType::Core as
 
 /// BFD protocol number.
 const BFD: u8 = 203;
-const HBH: u8 = 200;
-const E2E: u8 = 201;
-
-/// One packet of a burst, as the I/O layer presents it.
-pub trait BurstPacket {
-    /// The writable buffer holding the SCION packet from its first byte; it may extend past the
-    /// packet (room for an SCMP reply that quotes it).
-    fn buffer(&mut self) -> &mut [u8];
-    /// Length of the SCION packet in the buffer.
-    fn len(&self) -> usize;
-    /// Whether the packet is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Where the packet arrived.
-    fn ingress(&self) -> Ingress;
-    /// Where the decision is written (written in place: a large value moved through the
-    /// stack costs a store-forwarding stall per packet).
-    fn disposition_mut(&mut self) -> &mut Option<Disposition>;
-    /// Records the decision of a forwarded packet. By default into
-    /// [`Self::disposition_mut`]; an implementation may keep the common
-    /// [`Disposition::Forward`] in a compact field of its own instead, so that the value is
-    /// never copied whole (a wide load of a value just built by narrow stores cannot be
-    /// forwarded from them: a stall of a dozen cycles per packet).
-    #[inline(always)]
-    fn set_disposition(&mut self, d: Disposition) {
-        *self.disposition_mut() = Some(d);
-    }
-}
-
-/// A [`BurstPacket`] over a plain byte slice.
-#[derive(Debug)]
-pub struct PacketSlot<'a> {
-    /// Buffer (packet first, then free room).
-    pub buf: &'a mut [u8],
-    /// Packet length.
-    pub len: usize,
-    /// Arrival.
-    pub ingress: Ingress,
-    /// Decision, once processed.
-    pub disposition: Option<Disposition>,
-}
-
-impl BurstPacket for PacketSlot<'_> {
-    fn buffer(&mut self) -> &mut [u8] {
-        self.buf
-    }
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn ingress(&self) -> Ingress {
-        self.ingress
-    }
-    fn disposition_mut(&mut self) -> &mut Option<Disposition> {
-        &mut self.disposition
-    }
-}
-
-/// Whether the current hop is a peering hop (`None` if the peering flag is set on a path whose
-/// segment lengths do not allow peering).
-pub(crate) fn peering_of(meta: &PathMeta, info: &InfoField) -> Option<bool> {
-    if !info.peer {
-        return Some(false);
-    }
-    let [s0, s1, s2] = meta.seg_len;
-    if s0 == 0 || s1 == 0 || s2 != 0 {
-        return None;
-    }
-    Some(meta.curr_hf + 1 == s0 || meta.curr_hf == s0)
-}
 
 /// EPIC-HP role of this router for the packet (decided before processing moves the path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -210,7 +143,7 @@ impl Meta {
     fn path_len(self) -> usize {
         META_LEN + INFO_LEN * self.num_infos() + HOP_LEN * self.num_hops()
     }
-    /// The structural rules of [`PathMeta::validate`].
+    /// The structural rules of [`PathMeta::validate`](idint_wire::path::PathMeta::validate).
     #[inline(always)]
     fn valid(self) -> bool {
         let n = self.n_inf;
@@ -256,7 +189,7 @@ impl Meta {
             ..self
         })
     }
-    /// Whether the current hop is a peering hop (see [`peering_of`]).
+    /// Whether the current hop is a peering hop (see [`peering_of`](crate::header::peering_of)).
     #[inline(always)]
     fn peering(self, info: Info) -> Option<bool> {
         if !info.peer() {
@@ -276,11 +209,11 @@ struct Info(u64);
 impl Info {
     #[inline(always)]
     fn peer(self) -> bool {
-        (self.0 >> 56) & 0x02 != 0
+        (self.0 >> 56) as u8 & INFO_PEER != 0
     }
     #[inline(always)]
     fn cons_dir(self) -> bool {
-        (self.0 >> 56) & 0x01 != 0
+        (self.0 >> 56) as u8 & INFO_CONS_DIR != 0
     }
     #[inline(always)]
     fn seg_id(self) -> u16 {
@@ -306,11 +239,11 @@ struct Hop {
 impl Hop {
     #[inline(always)]
     fn ingress_alert(self) -> bool {
-        (self.hi >> 56) & 0x02 != 0
+        (self.hi >> 56) as u8 & HOP_INGRESS_ALERT != 0
     }
     #[inline(always)]
     fn egress_alert(self) -> bool {
-        (self.hi >> 56) & 0x01 != 0
+        (self.hi >> 56) as u8 & HOP_EGRESS_ALERT != 0
     }
     #[inline(always)]
     fn exp_time(self) -> u8 {
@@ -357,21 +290,6 @@ impl Hop {
         let got = u64::from_be_bytes([0, 0, full[0], full[1], full[2], full[3], full[4], full[5]]);
         (got ^ self.mac48()) == 0
     }
-}
-
-/// `buf[at..at + 8]` big-endian (in bounds: callers checked).
-#[inline(always)]
-pub(crate) fn read_u64(buf: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&buf[at..at + 8]);
-    u64::from_be_bytes(b)
-}
-
-#[inline(always)]
-fn read_u32(buf: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&buf[at..at + 4]);
-    u32::from_be_bytes(b)
 }
 
 #[inline(always)]
@@ -887,24 +805,29 @@ impl Engine<'_> {
             return None;
         };
         let pkt = buf.get(..len)?;
-        if pkt.len() < 12 || pkt[8] != 1 {
+        if pkt.len() < COMMON_LEN || pkt[PATH_TYPE_AT] != PATH_TYPE_SCION {
             return None;
         }
-        let types = pkt[9];
-        let addr = 16 + 4 * (usize::from((types >> 4) & 3) + 1) + 4 * (usize::from(types & 3) + 1);
-        let sp = 12 + addr;
-        let hl = usize::from(pkt[5]) * 4;
-        let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]]));
+        let types = pkt[ADDR_TYPES_AT];
+        let addr = 2 * IsdAsn::LEN
+            + 4 * (usize::from((types >> 4) & 3) + 1)
+            + 4 * (usize::from(types & 3) + 1);
+        let sp = COMMON_LEN + addr;
+        let hl = usize::from(pkt[HDR_LEN_AT]) * 4;
+        let payload = usize::from(u16::from_be_bytes([
+            pkt[PAYLOAD_LEN_AT],
+            pkt[PAYLOAD_LEN_AT + 1],
+        ]));
         if hl < sp + META_LEN || hl > len || payload != len - hl {
             return None;
         }
         // Extension headers the general pipeline would refuse.
-        let next = pkt[4];
+        let next = pkt[NEXT_HDR_AT];
         if (next == HBH || next == E2E) && !local::extensions_ok(pkt, hl, next) {
             return None;
         }
         let local = self.router.local_ia().to_u64();
-        if read_u64(pkt, 12) == local || read_u64(pkt, 20) == local {
+        if read_u64(pkt, DST_IA_OFFSET) == local || read_u64(pkt, SRC_IA_OFFSET) == local {
             return None;
         }
         let meta = Meta::decode(read_u32(pkt, sp));
@@ -1220,9 +1143,13 @@ impl Engine<'_> {
         let hdr = ScionHeader::new_unchecked(&buf[..len]);
         let e = &buf[p.sp - EPIC_PREFIX..p.sp];
         let pkt_id = u64::from_be_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
-        let at = if p.epic == EpicRole::Last { 12 } else { 8 };
+        let at = if p.epic == EpicRole::Last {
+            EPIC_LHVF_AT
+        } else {
+            EPIC_PHVF_AT
+        };
         let hvf = [e[at], e[at + 1], e[at + 2], e[at + 3]];
-        let i0 = p.sp + META_LEN + 4;
+        let i0 = p.sp + META_LEN + INFO_TIMESTAMP_AT;
         let info0_ts = u32::from_be_bytes([buf[i0], buf[i0 + 1], buf[i0 + 2], buf[i0 + 3]]);
         if !timestamp_fresh(info0_ts, (pkt_id >> 32) as u32, now_ns) {
             return Disposition::Drop(DropReason::EpicStale);
@@ -1330,13 +1257,18 @@ fn alert_for_egress(hop: Hop, info: Info) -> bool {
 
 /// Clears the alert flag that triggered (`at_ingress`: the one for the entering router).
 fn clear_alert(buf: &mut [u8], hop_at: usize, cons_dir: bool, at_ingress: bool) {
-    // Flag bits in the hop field's first byte: I = 0x02 (ConsIngress), E = 0x01 (ConsEgress).
+    // Flag bits in the hop field's first byte: ConsIngress and ConsEgress.
     let ingress_flag = cons_dir == at_ingress;
-    buf[hop_at] &= if ingress_flag { !0x02 } else { !0x01 };
+    buf[hop_at] &= if ingress_flag {
+        !HOP_INGRESS_ALERT
+    } else {
+        !HOP_EGRESS_ALERT
+    };
 }
 
 fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
-    buf[info_at + 2..info_at + 4].copy_from_slice(&seg_id.to_be_bytes());
+    let at = info_at + INFO_SEG_ID_AT;
+    buf[at..at + 2].copy_from_slice(&seg_id.to_be_bytes());
 }
 
 fn write_meta(buf: &mut [u8], sp: usize, meta: Meta) {

@@ -7,15 +7,12 @@ use idint_wire::scion::{NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::scmp::{self, ScmpPacket, msg_type};
 
 use crate::config::Router;
-use crate::local::upper_layer;
+use crate::header::peering_of;
+use crate::local::{TRACEROUTE_LEN, upper_layer};
 use crate::outcome::{DropReason, Ingress, ScmpReason};
-use crate::process::peering_of;
 
 /// Length of the EPIC-HP fields before the embedded SCION path.
-pub(crate) const EPIC_PREFIX: usize = 16;
-/// Bytes of an SCMP traceroute message: header (4), identifier and sequence (4), IA (8),
-/// interface (8).
-pub(crate) const TRACEROUTE_LEN: usize = 24;
+pub(crate) const EPIC_PREFIX: usize = idint_wire::path::epic::EPIC_PREFIX_LEN;
 
 /// What the fast path asks the reply builder for.
 #[derive(Debug, Clone, Copy)]

@@ -185,6 +185,101 @@ pub struct NoTelemetry;
 
 impl TelemetrySource for NoTelemetry {}
 
+/// ID-INT instruction codes (`idint.md` §6.1), the values of Inst1..Inst4 this router
+/// answers in [`read_instruction`].
+pub mod code {
+    /// ISD number of the router's AS.
+    pub const ISD: u8 = 0x01;
+    /// BR link type (no agreed encoding: never supplied).
+    pub const BR_LINK_TYPE: u8 = 0x02;
+    /// Device type and role.
+    pub const DEVICE_TYPE_ROLE: u8 = 0x03;
+    /// CPU and memory usage.
+    pub const CPU_MEMORY_USAGE: u8 = 0x04;
+    /// CPU temperature.
+    pub const CPU_TEMPERATURE: u8 = 0x05;
+    /// ASIC temperature.
+    pub const ASIC_TEMPERATURE: u8 = 0x06;
+    /// Fan speed.
+    pub const FAN_SPEED: u8 = 0x07;
+    /// Total power draw.
+    pub const POWER_DRAW: u8 = 0x08;
+    /// Energy mix.
+    pub const ENERGY_MIX: u8 = 0x09;
+    /// Device vendor (ethernet oui).
+    pub const DEVICE_VENDOR: u8 = 0x41;
+    /// Device model.
+    pub const DEVICE_MODEL: u8 = 0x42;
+    /// Software version.
+    pub const SOFTWARE_VERSION: u8 = 0x43;
+    /// Node ipv4 address.
+    pub const NODE_IPV4: u8 = 0x44;
+    /// Ingress interface speed.
+    pub const INGRESS_IF_SPEED: u8 = 0x45;
+    /// Egress interface speed.
+    pub const EGRESS_IF_SPEED: u8 = 0x46;
+    /// GPS latitude.
+    pub const GPS_LATITUDE: u8 = 0x47;
+    /// GPS longitude.
+    pub const GPS_LONGITUDE: u8 = 0x48;
+    /// Uptime.
+    pub const UPTIME: u8 = 0x49;
+    /// Forwarding energy per packet.
+    pub const FORWARDING_ENERGY: u8 = 0x4a;
+    /// CO2 per packet.
+    pub const CO2_PER_PACKET: u8 = 0x4b;
+    /// Ingress link rx utilisation.
+    pub const INGRESS_LINK_RX_UTILISATION: u8 = 0x4c;
+    /// Egress link tx utilisation.
+    pub const EGRESS_LINK_TX_UTILISATION: u8 = 0x4d;
+    /// Queue id.
+    pub const QUEUE_ID: u8 = 0x4e;
+    /// Instantaneous queue length.
+    pub const QUEUE_LEN: u8 = 0x4f;
+    /// Average queue length.
+    pub const QUEUE_LEN_AVG: u8 = 0x50;
+    /// Buffer id.
+    pub const BUFFER_ID: u8 = 0x51;
+    /// Instantaneous buffer occupancy.
+    pub const BUFFER_OCCUPANCY: u8 = 0x52;
+    /// Average buffer occupancy.
+    pub const BUFFER_OCCUPANCY_AVG: u8 = 0x53;
+    /// AS number of the router's AS.
+    pub const ASN: u8 = 0x81;
+    /// Ingress timestamp.
+    pub const INGRESS_TIMESTAMP: u8 = 0x82;
+    /// Egress timestamp.
+    pub const EGRESS_TIMESTAMP: u8 = 0x83;
+    /// Ingress scion-interface packet count.
+    pub const INGRESS_IF_PACKETS: u8 = 0x84;
+    /// Egress scion-interface packet count.
+    pub const EGRESS_IF_PACKETS: u8 = 0x85;
+    /// Ingress scion-interface drop count.
+    pub const INGRESS_IF_DROPS: u8 = 0x86;
+    /// Egress scion-interface drop count.
+    pub const EGRESS_IF_DROPS: u8 = 0x87;
+    /// Ingress scion-interface byte count.
+    pub const INGRESS_IF_BYTES: u8 = 0x88;
+    /// Egress scion-interface byte count.
+    pub const EGRESS_IF_BYTES: u8 = 0x89;
+    /// Ingress total packet count.
+    pub const INGRESS_TOTAL_PACKETS: u8 = 0x8a;
+    /// Egress total packet count.
+    pub const EGRESS_TOTAL_PACKETS: u8 = 0x8b;
+    /// Ingress total drop count.
+    pub const INGRESS_TOTAL_DROPS: u8 = 0x8c;
+    /// Egress total drop count.
+    pub const EGRESS_TOTAL_DROPS: u8 = 0x8d;
+    /// Ingress total byte count.
+    pub const INGRESS_TOTAL_BYTES: u8 = 0x8e;
+    /// Egress total byte count.
+    pub const EGRESS_TOTAL_BYTES: u8 = 0x8f;
+    /// Node ipv6 address, bytes 0-7.
+    pub const NODE_IPV6_HIGH: u8 = 0xc1;
+    /// Node ipv6 address, bytes 8-15.
+    pub const NODE_IPV6_LOW: u8 = 0xc2;
+}
+
 /// The value of instruction `code` for a packet, from the source (or from the router's own
 /// identity for ISD and ASN). `None` for NOP, unassigned codes and what the source does not
 /// measure. Values are returned unmasked; the caller fits them to the slot width.
@@ -198,56 +293,56 @@ pub fn read_instruction<S: TelemetrySource + ?Sized>(
     use Direction::{Rx, Tx};
     let (i, e) = (ctx.ingress_if, ctx.egress_if);
     let v = match code {
-        0x01 => u64::from(local_ia.isd().0),
-        0x03 => u64::from(source.device(DeviceItem::TypeRole)?),
-        0x04 => {
+        code::ISD => u64::from(local_ia.isd().0),
+        code::DEVICE_TYPE_ROLE => u64::from(source.device(DeviceItem::TypeRole)?),
+        code::CPU_MEMORY_USAGE => {
             let (cpu, mem) = source.cpu_memory_usage()?;
             (u64::from(cpu) << 8) | u64::from(mem)
         }
-        0x05 => u64::from(source.environment(Environment::CpuTemperature)?),
-        0x06 => u64::from(source.environment(Environment::AsicTemperature)?),
-        0x07 => u64::from(source.environment(Environment::FanSpeed)?),
-        0x08 => u64::from(source.environment(Environment::PowerDraw)?),
-        0x09 => u64::from(source.environment(Environment::EnergyMix)?),
-        0x41 => u64::from(source.device(DeviceItem::Vendor)?),
-        0x42 => u64::from(source.device(DeviceItem::Model)?),
-        0x43 => {
+        code::CPU_TEMPERATURE => u64::from(source.environment(Environment::CpuTemperature)?),
+        code::ASIC_TEMPERATURE => u64::from(source.environment(Environment::AsicTemperature)?),
+        code::FAN_SPEED => u64::from(source.environment(Environment::FanSpeed)?),
+        code::POWER_DRAW => u64::from(source.environment(Environment::PowerDraw)?),
+        code::ENERGY_MIX => u64::from(source.environment(Environment::EnergyMix)?),
+        code::DEVICE_VENDOR => u64::from(source.device(DeviceItem::Vendor)?),
+        code::DEVICE_MODEL => u64::from(source.device(DeviceItem::Model)?),
+        code::SOFTWARE_VERSION => {
             let (ma, mi, pa) = source.software_version()?;
             (u64::from(ma & 0x3ff) << 22) | (u64::from(mi & 0x3ff) << 12) | u64::from(pa & 0xfff)
         }
-        0x44 => u64::from(u32::from(source.node_ipv4()?)),
-        0x45 => u64::from(source.interface_speed_mbps(i)?),
-        0x46 => u64::from(source.interface_speed_mbps(e)?),
-        0x47 => u64::from(source.position()?.0.to_bits()),
-        0x48 => u64::from(source.position()?.1.to_bits()),
-        0x49 => u64::from(source.uptime_s()?),
-        0x4a => u64::from(source.energy_per_packet_nj(ctx)?),
-        0x4b => u64::from(source.co2_per_packet_pg(ctx)?),
-        0x4c => u64::from(source.link_utilisation_kbps(i, Rx)?),
-        0x4d => u64::from(source.link_utilisation_kbps(e, Tx)?),
-        0x4e => u64::from(source.queue(e, QueueMetric::QueueId)?),
-        0x4f => u64::from(source.queue(e, QueueMetric::QueueLen)?),
-        0x50 => u64::from(source.queue(e, QueueMetric::QueueLenAvg)?),
-        0x51 => u64::from(source.queue(e, QueueMetric::BufferId)?),
-        0x52 => u64::from(source.queue(e, QueueMetric::BufferOccupancy)?),
-        0x53 => u64::from(source.queue(e, QueueMetric::BufferOccupancyAvg)?),
-        0x81 => local_ia.to_u64() & 0xffff_ffff_ffff,
-        0x82 => source.ingress_timestamp_ns(ctx)?,
-        0x83 => source.egress_timestamp_ns(ctx)?,
-        0x84 => source.interface_counter(i, Rx, Packets)?,
-        0x85 => source.interface_counter(e, Tx, Packets)?,
-        0x86 => source.interface_counter(i, Rx, Drops)?,
-        0x87 => source.interface_counter(e, Tx, Drops)?,
-        0x88 => source.interface_counter(i, Rx, Bytes)?,
-        0x89 => source.interface_counter(e, Tx, Bytes)?,
-        0x8a => source.total_counter(Rx, Packets)?,
-        0x8b => source.total_counter(Tx, Packets)?,
-        0x8c => source.total_counter(Rx, Drops)?,
-        0x8d => source.total_counter(Tx, Drops)?,
-        0x8e => source.total_counter(Rx, Bytes)?,
-        0x8f => source.total_counter(Tx, Bytes)?,
-        0xc1 => (u128::from(source.node_ipv6()?) >> 64) as u64,
-        0xc2 => u128::from(source.node_ipv6()?) as u64,
+        code::NODE_IPV4 => u64::from(u32::from(source.node_ipv4()?)),
+        code::INGRESS_IF_SPEED => u64::from(source.interface_speed_mbps(i)?),
+        code::EGRESS_IF_SPEED => u64::from(source.interface_speed_mbps(e)?),
+        code::GPS_LATITUDE => u64::from(source.position()?.0.to_bits()),
+        code::GPS_LONGITUDE => u64::from(source.position()?.1.to_bits()),
+        code::UPTIME => u64::from(source.uptime_s()?),
+        code::FORWARDING_ENERGY => u64::from(source.energy_per_packet_nj(ctx)?),
+        code::CO2_PER_PACKET => u64::from(source.co2_per_packet_pg(ctx)?),
+        code::INGRESS_LINK_RX_UTILISATION => u64::from(source.link_utilisation_kbps(i, Rx)?),
+        code::EGRESS_LINK_TX_UTILISATION => u64::from(source.link_utilisation_kbps(e, Tx)?),
+        code::QUEUE_ID => u64::from(source.queue(e, QueueMetric::QueueId)?),
+        code::QUEUE_LEN => u64::from(source.queue(e, QueueMetric::QueueLen)?),
+        code::QUEUE_LEN_AVG => u64::from(source.queue(e, QueueMetric::QueueLenAvg)?),
+        code::BUFFER_ID => u64::from(source.queue(e, QueueMetric::BufferId)?),
+        code::BUFFER_OCCUPANCY => u64::from(source.queue(e, QueueMetric::BufferOccupancy)?),
+        code::BUFFER_OCCUPANCY_AVG => u64::from(source.queue(e, QueueMetric::BufferOccupancyAvg)?),
+        code::ASN => local_ia.to_u64() & 0xffff_ffff_ffff,
+        code::INGRESS_TIMESTAMP => source.ingress_timestamp_ns(ctx)?,
+        code::EGRESS_TIMESTAMP => source.egress_timestamp_ns(ctx)?,
+        code::INGRESS_IF_PACKETS => source.interface_counter(i, Rx, Packets)?,
+        code::EGRESS_IF_PACKETS => source.interface_counter(e, Tx, Packets)?,
+        code::INGRESS_IF_DROPS => source.interface_counter(i, Rx, Drops)?,
+        code::EGRESS_IF_DROPS => source.interface_counter(e, Tx, Drops)?,
+        code::INGRESS_IF_BYTES => source.interface_counter(i, Rx, Bytes)?,
+        code::EGRESS_IF_BYTES => source.interface_counter(e, Tx, Bytes)?,
+        code::INGRESS_TOTAL_PACKETS => source.total_counter(Rx, Packets)?,
+        code::EGRESS_TOTAL_PACKETS => source.total_counter(Tx, Packets)?,
+        code::INGRESS_TOTAL_DROPS => source.total_counter(Rx, Drops)?,
+        code::EGRESS_TOTAL_DROPS => source.total_counter(Tx, Drops)?,
+        code::INGRESS_TOTAL_BYTES => source.total_counter(Rx, Bytes)?,
+        code::EGRESS_TOTAL_BYTES => source.total_counter(Tx, Bytes)?,
+        code::NODE_IPV6_HIGH => (u128::from(source.node_ipv6()?) >> 64) as u64,
+        code::NODE_IPV6_LOW => u128::from(source.node_ipv6()?) as u64,
         // 0x02 (BR link type) has no agreed encoding; NOP and unassigned codes carry nothing.
         _ => return None,
     };
@@ -288,8 +383,8 @@ mod tests {
         for row in INSTRUCTIONS {
             let v = read_instruction(&mut NoTelemetry, ia, row.code, &ctx);
             match row.code {
-                0x01 => assert_eq!(v, Some(1)),
-                0x81 => assert_eq!(v, Some(0xff00_0000_0110)),
+                code::ISD => assert_eq!(v, Some(1)),
+                code::ASN => assert_eq!(v, Some(0xff00_0000_0110)),
                 _ => assert_eq!(v, None, "{:#x}", row.code),
             }
         }

@@ -1,0 +1,64 @@
+//! The processor's extension point: [`ForwardingHook`] runs on every packet the processor
+//! forwards or delivers ([`Forwarded`] says what it knows about it); the ID-INT stage is one.
+//!
+//! A leaf of the crate's module graph above [`crate::config`], [`crate::outcome`] and
+//! [`crate::burst`]: the processor calls hooks and the ID-INT stage implements one, without
+//! either depending on the other.
+
+use crate::burst::BurstPacket;
+use crate::config::Router;
+use crate::outcome::{Disposition, Ingress};
+
+/// What the processor knows about a packet it forwards or delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forwarded {
+    /// Packet length (the packet is `buf[..len]`).
+    pub len: usize,
+    /// Where it arrived.
+    pub ingress: Ingress,
+    /// The hop-field index it arrived with.
+    pub hop: u8,
+    /// Processing time, Unix ns.
+    pub now_ns: u64,
+}
+
+/// Something the processor runs on every packet it forwards or delivers, with the packet
+/// already updated for forwarding.
+pub trait ForwardingHook {
+    /// Acts on the packet; may change the decision.
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+    );
+
+    /// As [`Self::after_forwarding`] for packet `slot` of a burst; work that does not change
+    /// the decision may be deferred to [`Self::finish_burst`].
+    #[inline]
+    fn after_forwarding_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        let _ = slot;
+        self.after_forwarding(router, buf, pkt, d);
+    }
+
+    /// Completes deferred work on the burst's packets (`pkts` is the same burst, indexed by
+    /// `slot`). Called once per burst of at most
+    /// [`MAX_BURST`](crate::process::MAX_BURST) packets.
+    #[inline]
+    fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
+        let _ = pkts;
+    }
+}
+
+impl ForwardingHook for () {
+    #[inline(always)]
+    fn after_forwarding(&mut self, _: &Router, _: &mut [u8], _: &Forwarded, _: &mut Disposition) {}
+}

@@ -1,0 +1,286 @@
+//! The straight-line push: the common case (well-formed request, main option first, no
+//! DelayHops, no aggregation, room for the entry, not at this router's sink) in one pass over
+//! the bytes, leaving a plan for the flow's next packets (`planned`).
+
+use idint_wire::AddrType;
+use idint_wire::ext::opt_type;
+use idint_wire::idint::Entry;
+use idint_wire::idint::entry::{entry_len, flags as eflags};
+use idint_wire::idint::main_option::BASE_LEN;
+use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET, SRC_IA_OFFSET, ScionHeader};
+
+use crate::bytes::{read_u48_le, read_u64, read_u128_le};
+use crate::config::Router;
+use crate::header::ADDR_TYPES_AT;
+use crate::hook::Forwarded;
+use crate::outcome::{Disposition, Ingress};
+use crate::telemetry::{HopContext, TelemetrySource};
+
+use super::IdIntStage;
+use super::emit::{EntryPlan, emit_entry, gather};
+use super::keys::{VerifierId, VerifierKeys};
+use super::layout::{
+    DELAY_HOPS, INST_BITMAP, INSTRUCTIONS, MAIN, MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4,
+    MAIN_LEN_V6, MAIN_MODE, OPT_HDR, STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK,
+};
+use super::nonces::NonceSource;
+use super::plan::{FlowPlan, NO_BURST, VerifierAt};
+use super::planned::route_key;
+use super::roles::{Out, Role};
+use super::sealing::{Seal, seal_or_defer};
+use super::sink::ReportExporter;
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
+    IdIntStage<K, S, N, X>
+{
+    /// The common case in one straight pass over the bytes: a well-formed request whose main
+    /// option is the first HBH option, no DelayHops, no aggregation into an existing entry,
+    /// room for the new entry, not ending at this router's sink. Checks exactly what
+    /// `IdInt::locate` checks; anything else returns `false` before writing anything and the
+    /// general path decides (tested and fuzzed for identical results).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fast_push(
+        &mut self,
+        router: &Router,
+        head: &[u8],
+        hbh: &mut [u8],
+        hl: usize,
+        f: &Forwarded,
+        out: Out,
+        d: &Disposition,
+    ) -> bool {
+        use idint_wire::idint::main_option::flags as mflags;
+        let n = hbh.len();
+        if n < MAIN + BASE_LEN || hbh[MAIN] != opt_type::IDINT_MAIN {
+            return false;
+        }
+        let request = read_u128_le(hbh, 0);
+        let mlen = usize::from(hbh[MAIN_DATA_LEN]) + OPT_HDR;
+        let (f0, f1) = (hbh[MAIN_FLAGS], hbh[MAIN_MODE]);
+        // Version 0, R clear; a probe ending at this sink takes the general path.
+        if f0 & (VERSION_MASK | mflags::R) != 0
+            || (f0 & mflags::I != 0 && self.sink && matches!(d, Disposition::Deliver { .. }))
+        {
+            return false;
+        }
+        let (vrf, vtl) = ((f1 >> 4) & 3, f1 & 0xf);
+        let want = match (vrf, vtl) {
+            (0, 0) => MAIN_LEN_V4,
+            (0, 3) => MAIN_LEN_V6,
+            (1 | 2, 0) => BASE_LEN,
+            _ => return false,
+        };
+        let mode = f1 >> 6;
+        let first = matches!(f.ingress, Ingress::External(_));
+        if mlen != want || (mode == 1 && !first) || hbh[DELAY_HOPS] >> 2 != 0 {
+            return false;
+        }
+        let s = MAIN + mlen;
+        let end = s + usize::from(hbh[STACK_LEN]) * 4;
+        let tos = usize::from(hbh[TOS]) * 4;
+        let t = s + tos;
+        if end > n || t + entry_len(false, 0) > end || hbh[s] != opt_type::IDINT_ENTRY {
+            return false;
+        }
+        let free = t + usize::from(hbh[t + 1]) + 2;
+        if hbh[t] != opt_type::IDINT_ENTRY
+            || free > end
+            || (hbh[t + 2] & eflags::S != 0) != (tos == 0)
+            || Entry::new_unchecked(&hbh[t..free]).check_len().is_err()
+        {
+            return false;
+        }
+        let mut p = free;
+        while p < end {
+            p += match hbh[p] {
+                opt_type::PAD1 => 1,
+                opt_type::PADN if p + 1 < end => 2 + usize::from(hbh[p + 1]),
+                _ => return false,
+            };
+        }
+        if p != end {
+            return false;
+        }
+        let (id, at) = match vrf {
+            0 => {
+                let t = if vtl == 0 {
+                    AddrType::IPV4
+                } else {
+                    AddrType::IPV6
+                };
+                let at = VerifierAt {
+                    types: None,
+                    ia_at: VERIFIER_IA as u8,
+                    host_at: VERIFIER_HOST as u8,
+                    v6: vtl != 0,
+                };
+                (
+                    VerifierId::new(
+                        read_u64(hbh, VERIFIER_IA),
+                        t,
+                        &hbh[VERIFIER_HOST..MAIN + mlen],
+                    ),
+                    at,
+                )
+            }
+            _ => {
+                let Ok(h) = ScionHeader::new_checked(head) else {
+                    return false;
+                };
+                let dst_len = h.dst_addr_type().addr_len();
+                let (id, ia_at, host_at, t) = if vrf == 2 {
+                    let id =
+                        VerifierId::new(h.src_ia().to_u64(), h.src_addr_type(), h.src_host_bytes());
+                    (
+                        id,
+                        SRC_IA_OFFSET,
+                        DST_HOST_OFFSET + dst_len,
+                        h.src_addr_type(),
+                    )
+                } else {
+                    let id =
+                        VerifierId::new(h.dst_ia().to_u64(), h.dst_addr_type(), h.dst_host_bytes());
+                    (id, DST_IA_OFFSET, DST_HOST_OFFSET, h.dst_addr_type())
+                };
+                let at = VerifierAt {
+                    types: Some(head[ADDR_TYPES_AT]),
+                    ia_at: ia_at as u8,
+                    host_at: host_at as u8,
+                    v6: t == AddrType::IPV6,
+                };
+                (id, at)
+            }
+        };
+        if id.ty != AddrType::IPV4.nibble() && id.ty != AddrType::IPV6.nibble() {
+            return false;
+        }
+        let ctx = HopContext {
+            ingress_if: f.ingress.ifid(),
+            egress_if: out.ifid,
+            len: f.len,
+            now_ns: f.now_ns,
+        };
+        let IdIntStage {
+            keys,
+            source,
+            nonces,
+            counters,
+            batch,
+            defer_slot,
+            ..
+        } = self;
+        let defer = *defer_slot;
+        // A `match`, not `Option::or_else`: the closure made that a call, and the call read
+        // the recalled handle back through memory just after it was stored in pieces (a
+        // store-forwarding stall on every packet).
+        let recalled = match defer {
+            Some(_) => batch.recall(&id),
+            None => None,
+        };
+        let close = out.last || mode == 0;
+        let encrypt = close && f0 & mflags::E != 0;
+        let i = INSTRUCTIONS;
+        let instructions =
+            [hbh[i], hbh[i + 1], hbh[i + 2], hbh[i + 3]].map(idint_wire::idint::Instruction);
+        let g = gather(
+            source,
+            router.local_ia(),
+            hbh[INST_BITMAP] >> 4,
+            &instructions,
+            &ctx,
+        );
+        let len = entry_len(encrypt, g.md_len);
+        let e_end = free + len;
+        if e_end > end {
+            // Full: the general path sets X (and looks the key up itself: not here too).
+            return false;
+        }
+        let found = match recalled {
+            Some(h) => Some(h),
+            None => keys.find_ip(id.ia(), id.v6(), id.host, ctx.now_ns),
+        };
+        let Some(handle) = found else {
+            counters.packets += 1;
+            counters.no_key += 1;
+            return true;
+        };
+        // One padding option from the top entry to the end of the stack: the plan for the next
+        // packets of the flow checks its header instead of walking the padding.
+        let pad = [hbh[free], hbh.get(free + 1).copied().unwrap_or(0)];
+        let single_pad = pad[0] == opt_type::PADN && free + 2 + usize::from(pad[1]) == end;
+        // Re-cover the rest of the first padding option the entry overlaps (headers only).
+        let mut q = free;
+        while q < e_end {
+            q += if hbh[q] == opt_type::PAD1 {
+                1
+            } else {
+                2 + usize::from(hbh[q + 1])
+            };
+        }
+        idint_wire::ext::write_padding_headers(&mut hbh[e_end..q.min(end)]);
+        hbh[TOS] = ((free - s) / 4) as u8;
+        let mut prev_mac = [0u8; 4];
+        prev_mac.copy_from_slice(&hbh[free - 4..free]);
+        let role = Role {
+            first,
+            egress: out.egress,
+            last: out.last,
+            internal: false,
+        };
+        let e = &mut hbh[free..e_end];
+        emit_entry(
+            e,
+            &g,
+            role,
+            f.hop,
+            encrypt.then(|| nonces.nonce()),
+            prev_mac,
+        );
+        let job = Seal {
+            defer,
+            at: hl + free,
+            prev_mac,
+            id,
+            handle,
+            now_ns: ctx.now_ns,
+        };
+        counters.packets += 1;
+        if seal_or_defer(keys, batch, e, &job).is_none() {
+            counters.unsealed += 1;
+        }
+        counters.pushed += 1;
+        if encrypt {
+            counters.encrypted += 1;
+        }
+        if defer.is_some() {
+            batch.last = Some((id, handle));
+        }
+        // The entry's verifier is the table's last one if the entry was deferred.
+        let deferred = defer.is_some() && batch.n_ids > 0 && batch.ids[batch.n_ids - 1] == id;
+        if single_pad {
+            let route = route_key(f, out);
+            batch.keep_plan(FlowPlan {
+                request,
+                route,
+                top: read_u48_le(hbh, t),
+                s: s as u16,
+                t: t as u16,
+                free: free as u16,
+                end: end as u16,
+                pad,
+                new_tos: hbh[TOS],
+                encrypt,
+                role,
+                at,
+                id,
+                id_ix: batch.n_ids.saturating_sub(1) as u8,
+                burst: if deferred { batch.burst } else { NO_BURST },
+                handle,
+                found_ns: ctx.now_ns,
+                entry: EntryPlan::new(&hbh[free..e_end], &g, &instructions),
+            });
+        }
+        true
+    }
+}
