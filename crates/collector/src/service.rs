@@ -19,11 +19,11 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
 use crate::config::Config;
-use crate::counters::Transport;
-use crate::keys::{CollectorProvider, ImportedKeys, KeyResolver};
-use crate::metrics::{HistoryStore, PointSink};
-use crate::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
-use crate::topology::{PathDescription, TopologyChange, TopologySink};
+use collector_core::counters::Transport;
+use collector_core::keys::{CollectorProvider, ImportedKeys, KeyResolver};
+use collector_core::metrics::{HistoryStore, PointSink};
+use collector_core::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
+use collector_core::topology::{PathDescription, TopologyChange, TopologySink};
 
 /// One unit of work for the pipeline worker.
 pub enum Job {
@@ -487,10 +487,10 @@ async fn udp_loop(
                 let reports = if n > max {
                     usize::MAX
                 } else {
-                    crate::wire::count_reports(&buf[..n])
+                    collector_core::wire::count_reports(&buf[..n])
                 };
                 if reports > max_reports {
-                    c.malformed(Transport::Udp, crate::counters::MalformedReason::TooLarge);
+                    c.malformed(Transport::Udp, collector_core::counters::MalformedReason::TooLarge);
                     continue;
                 }
                 let queued = if tx.single() {
@@ -642,7 +642,7 @@ mod tests {
     }
 
     fn counted(s: &Shared) -> u64 {
-        use crate::counters::MalformedReason;
+        use collector_core::counters::MalformedReason;
         let c = &s.counters;
         MalformedReason::ALL
             .iter()
@@ -653,7 +653,7 @@ mod tests {
 
     /// Runs `udp_loop` over `datagrams` and returns the jobs queued per shard.
     async fn udp_run(shards: usize, datagrams: &[Vec<u8>]) -> (Shared, usize) {
-        let shared = Shared::new(crate::metrics::DetectionConfig::default(), 16);
+        let shared = Shared::new(collector_core::metrics::DetectionConfig::default(), 16);
         let mut rxs = Vec::new();
         let mut txs = Vec::new();
         for _ in 0..shards {
@@ -729,7 +729,7 @@ mod tests {
 
     #[tokio::test]
     async fn udp_receive_errors_are_counted_and_exported() {
-        let shared = Shared::new(crate::metrics::DetectionConfig::default(), 16);
+        let shared = Shared::new(collector_core::metrics::DetectionConfig::default(), 16);
         let (t0, _r0) = mpsc::channel(4);
         let d = Arc::new(Dispatcher::new(vec![t0], 100));
         // A connected socket whose peer is gone: the ICMP error surfaces on receive.
