@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::service::{AppState, DispatchError, now_ns};
+use crate::state::{AppState, DispatchError, now_ns};
 use collector_core::counters::{RejectReason, Transport};
 use collector_core::keys::ImportedKey;
 use collector_core::metrics::{Latest, Measurement, MetricKey, Scope};

@@ -10,9 +10,14 @@
 //! * [`api`]: the REST API.
 //! * [`storage`]: PostgreSQL and time-series storage (`collector-store`).
 //! * [`config`]: the TOML configuration.
+//! * [`state`]: what the API, the storage and the service share (queues, stores, API state).
+//!
+//! Module layering: `state` and `config` at the bottom, `api` and `storage` on them, `service`
+//! on top.
 
 pub mod api;
 pub mod config;
 pub use collector_core::{counters, json, keys, metrics, pipeline, replay, topology, wire};
 pub mod service;
+pub mod state;
 pub mod storage;

@@ -20,7 +20,7 @@ use tokio::runtime::Handle;
 use tracing::warn;
 
 use crate::config::StorageConfig;
-use crate::service::Stores;
+use crate::state::{Stores, now_ns};
 use collector_core::counters::Quarantined;
 use collector_core::metrics::{
     HistoryFuture, HistoryQuery, HistorySeries, HistoryStore, Point, PointSink, Scope, SinkFull,
@@ -278,13 +278,13 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
                     egress: h.egress,
                 })
                 .collect(),
-            first_seen_ns: crate::service::now_ns(),
+            first_seen_ns: now_ns(),
             learned: p.origin == PathOrigin::Learned,
         }),
         TopologyChange::UnknownPath(u) => Change::UnknownPath(UnknownPathRecord {
             fingerprint: u.id,
             detail: serde_json::to_string(u).ok()?,
-            first_seen_ns: crate::service::now_ns(),
+            first_seen_ns: now_ns(),
         }),
     })
 }
