@@ -616,33 +616,65 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
     let r = start_in(&dir, 16).await;
     let api = r.http_addr;
     // An AS without routers is recorded.
-    let (st, v) = admin_post(api, "/api/v1/admin/topology", r#"{"isd_as":"4-ff00:0:1"}"#).await;
+    let (st, v) = admin_post(
+        api,
+        "/api/v1/admin/topology",
+        &chain::topology_json("4-ff00:0:1", false, &[]),
+    )
+    .await;
     assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
     assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:1").await.0, 200);
     // Node ids (where given) and interfaces are unique; interface ids are 1..65535.
     let topo = |brs: &str| format!(r#"{{"isd_as":"4-ff00:0:2","border_routers":{{{brs}}}}}"#);
+    // A router `name` with internal address 10.0.0.`k`, more fields `id` and interfaces.
+    let br = |name: &str, k: u8, id: &str, ifs: &str| {
+        format!(r#""{name}":{{"internal_addr":"10.0.0.{k}:30042"{id},"interfaces":{{{ifs}}}}}"#)
+    };
+    // Interface `ifid` to `n` (more fields `extra`).
+    let ifc = |ifid: &str, n: &str, extra: &str| {
+        format!(
+            r#""{ifid}":{{"isd_as":"{n}","link_to":"core","underlay":{{"local":"192.0.2.1:5000{ifid}","remote":"198.51.100.1:50000"}}{extra}}}"#
+        )
+    };
+    let n3 = "4-ff00:0:3";
     for (brs, want) in [
-        (r#""r1":{"id":"x"}"#, "is not a node id"),
-        (r#""r1":{"id":4294967296}"#, "is not a node id"),
-        (r#""r1":{"id":1},"r2":{"id":1}"#, "both have id 1"),
+        (br("r1", 1, r#","id":"x""#, ""), "is not a node id"),
+        (br("r1", 1, r#","id":4294967296"#, ""), "is not a node id"),
         (
-            r#""r1":{"id":1,"interfaces":{"0":{}}}"#,
-            "interface id \"0\"",
+            format!(
+                "{},{}",
+                br("r1", 1, r#","id":1"#, ""),
+                br("r2", 2, r#","id":1"#, "")
+            ),
+            "both have id 1",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:3","remote_interface_id":99999}}}"#,
-            "remote_interface_id 99999",
+            br("r1", 1, r#","id":1"#, &ifc("0", n3, "")),
+            "interface ID 0 is reserved",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{}}},"r2":{"id":2,"interfaces":{"1":{}}}"#,
-            "interface 1 is on both",
+            br(
+                "r1",
+                1,
+                r#","id":1"#,
+                &ifc("1", n3, r#","remote_interface_id":99999"#),
+            ),
+            "99999 does not fit in 16 bits",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:2"}}}"#,
+            format!(
+                "{},{}",
+                br("r1", 1, r#","id":1"#, &ifc("1", n3, "")),
+                br("r2", 2, r#","id":2"#, &ifc("1", n3, ""))
+            ),
+            "interface 1 is also defined by router r1",
+        ),
+        (
+            br("r1", 1, r#","id":1"#, &ifc("1", "4-ff00:0:2", "")),
             "to itself",
         ),
     ] {
-        let (st, v) = admin_post(api, "/api/v1/admin/topology", &topo(brs)).await;
+        let (st, v) = admin_post(api, "/api/v1/admin/topology", &topo(&brs)).await;
         assert_eq!(st, 400, "{brs}: {v}");
         assert!(v["error"].as_str().unwrap().contains(want), "{brs}: {v}");
     }
@@ -651,7 +683,14 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
     let (st, v) = admin_post(
         api,
         "/api/v1/admin/topology",
-        &topo(r#""br2-a":{"interfaces":{"1":{}}},"br2-b":{"id":7,"interfaces":{"2":{}}}"#),
+        &chain::topology_json(
+            "4-ff00:0:2",
+            false,
+            &[
+                ("br2-a", None, &[(1, "4-ff00:0:3", None)]),
+                ("br2-b", Some(7), &[(2, "4-ff00:0:3", None)]),
+            ],
+        ),
     )
     .await;
     assert_eq!(st, 200, "{v}");

@@ -253,8 +253,14 @@ async fn round_trip(backend: &str, base_port: u16) {
     settle(&r, n + 10).await;
     // A topology change while PostgreSQL is down.
     // (Its second router has no node id, as in a scionproto topology.json.)
-    let extra = r#"{"isd_as": "1-ff00:0:e", "border_routers": {"re": {"id": 9, "interfaces": {}},
-        "re2": {"interfaces": {"4": {"isd_as": "1-ff00:0:f", "link_to": "child"}}}}}"#;
+    let extra = chain::topology_json(
+        "1-ff00:0:e",
+        false,
+        &[
+            ("re", Some(9), &[]),
+            ("re2", None, &[(4, "1-ff00:0:f", None)]),
+        ],
+    );
     assert_eq!(
         http(
             api,
@@ -274,7 +280,7 @@ async fn round_trip(backend: &str, base_port: u16) {
         "POST",
         "/api/v1/admin/topology",
         true,
-        br#"{"isd_as": "4-ff00:0:1"}"#,
+        chain::topology_json("4-ff00:0:1", false, &[]).as_bytes(),
     )
     .await;
     assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");

@@ -423,40 +423,68 @@ pub fn path_description() -> PathDescription {
     }
 }
 
+/// An interface of [`topology_json`]: id, neighbour AS, the neighbour's interface id.
+pub type TopoIf<'a> = (u16, &'a str, Option<u16>);
+
+/// A router of [`topology_json`]: name, node id, interfaces.
+pub type TopoRouter<'a> = (&'a str, Option<u32>, &'a [TopoIf<'a>]);
+
+/// A complete, valid reference-format `topology.json` of AS `ia` (core or not) with these
+/// routers: internal addresses 10.0.0.1, .2, ... (in order), core links with underlay
+/// addresses 192.0.2.x (local) and 198.51.100.x (remote), x the interface id modulo 256.
+pub fn topology_json(ia: &str, core: bool, routers: &[TopoRouter<'_>]) -> String {
+    let mut brs = serde_json::Map::new();
+    for (k, (name, id, ifs)) in routers.iter().enumerate() {
+        let mut interfaces = serde_json::Map::new();
+        for &(ifid, neighbor, remote) in ifs.iter() {
+            let mut i = serde_json::json!({
+                "isd_as": neighbor,
+                "link_to": "core",
+                "underlay": {
+                    "local": format!("192.0.2.{}:{}", ifid % 256, 50000 + ifid % 10000),
+                    "remote": format!("198.51.100.{}:50000", ifid % 256),
+                },
+            });
+            if let Some(r) = remote {
+                i["remote_interface_id"] = r.into();
+            }
+            interfaces.insert(ifid.to_string(), i);
+        }
+        let mut br = serde_json::json!({
+            "internal_addr": format!("10.0.0.{}:30042", k + 1),
+            "interfaces": interfaces,
+        });
+        if let Some(id) = id {
+            br["id"] = (*id).into();
+        }
+        brs.insert(name.to_string(), br);
+    }
+    let mut t = serde_json::json!({ "isd_as": ia, "border_routers": brs });
+    if core {
+        t["attributes"] = serde_json::json!(["core"]);
+    }
+    t.to_string()
+}
+
 /// `topology.json` texts of the four ASes (routers numbered as their node ids).
 pub fn topology_files() -> Vec<String> {
-    let [a, b, c, d] = ases();
-    let f = |ia: IsdAsn, brs: &str| {
-        format!(r#"{{"isd_as": "{ia}", "attributes": ["core"], "border_routers": {{{brs}}}}}"#)
-    };
-    let i = |id: u16, n: IsdAsn, rid: u16| {
-        format!(r#""{id}": {{"isd_as": "{n}", "link_to": "core", "remote_interface_id": {rid}}}"#)
-    };
+    let [a, b, c, d] = ases().map(|x| x.to_string());
     vec![
-        f(
-            a,
-            &format!(r#""ra": {{"id": 1, "interfaces": {{{}}}}}"#, i(1, b, 2)),
+        topology_json(&a, true, &[("ra", Some(1), &[(1, &b, Some(2))])]),
+        topology_json(
+            &b,
+            true,
+            &[
+                ("rb1", Some(2), &[(2, &a, Some(1))]),
+                ("rb2", Some(3), &[(3, &c, Some(4))]),
+            ],
         ),
-        f(
-            b,
-            &format!(
-                r#""rb1": {{"id": 2, "interfaces": {{{}}}}}, "rb2": {{"id": 3, "interfaces": {{{}}}}}"#,
-                i(2, a, 1),
-                i(3, c, 4)
-            ),
+        topology_json(
+            &c,
+            true,
+            &[("rc", Some(4), &[(4, &b, Some(3)), (5, &d, Some(6))])],
         ),
-        f(
-            c,
-            &format!(
-                r#""rc": {{"id": 4, "interfaces": {{{}, {}}}}}"#,
-                i(4, b, 3),
-                i(5, d, 6)
-            ),
-        ),
-        f(
-            d,
-            &format!(r#""rd": {{"id": 5, "interfaces": {{{}}}}}"#, i(6, c, 5)),
-        ),
+        topology_json(&d, true, &[("rd", Some(5), &[(6, &c, Some(5))])]),
     ]
 }
 
