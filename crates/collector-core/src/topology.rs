@@ -1231,6 +1231,54 @@ mod tests {
     }
 
     #[test]
+    fn every_as_of_an_appliance_file_is_imported_and_incomplete_files_are_refused() {
+        let t = TopologyHandle::new();
+        let text = r#"{ "isd_as": {
+  "1-ff00:0:a": { "router": { "id": 1, "internal_address": "10.0.0.1:30042", "interfaces": {
+    "1": { "address": "192.0.2.1:50000", "remote_address": "192.0.2.2:50000",
+           "remote_isd_as": "1-ff00:0:b", "link_type": "CORE", "remote_interface_id": 2 } } } },
+  "1-ff00:0:b": { "router": { "internal_address": "10.0.1.1:30042", "interfaces": {
+    "2": { "address": "192.0.2.2:50000", "remote_address": "192.0.2.1:50000",
+           "remote_isd_as": "1-ff00:0:a", "link_type": "core", "remote_interface_id": 1 } } } } } }"#;
+        assert_eq!(
+            t.import_topology_json(text).unwrap(),
+            3,
+            "two ASes, one link"
+        );
+        let s = t.snapshot();
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let ra = &s.ases[&a].routers["br1-ff00_0_a-1"];
+        assert_eq!((ra.node_id, &ra.interfaces[..]), (Some(1), &[1][..]));
+        assert!(s.ases[&a].core, "an AS with a core link is core");
+        assert_eq!(s.ases[&b].routers["br1-ff00_0_b-1"].node_id, None);
+        assert_eq!(s.ases[&a].interfaces[&1].link_type.as_deref(), Some("core"));
+        assert!(s.links.contains(&Link::new((a, 1), (b, 2))));
+        // One bad AS refuses the file; incomplete routers and interfaces are refused.
+        let bad = text.replace(
+            r#""remote_isd_as": "1-ff00:0:a""#,
+            r#""remote_isd_as": "1-ff00:0:b""#,
+        );
+        let e = t.import_topology_json(&bad).unwrap_err();
+        assert!(e.0.contains("links 1-ff00:0:b to itself"), "{e}");
+        for (text, field) in [
+            (r#"{"isd_as":"1-ff00:0:c"}"#, "border_routers"),
+            (
+                r#"{"isd_as":"1-ff00:0:c","border_routers":{"r":{"interfaces":{}}}}"#,
+                "border_routers.r.internal_addr",
+            ),
+            (
+                r#"{"isd_as":"1-ff00:0:c","border_routers":{"r":{"internal_addr":"10.0.0.1:30042","interfaces":{"1":{"isd_as":"1-ff00:0:a"}}}}}"#,
+                "border_routers.r.interfaces.1.link_to",
+            ),
+        ] {
+            let e = t.import_topology_json(text).unwrap_err();
+            assert!(e.0.starts_with("topology.json: field `"), "{e}");
+            assert!(e.0.contains(&format!("`{field}`")), "{e}");
+        }
+        assert!(!t.snapshot().ases.contains_key(&ia("1-ff00:0:c")));
+    }
+
+    #[test]
     fn paths_map_by_import_or_by_walking_imported_interfaces() {
         let t = TopologyHandle::new();
         let p = v1::Path {
