@@ -1,4 +1,4 @@
-//! The collector's in-place protobuf decoder (`collector::wire::parse_batch`, what the UDP and
+//! The collector's in-place protobuf decoder (`collector_core::wire::parse_batch`, what the UDP and
 //! HTTP ingest run on every report batch) against prost: never a panic, and whenever it takes a
 //! batch on itself, every field it records (byte ranges, numbers, the laid-out path, shared
 //! between reports of equal paths) equals what prost decodes from the same bytes; a decoder
@@ -9,8 +9,8 @@
 //! rest is XORed over its encoding, so that mutations reach deep into well-formed batches.
 #![no_main]
 
-use collector::topology::HopLayout;
-use collector::wire::{Spans, parse_batch};
+use collector_core::topology::HopLayout;
+use collector_core::wire::{Spans, parse_batch};
 use idint_report::v1;
 use libfuzzer_sys::fuzz_target;
 use prost::Message;

@@ -143,11 +143,22 @@ impl<L: Line> BufferedWriter<L> {
 
     /// Takes `samples` if they all fit in the buffer (all or none); never waits.
     pub fn try_write(&self, samples: &[L]) -> Result<(), Refused> {
+        self.take(samples, L::clone)
+    }
+
+    /// [`Self::try_write`] for items that convert into `L` by copy, such as a caller's
+    /// foreign point type wrapped in a newtype that implements [`Line`] (no allocation).
+    pub fn try_write_as<T: Copy + Into<L>>(&self, items: &[T]) -> Result<(), Refused> {
+        self.take(items, |t| (*t).into())
+    }
+
+    /// Checks and queues `samples` as `L`s (all or none).
+    fn take<T>(&self, samples: &[T], to_line: impl Fn(&T) -> L) -> Result<(), Refused> {
         let i = &self.inner;
         if i.closed.load(Relaxed) {
             return Err(Refused::Closed);
         }
-        if let Some(e) = samples.iter().find_map(|s| s.check().err()) {
+        if let Some(e) = samples.iter().find_map(|s| to_line(s).check().err()) {
             i.refused_invalid.fetch_add(samples.len() as u64, Relaxed);
             // The check's own words (`Rejected` would otherwise read as the store's answer).
             let msg = match e {
@@ -168,7 +179,7 @@ impl<L: Line> BufferedWriter<L> {
                     capacity: i.cfg.capacity,
                 });
             }
-            q.extend(samples.iter().cloned());
+            q.extend(samples.iter().map(&to_line));
         }
         i.accepted.fetch_add(samples.len() as u64, Relaxed);
         i.wake.notify_one();

@@ -17,17 +17,14 @@
 
 #![allow(missing_docs)]
 
-#[path = "../tests/common/chain.rs"]
-mod chain;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use chain::{Ask, Chain};
 use idint_report::Message;
+use test_kit::chain::{self as chain, Ask, Chain};
 
 fn now_ns() -> u64 {
     SystemTime::now()

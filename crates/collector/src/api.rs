@@ -16,12 +16,12 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::counters::{RejectReason, Transport};
-use crate::keys::ImportedKey;
-use crate::metrics::{Latest, Measurement, MetricKey, Scope};
-use crate::pipeline::{Format, decode_batch};
-use crate::service::{AppState, DispatchError, now_ns};
-use crate::topology::PathDescription;
+use crate::state::{AppState, DispatchError, now_ns};
+use collector_core::counters::{RejectReason, Transport};
+use collector_core::keys::ImportedKey;
+use collector_core::metrics::{Latest, Measurement, MetricKey, Scope};
+use collector_core::pipeline::{Format, decode_batch};
+use collector_core::topology::PathDescription;
 
 /// An API error: status and message, rendered as JSON.
 #[derive(Debug)]
@@ -244,7 +244,10 @@ fn batch_format(h: &HeaderMap) -> Result<Format, ApiError> {
 async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let c = &s.shared.counters;
     let too_large = |what: String| {
-        c.malformed(Transport::Http, crate::counters::MalformedReason::TooLarge);
+        c.malformed(
+            Transport::Http,
+            collector_core::counters::MalformedReason::TooLarge,
+        );
         ApiError(StatusCode::PAYLOAD_TOO_LARGE, what).into_response()
     };
     let max = s.max_batch_bytes;
@@ -277,7 +280,7 @@ async fn ingest(State(s): State<AppState>, headers: HeaderMap, body: Body) -> Re
     };
     // Counted before decoding: prost would allocate every report first.
     if format == Format::Protobuf {
-        let n = crate::wire::count_reports(&body);
+        let n = collector_core::wire::count_reports(&body);
         if n > max_reports {
             return too_large(reports_too_many(n));
         }
@@ -455,7 +458,7 @@ struct PathFilter {
     dst: Option<String>,
 }
 
-fn path_json(s: &AppState, p: &crate::topology::PathInfo) -> Value {
+fn path_json(s: &AppState, p: &collector_core::topology::PathInfo) -> Value {
     let telemetry = current(s, |k| {
         matches!(k.scope, Scope::Path | Scope::Hop) && k.ids[0] == p.id
     });
@@ -525,7 +528,7 @@ async fn rank_paths(State(s): State<AppState>, Q(q): Q<RankQuery>) -> ApiResult 
     let (src, dst) = (parse_ia(&q.src)?, parse_ia(&q.dst)?);
     let m = objective(&q.objective)?;
     let t = s.shared.topology.snapshot();
-    let mut ranked: Vec<(Option<f64>, &crate::topology::PathInfo)> = t
+    let mut ranked: Vec<(Option<f64>, &collector_core::topology::PathInfo)> = t
         .paths
         .values()
         .filter(|p| p.src == src && p.dst == dst)
@@ -764,7 +767,7 @@ async fn history(State(s): State<AppState>, Q(q): Q<HistoryQuery>) -> ApiResult 
     if let (Some(store), Some(scope), Some(m)) =
         (&s.history, q.scope.as_deref(), q.measurement.as_deref())
     {
-        let range = crate::metrics::HistoryQuery {
+        let range = collector_core::metrics::HistoryQuery {
             scope: parse_scope(scope)?,
             measurement: parse_measurement(m)?,
             tags: Vec::new(),
@@ -806,9 +809,9 @@ async fn history(State(s): State<AppState>, Q(q): Q<HistoryQuery>) -> ApiResult 
 /// History from the time-series store (every written value, not only the recent ones kept in
 /// memory); `range` is validated, its tags are filled in here from the key filters.
 async fn store_history(
-    store: &dyn crate::metrics::HistoryStore,
+    store: &dyn collector_core::metrics::HistoryStore,
     q: &HistoryQuery,
-    mut range: crate::metrics::HistoryQuery,
+    mut range: collector_core::metrics::HistoryQuery,
 ) -> ApiResult {
     let k = &q.key();
     let tags = &mut range.tags;
@@ -914,8 +917,8 @@ async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult {
     let mut covered_from = from.max(memory_from);
     let mut sources = vec!["memory"];
     if let (true, Some(store)) = (from < memory_from, &s.history) {
-        let earlier = crate::metrics::HistoryQuery {
-            scope: crate::metrics::Scope::Path,
+        let earlier = collector_core::metrics::HistoryQuery {
+            scope: collector_core::metrics::Scope::Path,
             measurement: m,
             tags: vec![("path".into(), format!("{id:016x}"))],
             from_ns: from,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::DetectionConfig;
+use collector_core::metrics::DetectionConfig;
 
 /// Environment variable prefix of overrides.
 pub const ENV_PREFIX: &str = "IDINT_COLLECTOR__";

@@ -1,24 +1,23 @@
-//! The ID-INT telemetry collector: turns verified telemetry reports into knowledge hosts and
-//! operators can query.
+//! The ID-INT telemetry collector service: turns verified telemetry reports into knowledge
+//! hosts and operators can query.
 //!
-//! * [`pipeline`]: decode -> verify/decrypt (DRKey) -> replay -> map hops to ASes -> metrics
-//!   and event detection, per worker, in memory.
-//! * [`topology`]: ASes, routers, interfaces, links and paths (imported and learned), behind
-//!   a [`topology::TopologySink`] for PostgreSQL.
-//! * [`metrics`]: INTCollector-style metric keys, thresholds and refresh, behind a
-//!   [`metrics::PointSink`] for the time-series store.
-//! * [`service`]: the tokio service (UDP and HTTP ingest with bounded queues, REST API).
+//! The pure pipeline lives in `collector-core` (re-exported here for compatibility):
+//! [`pipeline`], [`topology`], [`metrics`], [`keys`], [`replay`], [`counters`], [`wire`].
+//! This crate adds the service around it:
+//!
+//! * [`service`]: the tokio service (UDP and HTTP ingest with bounded queues, worker threads,
+//!   shutdown).
+//! * [`api`]: the REST API.
+//! * [`storage`]: PostgreSQL and time-series storage (`collector-store`).
+//! * [`config`]: the TOML configuration.
+//! * [`state`]: what the API, the storage and the service share (queues, stores, API state).
+//!
+//! Module layering: `state` and `config` at the bottom, `api` and `storage` on them, `service`
+//! on top.
 
 pub mod api;
 pub mod config;
-pub mod counters;
-/// The JSON form of report batches (moved to `idint-report`, feature `json`).
-pub use idint_report::json;
-pub mod keys;
-pub mod metrics;
-pub mod pipeline;
-pub mod replay;
+pub use collector_core::{counters, json, keys, metrics, pipeline, replay, topology, wire};
 pub mod service;
+pub mod state;
 pub mod storage;
-pub mod topology;
-pub mod wire;

@@ -20,12 +20,12 @@ use tokio::runtime::Handle;
 use tracing::warn;
 
 use crate::config::StorageConfig;
-use crate::counters::Quarantined;
-use crate::metrics::{
+use crate::state::{Stores, now_ns};
+use collector_core::counters::Quarantined;
+use collector_core::metrics::{
     HistoryFuture, HistoryQuery, HistorySeries, HistoryStore, Point, PointSink, Scope, SinkFull,
 };
-use crate::service::Stores;
-use crate::topology::{
+use collector_core::topology::{
     AsInfo, InterfaceInfo, InternalLink, Link, PathHop, PathInfo, PathOrigin, RouterInfo,
     TopologyChange, TopologySink, UnknownPath,
 };
@@ -97,9 +97,28 @@ pub fn sample_of(p: &Point) -> Sample {
     }
 }
 
+/// A [`Point`] as a time-series line (the point type lives in `collector-core`, the line
+/// trait in `collector-store`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointLine(pub Point);
+
+impl From<Point> for PointLine {
+    fn from(p: Point) -> Self {
+        PointLine(p)
+    }
+}
+
+impl std::ops::Deref for PointLine {
+    type Target = Point;
+
+    fn deref(&self) -> &Point {
+        &self.0
+    }
+}
+
 /// A point is written as the line of its [`sample_of`] sample, rendered straight from the key
 /// (no sample, no allocation: the pipeline hands points over by copy).
-impl Line for Point {
+impl Line for PointLine {
     fn check(&self) -> Result<(), StoreError> {
         if self.value.is_finite() {
             Ok(())
@@ -125,14 +144,14 @@ impl Line for Point {
 
 /// [`PointSink`] over a [`BufferedWriter`] of points.
 pub struct TsSink {
-    writer: Arc<BufferedWriter<Point>>,
+    writer: Arc<BufferedWriter<PointLine>>,
     handle: Handle,
 }
 
 impl PointSink for TsSink {
     fn write(&self, points: &[Point]) -> Result<(), SinkFull> {
         self.writer
-            .try_write(points)
+            .try_write_as(points)
             .map_err(|e| SinkFull(e.to_string()))
     }
 
@@ -259,19 +278,19 @@ pub fn to_change(c: &TopologyChange) -> Option<Change> {
                     egress: h.egress,
                 })
                 .collect(),
-            first_seen_ns: crate::service::now_ns(),
+            first_seen_ns: now_ns(),
             learned: p.origin == PathOrigin::Learned,
         }),
         TopologyChange::UnknownPath(u) => Change::UnknownPath(UnknownPathRecord {
             fingerprint: u.id,
             detail: serde_json::to_string(u).ok()?,
-            first_seen_ns: crate::service::now_ns(),
+            first_seen_ns: now_ns(),
         }),
     })
 }
 
 /// The changes that rebuild a stored topology (see
-/// [`crate::topology::TopologyHandle::restore`]). Stored paths come back with the origin
+/// [`collector_core::topology::TopologyHandle::restore`]). Stored paths come back with the origin
 /// they were stored with.
 pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
     let mut out = Vec::new();
@@ -349,7 +368,7 @@ pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
         // The id is recomputed from the hops: rows written before ids covered every hop's AS
         // come back under the id a new import of the same path gets.
         out.push(TopologyChange::Path(PathInfo {
-            id: crate::topology::path_id_of(&hops),
+            id: collector_core::topology::path_id_of(&hops),
             src: f.ia,
             dst: l.ia,
             hops: hops.clone(),
@@ -431,7 +450,7 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Measurement, MetricKey};
+    use collector_core::metrics::{Measurement, MetricKey};
     use collector_store::ts::line_protocol;
 
     #[test]
@@ -451,7 +470,7 @@ mod tests {
                 time_ns: 1_700_000_000_123_456_789,
             };
             let (mut direct, mut via_sample) = (String::new(), String::new());
-            line_protocol(&mut direct, &[p]).unwrap();
+            line_protocol(&mut direct, &[PointLine(p)]).unwrap();
             line_protocol(&mut via_sample, &[sample_of(&p)]).unwrap();
             assert_eq!(direct, via_sample);
             assert!(direct.ends_with(" 1700000000123456789\n"), "{direct}");
@@ -462,7 +481,7 @@ mod tests {
             time_ns: 0,
         };
         let mut out = String::new();
-        assert!(line_protocol(&mut out, &[bad]).is_err());
+        assert!(line_protocol(&mut out, &[PointLine(bad)]).is_err());
         assert!(out.is_empty());
     }
 }

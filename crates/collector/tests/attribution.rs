@@ -2,14 +2,12 @@
 //! them, link latency only across one link between its two routers, aggregated entries not
 //! taken for one router's, and report times bounded by the collector's clock.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
 use collector::metrics::{DetectionConfig, Measurement, MetricKey, Point, PointSink, SinkFull};
 use collector::pipeline::{Pipeline, Shared};
-use common::chain::{self, Ask, Chain, ases};
 use idint_wire::idint::{AggregationMode, IdInt};
+use test_kit::chain::{self, Ask, Chain, ases};
 
 const NOW: u64 = 1_763_800_000_000_000_000;
 

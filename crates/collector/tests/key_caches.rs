@@ -2,15 +2,13 @@
 //! only ever used for the source or path they were made for, and entries written just before
 //! a key epoch began verify under the previous epoch's keys (DRKey's grace period).
 
-mod common;
-
 use collector::counters::RejectReason;
 use collector::keys::source_slot;
 use collector::metrics::DetectionConfig;
 use collector::pipeline::{Pipeline, Shared};
-use common::chain::{self, Ask, Chain, ases};
 use idint_report::v1;
 use idint_wire::{HostAddr, IsdAsn};
+use test_kit::chain::{self, Ask, Chain, ases};
 
 /// A collector of AS A that holds A's master secret and K(B/C/D -> A) for every epoch
 /// containing one of `times_s`.

@@ -1,8 +1,6 @@
 //! The pipeline against reports from a real four-AS scion-dp chain: accepted reports give the
 //! exact values the routers measured; every kind of bad report is rejected with its reason.
 
-mod common;
-
 use std::sync::Arc;
 
 use collector::counters::RejectReason;
@@ -10,11 +8,11 @@ use collector::keys::{CollectorProvider, ImportedKeys, KeyResolver};
 use collector::metrics::{DetectionConfig, Measurement, MetricKey};
 use collector::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
 use collector::topology::{InternalLink, PathOrigin};
-use common::chain::{self, Ask, Chain, IFS, ROUTER_AS, ases};
 use drkey::provider::LocalProvider;
 use idint_report::{Message, idint_hbh, v1};
 use idint_wire::HostAddr;
 use idint_wire::idint::IdInt;
+use test_kit::chain::{self, Ask, Chain, IFS, ROUTER_AS, ases};
 
 const NOW: u64 = 1_763_800_000_000_000_000;
 

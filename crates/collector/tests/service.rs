@@ -3,8 +3,6 @@
 //! gets the right status and counters; overload is counted backpressure; shutdown processes
 //! every accepted batch.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,87 +11,37 @@ use std::time::Duration;
 use collector::config::Config;
 use collector::counters::{MalformedReason, RejectReason, Transport};
 use collector::service::{self, Running, Stores, now_ns};
-use common::chain::{self, Ask, Chain, ases};
 use idint_report::Message;
 use serde_json::Value;
+use test_kit::chain::{self, Ask, Chain, ases};
+use test_kit::service::{self as kit, http, tempdir};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 const TOKEN: &str = "test-token-123";
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("collector-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Config for the chain's collector (A:10.1.0.100), keys on disk, loopback listeners.
 fn config(dir: &std::path::Path, queue: usize, with_keys: bool) -> Config {
-    std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
-    let keys = serde_json::to_string(&chain::level1_imports(now_ns() / 1_000_000_000)).unwrap();
-    std::fs::write(dir.join("level1.json"), keys).unwrap();
-    let text = format!(
-        r#"
-[collector]
-isd_as = "1-ff00:0:a"
-host = "10.1.0.100"
-master_key = "{m}"
-epoch_secs = {e}
-{k}
-
+    kit::config(
+        dir,
+        TOKEN,
+        with_keys,
+        &format!(
+            r#"
 [ingest]
 udp_listen = "127.0.0.1:0"
 queue_batches = {queue}
 
-[api]
-listen = "127.0.0.1:0"
-admin_token = "{TOKEN}"
-
 [detection]
 latency_ns = 0.0
-"#,
-        m = dir.join("master0.key").display(),
-        e = chain::EPOCH,
-        k = if with_keys {
-            format!("level1_keys = \"{}\"", dir.join("level1.json").display())
-        } else {
-            String::new()
-        },
-    );
-    Config::from_toml(&text, []).unwrap()
+"#
+        ),
+    )
 }
 
 /// The service on [`config`]`(dir, queue, true)` without stores.
 async fn start_in(dir: &std::path::Path, queue: usize) -> Running {
-    service::start(config(dir, queue, true), Stores::default())
-        .await
-        .unwrap()
-}
-
-async fn http(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    s.write_all(body).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
-    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (status, out[at..].to_vec())
+    kit::start(config(dir, queue, true), Stores::default()).await
 }
 
 async fn get_json(addr: SocketAddr, path: &str) -> (u16, Value) {
@@ -151,16 +99,7 @@ async fn admin_post(addr: SocketAddr, path: &str, body: &str) -> (u16, Value) {
 
 /// Waits until the pipeline has taken `n` reports.
 async fn settle(r: &Running, n: u64) {
-    for _ in 0..500 {
-        if r.shared.counters.reports.load(Relaxed) >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "pipeline took only {} of {n} reports",
-        r.shared.counters.reports.load(Relaxed)
-    );
+    kit::settle(r, n, 500).await;
 }
 
 fn telemetry_value(v: &Value, measurement: &str) -> f64 {
@@ -616,33 +555,65 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
     let r = start_in(&dir, 16).await;
     let api = r.http_addr;
     // An AS without routers is recorded.
-    let (st, v) = admin_post(api, "/api/v1/admin/topology", r#"{"isd_as":"4-ff00:0:1"}"#).await;
+    let (st, v) = admin_post(
+        api,
+        "/api/v1/admin/topology",
+        &chain::topology_json("4-ff00:0:1", false, &[]),
+    )
+    .await;
     assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
     assert_eq!(get_json(api, "/api/v1/ases/4-ff00:0:1").await.0, 200);
     // Node ids (where given) and interfaces are unique; interface ids are 1..65535.
     let topo = |brs: &str| format!(r#"{{"isd_as":"4-ff00:0:2","border_routers":{{{brs}}}}}"#);
+    // A router `name` with internal address 10.0.0.`k`, more fields `id` and interfaces.
+    let br = |name: &str, k: u8, id: &str, ifs: &str| {
+        format!(r#""{name}":{{"internal_addr":"10.0.0.{k}:30042"{id},"interfaces":{{{ifs}}}}}"#)
+    };
+    // Interface `ifid` to `n` (more fields `extra`).
+    let ifc = |ifid: &str, n: &str, extra: &str| {
+        format!(
+            r#""{ifid}":{{"isd_as":"{n}","link_to":"core","underlay":{{"local":"192.0.2.1:5000{ifid}","remote":"198.51.100.1:50000"}}{extra}}}"#
+        )
+    };
+    let n3 = "4-ff00:0:3";
     for (brs, want) in [
-        (r#""r1":{"id":"x"}"#, "is not a node id"),
-        (r#""r1":{"id":4294967296}"#, "is not a node id"),
-        (r#""r1":{"id":1},"r2":{"id":1}"#, "both have id 1"),
+        (br("r1", 1, r#","id":"x""#, ""), "is not a node id"),
+        (br("r1", 1, r#","id":4294967296"#, ""), "is not a node id"),
         (
-            r#""r1":{"id":1,"interfaces":{"0":{}}}"#,
-            "interface id \"0\"",
+            format!(
+                "{},{}",
+                br("r1", 1, r#","id":1"#, ""),
+                br("r2", 2, r#","id":1"#, "")
+            ),
+            "both have id 1",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:3","remote_interface_id":99999}}}"#,
-            "remote_interface_id 99999",
+            br("r1", 1, r#","id":1"#, &ifc("0", n3, "")),
+            "interface ID 0 is reserved",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{}}},"r2":{"id":2,"interfaces":{"1":{}}}"#,
-            "interface 1 is on both",
+            br(
+                "r1",
+                1,
+                r#","id":1"#,
+                &ifc("1", n3, r#","remote_interface_id":99999"#),
+            ),
+            "99999 does not fit in 16 bits",
         ),
         (
-            r#""r1":{"id":1,"interfaces":{"1":{"isd_as":"4-ff00:0:2"}}}"#,
+            format!(
+                "{},{}",
+                br("r1", 1, r#","id":1"#, &ifc("1", n3, "")),
+                br("r2", 2, r#","id":2"#, &ifc("1", n3, ""))
+            ),
+            "interface 1 is also defined by router r1",
+        ),
+        (
+            br("r1", 1, r#","id":1"#, &ifc("1", "4-ff00:0:2", "")),
             "to itself",
         ),
     ] {
-        let (st, v) = admin_post(api, "/api/v1/admin/topology", &topo(brs)).await;
+        let (st, v) = admin_post(api, "/api/v1/admin/topology", &topo(&brs)).await;
         assert_eq!(st, 400, "{brs}: {v}");
         assert!(v["error"].as_str().unwrap().contains(want), "{brs}: {v}");
     }
@@ -651,7 +622,14 @@ async fn bad_imports_are_refused_whole_with_the_reason() {
     let (st, v) = admin_post(
         api,
         "/api/v1/admin/topology",
-        &topo(r#""br2-a":{"interfaces":{"1":{}}},"br2-b":{"id":7,"interfaces":{"2":{}}}"#),
+        &chain::topology_json(
+            "4-ff00:0:2",
+            false,
+            &[
+                ("br2-a", None, &[(1, "4-ff00:0:3", None)]),
+                ("br2-b", Some(7), &[(2, "4-ff00:0:3", None)]),
+            ],
+        ),
     )
     .await;
     assert_eq!(st, 200, "{v}");

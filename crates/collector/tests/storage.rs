@@ -4,105 +4,29 @@
 //! store or PostgreSQL is stopped and restarted during ingest; topology and quarantine persist
 //! and are loaded back at the next start.
 
-mod common;
-
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use collector::config::Config;
 use collector::counters::RejectReason;
-use collector::service::{self, Running, now_ns};
-use collector::storage;
+use collector::service::{Running, now_ns};
 use collector_store::topology::TopologyDb;
-use common::chain::{self, Ask, Chain};
 use idint_report::{Message, v1};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use test_kit::chain::{self, Ask, Chain};
+use test_kit::service as kit;
+use test_kit::services::Services;
 
 const TOKEN: &str = "storage-token";
 
-struct Services {
-    dir: PathBuf,
-    env: Vec<(String, String)>,
-}
-
-impl Services {
-    fn script() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/services.sh")
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("bash")
-            .arg(Self::script())
-            .args(args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .expect("scripts/services.sh runs");
-        assert!(
-            out.status.success(),
-            "services.sh {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn start(tag: &str, base_port: u16, which: &[&str]) -> Self {
-        let dir = std::env::temp_dir().join(format!("collector-svc-{tag}-{}", std::process::id()));
-        let env = vec![
-            ("IDINT_SERVICES_DIR".into(), dir.display().to_string()),
-            ("IDINT_PG_PORT".into(), base_port.to_string()),
-            ("IDINT_VM_PORT".into(), (base_port + 1).to_string()),
-            ("IDINT_INFLUX_PORT".into(), (base_port + 2).to_string()),
-        ];
-        let s = Services { dir, env };
-        let mut args = vec!["start"];
-        args.extend_from_slice(which);
-        s.run(&args);
-        s
-    }
-
-    fn url(&self, name: &str) -> String {
-        let env = self.run(&["env"]);
-        env.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}=")))
-            .unwrap_or_else(|| panic!("{name} in {env}"))
-            .to_string()
-    }
-}
-
-impl Drop for Services {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(Self::script())
-            .arg("stop")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn config(dir: &std::path::Path, pg: &str, ts: &str, ts_url: &str) -> Config {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
-    let keys = serde_json::to_string(&chain::level1_imports(now_ns() / 1_000_000_000)).unwrap();
-    std::fs::write(dir.join("level1.json"), keys).unwrap();
-    let text = format!(
-        r#"
-[collector]
-isd_as = "1-ff00:0:a"
-host = "10.1.0.100"
-master_key = "{m}"
-epoch_secs = {e}
-level1_keys = "{k}"
-
-[api]
-listen = "127.0.0.1:0"
-admin_token = "{TOKEN}"
-
+    kit::config(
+        dir,
+        TOKEN,
+        true,
+        &format!(
+            r#"
 [detection]
 queue_len = 0.0
 
@@ -110,48 +34,24 @@ queue_len = 0.0
 postgres_url = "{pg}"
 timeseries = "{ts}"
 timeseries_url = "{ts_url}"
-"#,
-        m = dir.join("master0.key").display(),
-        e = chain::EPOCH,
-        k = dir.join("level1.json").display(),
-    );
-    Config::from_toml(&text, []).unwrap()
-}
-
-async fn http(addr: SocketAddr, method: &str, path: &str, auth: bool, body: &[u8]) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    let a = if auth {
-        format!("Authorization: Bearer {TOKEN}\r\n")
-    } else {
-        String::new()
-    };
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{a}Content-Length: {}\r\n\r\n",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    s.write_all(body).await.unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.unwrap();
-    let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
-    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (
-        status,
-        serde_json::from_slice(&out[at..]).unwrap_or(Value::Null),
+"#
+        ),
     )
 }
 
+async fn http(addr: SocketAddr, method: &str, path: &str, auth: bool, body: &[u8]) -> (u16, Value) {
+    let bearer = format!("Bearer {TOKEN}");
+    let headers: &[(&str, &str)] = if auth {
+        &[("Authorization", &bearer)]
+    } else {
+        &[]
+    };
+    let (status, body) = kit::http(addr, method, path, headers, body).await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
 async fn settle(r: &Running, n: u64) {
-    for _ in 0..1000 {
-        if r.shared.counters.reports.load(Relaxed) >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!(
-        "pipeline took only {} of {n}",
-        r.shared.counters.reports.load(Relaxed)
-    );
+    kit::settle(r, n, 1000).await;
 }
 
 /// Reports 2 ms apart (the time-series stores keep one value per series and millisecond).
@@ -208,8 +108,7 @@ async fn round_trip(backend: &str, base_port: u16) {
     });
     let dir = svc.dir.join("collector");
     let cfg = config(&dir, &pg, backend, &ts_url);
-    let stores = storage::connect(&cfg.storage).await.unwrap();
-    let r = service::start(cfg.clone(), stores).await.unwrap();
+    let r = kit::start_with_storage(cfg.clone()).await;
     let api = r.http_addr;
     for f in chain::topology_files() {
         assert_eq!(
@@ -253,8 +152,14 @@ async fn round_trip(backend: &str, base_port: u16) {
     settle(&r, n + 10).await;
     // A topology change while PostgreSQL is down.
     // (Its second router has no node id, as in a scionproto topology.json.)
-    let extra = r#"{"isd_as": "1-ff00:0:e", "border_routers": {"re": {"id": 9, "interfaces": {}},
-        "re2": {"interfaces": {"4": {"isd_as": "1-ff00:0:f", "link_to": "child"}}}}}"#;
+    let extra = chain::topology_json(
+        "1-ff00:0:e",
+        false,
+        &[
+            ("re", Some(9), &[]),
+            ("re2", None, &[(4, "1-ff00:0:f", None)]),
+        ],
+    );
     assert_eq!(
         http(
             api,
@@ -274,7 +179,7 @@ async fn round_trip(backend: &str, base_port: u16) {
         "POST",
         "/api/v1/admin/topology",
         true,
-        br#"{"isd_as": "4-ff00:0:1"}"#,
+        chain::topology_json("4-ff00:0:1", false, &[]).as_bytes(),
     )
     .await;
     assert_eq!((st, &v["changes"]), (200, &Value::from(1)), "{v}");
@@ -305,9 +210,7 @@ async fn round_trip(backend: &str, base_port: u16) {
     assert_eq!(shared.counters.points_refused.load(Relaxed), 0);
 
     // Every accepted report's queue value is in the time-series store.
-    let r = service::start(cfg.clone(), storage::connect(&cfg.storage).await.unwrap())
-        .await
-        .unwrap();
+    let r = kit::start_with_storage(cfg.clone()).await;
     let want: Vec<f64> = (0..30).map(|i| f64::from(4 * 7 + i as u32)).collect();
     let mut got = Vec::new();
     for _ in 0..100 {

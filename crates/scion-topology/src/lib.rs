@@ -34,6 +34,8 @@
 //!   with the same internal address;
 //! * `underlay.local` and its older name `public` both given with different values (equal
 //!   values are accepted), and the deprecated `underlay.bind`;
+//! * a router's ID-INT node id (`id`, an extension of the format) that is not an integer
+//!   0..=4294967295, or that another router of the same AS has too;
 //! * reference-format `border_routers` in an appliance-format file.
 //!
 //! Conflicts between the underlay addresses of one router's own links (an interface whose
@@ -129,6 +131,10 @@ pub struct BorderRouter {
     pub id: String,
     /// AS-internal address; its IP is the router's SCION host address.
     pub internal_addr: SocketAddr,
+    /// The router's ID-INT node id, when the file gives one: an extension of the format
+    /// (`border_routers.<id>.id`, in the appliance format `router.id`) that the ID-INT
+    /// collector names the router by. Unique among the routers of an AS.
+    pub node_id: Option<u32>,
     /// The interfaces this router owns, sorted by ID.
     pub interfaces: Vec<Interface>,
     /// Conflicts between the addresses of its own links, found while parsing; reported by

@@ -119,6 +119,20 @@ impl Ctx<'_> {
         Ok(v)
     }
 
+    /// A router's optional ID-INT node id `id` (an extension of the format): 32 bits.
+    fn node_id(&self, router: &Map<String, Value>, path: &str) -> R<Option<u32>> {
+        let Some(v) = Self::opt(router, "id") else {
+            return Ok(None);
+        };
+        match v.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) => Ok(Some(n)),
+            None => self.invalid(
+                &format!("{path}.id"),
+                format!("{v} is not a node id (0 to {})", u32::MAX),
+            ),
+        }
+    }
+
     /// An optional `remote_interface_id`: 0 is reserved (no interface).
     fn remote_ifid(&self, obj: &Map<String, Value>, path: &str) -> R<Option<u16>> {
         let v = self.opt_u16(obj, "remote_interface_id", path)?;
@@ -331,6 +345,7 @@ struct Parsed {
 /// internal addresses with port 0).
 fn router(
     id: String,
+    node_id: Option<u32>,
     internal_addr: SocketAddr,
     internal_path: &str,
     mut parsed: Vec<Parsed>,
@@ -375,6 +390,7 @@ fn router(
     BorderRouter {
         id,
         internal_addr,
+        node_id,
         interfaces: parsed.into_iter().map(|p| p.ifc).collect(),
         conflicts,
     }
@@ -519,6 +535,19 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
                 ),
             );
         }
+        let node_id = cx.node_id(br, &path)?;
+        if let Some(n) = node_id
+            && let Some(other) = routers.iter().find(|r| r.node_id == Some(n))
+        {
+            return cx.invalid(
+                &format!("{path}.id"),
+                format!(
+                    "border routers {:?} and {id:?} both have id {n}; a node id names one \
+                     router of the AS",
+                    other.id
+                ),
+            );
+        }
         let mut interfaces = Vec::new();
         if let Some(ifs) = Ctx::opt(br, "interfaces") {
             let ifs_path = format!("{path}.interfaces");
@@ -527,7 +556,13 @@ fn reference(cx: &Ctx<'_>, root: &Map<String, Value>) -> R<AsTopology> {
                 interfaces.push(reference_interface(cx, key, ifc, &p)?);
             }
         }
-        routers.push(router(id.clone(), internal_addr, &ia_path, interfaces));
+        routers.push(router(
+            id.clone(),
+            node_id,
+            internal_addr,
+            &ia_path,
+            interfaces,
+        ));
     }
     Ok(AsTopology {
         ia,
@@ -707,7 +742,13 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
         mtu: cx.mtu(body, "internal_scion_mtu", &path)?,
         dispatched_ports: cx.ports(body, &format!("{path}.dispatched_ports"))?,
         services,
-        routers: vec![router(router_name(ia, 1), internal_addr, &iap, interfaces)],
+        routers: vec![router(
+            router_name(ia, 1),
+            cx.node_id(router_obj, &rp)?,
+            internal_addr,
+            &iap,
+            interfaces,
+        )],
     })
 }
 
@@ -813,6 +854,46 @@ mod tests {
             msg.contains("64-0002:0000:0009") && msg.contains("64-2:0:9"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn node_ids_are_optional_32_bit_and_unique_in_an_as() {
+        let t = Topology::parse(BASE, "t.json").unwrap();
+        assert!(t.ases[0].routers.iter().all(|r| r.node_id.is_none()));
+        let t = edit(BASE, r#""br1a": {"#, r#""br1a": { "id": 4294967295,"#);
+        let t = edit(&t, r#""br1b": {"#, r#""br1b": { "id": 0,"#);
+        let topo = Topology::parse(&t, "t.json").unwrap();
+        assert_eq!(topo.router("br1a").unwrap().node_id, Some(u32::MAX));
+        assert_eq!(topo.router("br1b").unwrap().node_id, Some(0));
+        // `null` is no id.
+        let t = edit(BASE, r#""br1a": {"#, r#""br1a": { "id": null,"#);
+        assert_eq!(
+            Topology::parse(&t, "t.json")
+                .unwrap()
+                .router("br1a")
+                .unwrap()
+                .node_id,
+            None
+        );
+        for bad in ["4294967296", "-1", "1.5", "\"7\"", "[]"] {
+            let t = edit(BASE, r#""br1b": {"#, &format!(r#""br1b": {{ "id": {bad},"#));
+            assert_refused(&t, "border_routers.br1b.id", "is not a node id");
+        }
+        let t = edit(BASE, r#""br1a": {"#, r#""br1a": { "id": 7,"#);
+        let t = edit(&t, r#""br1b": {"#, r#""br1b": { "id": 7,"#);
+        assert_refused(
+            &t,
+            "border_routers.br1b.id",
+            "border routers \"br1a\" and \"br1b\" both have id 7",
+        );
+        // Appliance format: `router.id`.
+        let t = edit(APPLIANCE, r#""router": {"#, r#""router": { "id": 3,"#);
+        assert_eq!(
+            Topology::parse(&t, "t.json").unwrap().ases[0].routers[0].node_id,
+            Some(3)
+        );
+        let t = edit(APPLIANCE, r#""router": {"#, r#""router": { "id": "x","#);
+        assert_refused(&t, "isd_as.64-2:0:9.router.id", "is not a node id");
     }
 
     #[test]

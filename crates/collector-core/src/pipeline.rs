@@ -164,6 +164,290 @@ struct PrevEntry {
     left_as: bool,
 }
 
+/// Where the values the metrics model reads are in an entry's slots, and how each slot was
+/// aggregated.
+#[derive(Clone, Copy)]
+struct SlotMap {
+    ingress: Option<usize>,
+    egress: Option<usize>,
+    queue: Option<usize>,
+    util: Option<usize>,
+    energy: Option<usize>,
+    co2: Option<usize>,
+    functions: [AggregationFunction; 4],
+}
+
+impl SlotMap {
+    /// The slots of a main option's instructions and aggregation functions.
+    #[inline]
+    fn of(
+        instructions: &[idint_wire::idint::Instruction; 4],
+        functions: [AggregationFunction; 4],
+    ) -> Self {
+        let slot_of = |c: u8| instructions.iter().position(|i| i.0 == c);
+        SlotMap {
+            ingress: slot_of(code::INGRESS_TS),
+            egress: slot_of(code::EGRESS_TS),
+            queue: slot_of(code::QUEUE_LEN),
+            util: slot_of(code::TX_UTIL),
+            energy: slot_of(code::ENERGY),
+            co2: slot_of(code::CO2),
+            functions,
+        }
+    }
+
+    /// Of an aggregated entry (A: several routers of an AS), a slot aggregated with "last"
+    /// holds the value of the router that wrote last: with E set, the one that sent the
+    /// packet out of the AS.
+    #[inline]
+    fn last(&self, s: Option<usize>) -> bool {
+        s.is_some_and(|s| self.functions[s] == AggregationFunction::Last)
+    }
+
+    /// Whether slot `s` was aggregated with "sum".
+    #[inline]
+    fn summed(&self, s: Option<usize>) -> bool {
+        s.is_some_and(|s| self.functions[s] == AggregationFunction::Sum)
+    }
+}
+
+/// The value of slot `s` of an entry, if the entry has it.
+#[inline]
+fn slot_value(md: &idint_wire::idint::Metadata, s: Option<usize>) -> Option<u64> {
+    s.and_then(|s| md.slots[s]).map(|v| v.value)
+}
+
+/// The running state of [`Pipeline::measure`]'s walk over one report's entries.
+struct Walk {
+    path: u64,
+    time_ns: u64,
+    /// Of the current AS hop: its first ingress timestamp (with the hop).
+    hop_first_in: Option<(usize, u64)>,
+    /// Of the current AS hop: its last egress timestamp.
+    hop_last_eg: Option<u64>,
+    /// Previous entry.
+    prev: Option<PrevEntry>,
+    max_u: Option<u64>,
+    max_q: Option<u64>,
+    sum_e: Option<u64>,
+    sum_c: Option<u64>,
+    /// Whether the sums hold every router's share (see [`Walk::add_path_shares`]).
+    whole_e: bool,
+    whole_c: bool,
+    /// The last ingress timestamp seen.
+    last_in: Option<u64>,
+}
+
+impl Walk {
+    /// Before the first entry of a report on `path`, its values stamped `time_ns`.
+    #[inline]
+    fn new(path: u64, time_ns: u64) -> Self {
+        Walk {
+            path,
+            time_ns,
+            hop_first_in: None,
+            hop_last_eg: None,
+            prev: None,
+            max_u: None,
+            max_q: None,
+            sum_e: None,
+            sum_c: None,
+            whole_e: true,
+            whole_c: true,
+            last_in: None,
+        }
+    }
+
+    #[inline]
+    fn push(&self, obs: &mut Vec<Point>, key: MetricKey, value: f64) {
+        obs.push(Point {
+            key,
+            value,
+            time_ns: self.time_ns,
+        })
+    }
+
+    /// Phase "AS hop": entering AS hop `k` closes the previous one (its hop latency, and the
+    /// latency of the link between them); another router of the same AS is an internal link.
+    #[inline]
+    fn step_as_hop(
+        &mut self,
+        obs: &mut Vec<Point>,
+        topo: &Topology,
+        learned: &mut Vec<Learned>,
+        (e, k, ases, ing, node): (&DecodedEntry, usize, &[IsdAsn], Option<u64>, Option<u32>),
+    ) {
+        let prev = self.prev;
+        if prev.is_some_and(|p| p.k != k) {
+            self.close_as_hop(obs);
+            // Inter-AS link latency: the previous AS's egress router to this AS's ingress
+            // router, only across one link (the next AS hop) between the two routers on
+            // its ends (E, then I): across an AS that wrote nothing, or from a router
+            // that handed the packet on inside its AS, the span holds more than the link.
+            if let Some(p) = prev
+                && let (Some(pif), Some(peg)) = (p.eif, p.eg)
+                && p.left_as
+                && e.ingress
+                && k == p.k + 1
+                && let Some(i) = ing
+            {
+                self.push(
+                    obs,
+                    MetricKey::link(ases[p.k], pif, Measurement::LatencyNs),
+                    diff48(i, peg) as f64,
+                );
+            }
+        } else if let Some(pn) = prev.and_then(|p| p.node)
+            && let Some(n) = node
+            && pn != n
+        {
+            let il = InternalLink {
+                ia: ases[k],
+                from_node: pn,
+                to_node: n,
+            };
+            if !topo.internal_links.contains(&il) {
+                learned.push(Learned::Internal(il));
+            }
+        }
+    }
+
+    /// The AS hop's latency (first ingress to last egress), if it has both; starts the next.
+    #[inline]
+    fn close_as_hop(&mut self, obs: &mut Vec<Point>) {
+        if let (Some((pk, fi)), Some(le)) = (self.hop_first_in, self.hop_last_eg) {
+            self.push(
+                obs,
+                MetricKey::hop(self.path, pk, Measurement::LatencyNs),
+                diff48(le, fi) as f64,
+            );
+        }
+        self.hop_first_in = None;
+        self.hop_last_eg = None;
+    }
+
+    /// Phase "timestamps": the AS hop's first ingress and last egress, the path's last ingress.
+    #[inline]
+    fn note_timestamps(&mut self, k: usize, ing: Option<u64>, eg: Option<u64>) {
+        if let Some(i) = ing {
+            if self.hop_first_in.is_none() {
+                self.hop_first_in = Some((k, i));
+            }
+            self.last_in = Some(i);
+        }
+        if eg.is_some() {
+            self.hop_last_eg = eg;
+        }
+    }
+
+    /// Phase "router": a router's own measurements (latency, energy, CO2), not from an
+    /// aggregated entry, whose values span several routers (its node id is the last one's).
+    #[inline]
+    fn router_values(
+        &self,
+        obs: &mut Vec<Point>,
+        slots: &SlotMap,
+        e: &DecodedEntry,
+        ia: IsdAsn,
+        (ing, eg): (Option<u64>, Option<u64>),
+    ) {
+        let Some(n) = e.metadata.node_id.filter(|_| !e.aggregated) else {
+            return;
+        };
+        if let (Some(i), Some(o)) = (ing, eg) {
+            self.push(
+                obs,
+                MetricKey::router(ia, n, Measurement::LatencyNs),
+                diff48(o, i) as f64,
+            );
+        }
+        if let Some(v) = slot_value(&e.metadata, slots.energy) {
+            self.push(
+                obs,
+                MetricKey::router(ia, n, Measurement::EnergyNj),
+                v as f64,
+            );
+        }
+        if let Some(v) = slot_value(&e.metadata, slots.co2) {
+            self.push(obs, MetricKey::router(ia, n, Measurement::Co2Pg), v as f64);
+        }
+    }
+
+    /// Phase "link": an inter-AS link's queue and utilisation as the router sending on it
+    /// measured them (E set; a router handing the packet to a sibling measured its way
+    /// there); the path's maxima of both.
+    #[inline]
+    fn link_values(
+        &mut self,
+        obs: &mut Vec<Point>,
+        slots: &SlotMap,
+        e: &DecodedEntry,
+        ia: IsdAsn,
+        eif: Option<u16>,
+    ) {
+        let node = e.metadata.node_id;
+        let sender = |s: Option<usize>| e.egress && (!e.aggregated || slots.last(s));
+        if let Some(q) = slot_value(&e.metadata, slots.queue) {
+            if let (Some(n), Some(f)) = (node, eif)
+                && sender(slots.queue)
+            {
+                self.push(obs, MetricKey::queue(ia, n, f), q as f64);
+            }
+            self.max_q = Some(self.max_q.map_or(q, |m| m.max(q)));
+        }
+        if let Some(u) = slot_value(&e.metadata, slots.util) {
+            if let Some(f) = eif
+                && sender(slots.util)
+            {
+                self.push(
+                    obs,
+                    MetricKey::link(ia, f, Measurement::UtilisationKbps),
+                    u as f64,
+                );
+            }
+            self.max_u = Some(self.max_u.map_or(u, |m| m.max(u)));
+        }
+    }
+
+    /// Phase "path shares": path totals add every router's share: an aggregated entry holds
+    /// its routers' total only if it was aggregated with "sum".
+    #[inline]
+    fn add_path_shares(&mut self, slots: &SlotMap, e: &DecodedEntry) {
+        if let Some(v) = slot_value(&e.metadata, slots.energy) {
+            self.sum_e = Some(self.sum_e.unwrap_or(0) + v);
+            self.whole_e &= !e.aggregated || slots.summed(slots.energy);
+        }
+        if let Some(v) = slot_value(&e.metadata, slots.co2) {
+            self.sum_c = Some(self.sum_c.unwrap_or(0) + v);
+            self.whole_c &= !e.aggregated || slots.summed(slots.co2);
+        }
+    }
+
+    /// Phase "path": closes the last AS hop; the path's latency (source timestamp to the
+    /// last ingress), maximum utilisation and queue, and total energy and CO2.
+    #[inline]
+    fn close(mut self, obs: &mut Vec<Point>, src_ts: u64) {
+        self.close_as_hop(obs);
+        if let Some(i) = self.last_in {
+            self.push(
+                obs,
+                MetricKey::path(self.path, Measurement::LatencyNs),
+                diff48(i, src_ts) as f64,
+            );
+        }
+        for (m, v) in [
+            (Measurement::UtilisationKbps, self.max_u),
+            (Measurement::QueueLen, self.max_q),
+            (Measurement::EnergyNj, self.sum_e.filter(|_| self.whole_e)),
+            (Measurement::Co2Pg, self.sum_c.filter(|_| self.whole_c)),
+        ] {
+            if let Some(v) = v {
+                self.push(obs, MetricKey::path(self.path, m), v as f64);
+            }
+        }
+    }
+}
+
 /// Things learned from verified reports, applied to the topology once per batch.
 #[derive(Debug, Clone, PartialEq)]
 enum Learned {
@@ -533,125 +817,37 @@ impl Pipeline {
         );
         let src_host = host_of(r.src_host)?;
 
-        // The options, rebuilt into a reused buffer (as `idint_report::idint_hbh`).
-        let (m, s) = (r.main_option, r.stack);
-        let total = 2 + m.len() + s.len();
-        if m.len() % 4 != 2 || !s.len().is_multiple_of(4) || total > idint_wire::ext::MAX_LEN {
-            return Err(reject(
-                RejectReason::MalformedOptions,
-                "option lengths are not a main option and stack",
-            ));
-        }
-        self.hbh.clear();
-        self.hbh.push(0);
-        self.hbh.push((total / 4 - 1) as u8);
-        self.hbh.extend_from_slice(m);
-        self.hbh.extend_from_slice(s);
-        let mut idint = match IdInt::locate(&mut self.hbh[..]) {
-            Ok(Some(v)) if v.main_offset() == 2 && v.stack_range().end == total => v,
-            Ok(_) => {
-                return Err(reject(
-                    RejectReason::MalformedOptions,
-                    "not an ID-INT main option and stack",
-                ));
-            }
-            Err(e) => {
-                return Err(reject(
-                    RejectReason::MalformedOptions,
-                    format!("ID-INT options: {e}"),
-                ));
-            }
-        };
+        let mut idint = rebuild_options(&mut self.hbh, r.main_option, r.stack)?;
         let (ts48, port, verifier) = {
             let main = idint.main();
             (main.source_timestamp(), main.source_port(), main.verifier())
         };
-
-        // Only reports this collector is the verifier of.
-        let (lia, lhost) = (self.keys.local_ia(), self.keys.host());
-        let ours = match verifier {
-            Verifier::ThirdParty { ia, host } => ia == lia && host == lhost,
-            Verifier::Destination => dst == lia && host_of(r.dst_host)? == lhost,
-            Verifier::Source => src == lia && src_host == lhost,
-        };
-        if !ours {
-            return Err(reject(
-                RejectReason::NotVerifier,
-                format!("verifier is {verifier:?}, not {lia} {lhost}"),
-            ));
-        }
+        check_verifier(&self.keys, verifier, (src, src_host), (dst, r.dst_host))?;
 
         // Freshness and replay before the (costly) MACs; recorded only after they verify.
         let source = source_slot(src, &src_host);
         let who = Source::new(src, &src_host);
-        let full_ts = self
-            .replay
-            .check(who, ts48, port, now_ns)
-            .map_err(replay_reject)?;
-        if self.replay.predates_memory(full_ts) {
-            return Err(reject(
-                RejectReason::PredatesReplayMemory,
-                format!(
-                    "source timestamp {full_ts} ns precedes this collector's replay memory \
-                     (it may have been accepted before a restart)"
-                ),
-            ));
-        }
+        let full_ts = check_fresh(&self.replay, who, ts48, port, now_ns)?;
 
-        // Hops to ASes.
-        let (path_id, ases, walked) = match self.topo.map(src, dst, layout) {
-            Mapping::Known { id, ases } => (id, ases, false),
-            Mapping::Walked { id, ases } => (id, ases, true),
-            Mapping::Unknown { id } => {
-                self.shared.topology.record_unknown(src, dst, id, layout);
-                return Err(reject(
-                    RejectReason::UnknownPath,
-                    format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
-                ));
-            }
-        };
+        let (path_id, ases, walked) = map_hops(&self.topo, &self.shared, src, dst, layout)?;
 
         // Keys, by the sink's receive time (the routers' processing time, give or take).
         let time = report_time(self.receive_bounds, r.receive_time_ns, now_ns);
         let time_s = time / 1_000_000_000;
-        self.keys
-            .source_key(source, src, src_host, time_s)
-            .map_err(|e| {
-                reject(
-                    RejectReason::NoSourceKey,
-                    format!("{src} {src_host}: {e:?}"),
-                )
-            })?;
-        self.keys
-            .path_keys(path_id, &ases, time_s)
-            .map_err(|e| reject(RejectReason::NoHopKey, format!("{e:?}")))?;
-        let (source_key, hop_keys) = self
-            .keys
-            .cached(source, path_id)
-            .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))?;
-        let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
-        // Entries are decoded as they verify (one walk of the stack); a decoding error is
-        // reported only after the MACs, the instructions and the replay record, as before.
+        let (source_key, hop_keys) = resolve_keys(
+            &mut self.keys,
+            (source, src, src_host),
+            (path_id, &ases),
+            time_s,
+        )?;
         let instructions = idint.main().instructions();
         let functions = idint.main().aggregation_functions();
-        let entries = &mut self.entries;
-        entries.clear();
-        let mut decode_error = None;
-        let verified = verify_stack_with(
+        let (verified, mut decode_error) = verify_and_decode(
             &mut idint,
-            source_key,
-            |_, e| {
-                let j = usize::from(e.hop());
-                (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
-            },
-            |index, e| {
-                if decode_error.is_none() {
-                    match decode_entry(index, e, &instructions) {
-                        Ok(d) => entries.push(d),
-                        Err(err) => decode_error = Some(err),
-                    }
-                }
-            },
+            (source_key, hop_keys),
+            layout,
+            &instructions,
+            &mut self.entries,
         );
         match verified {
             Ok(_) => check_instructions(&idint.main()).map_err(decode_reject)?,
@@ -684,22 +880,34 @@ impl Pipeline {
             time,
         );
         if walked {
-            let hops = (0..layout.as_hops)
-                .map(|k| PathHop {
-                    ia: ases[k],
-                    ingress: layout.ifs[k].0,
-                    egress: layout.ifs[k].1,
-                })
-                .collect();
-            self.learn(Learned::Path(PathInfo {
-                id: path_id,
-                src,
-                dst,
-                hops,
-                origin: PathOrigin::Learned,
-            }));
+            self.learn_walked_path(path_id, (src, dst), &ases, layout);
         }
         Ok(())
+    }
+
+    /// Phase "learn": a path walked over imported interfaces whose report verified becomes a
+    /// learned path (applied to the topology with the batch).
+    fn learn_walked_path(
+        &mut self,
+        path_id: u64,
+        (src, dst): (IsdAsn, IsdAsn),
+        ases: &[IsdAsn],
+        layout: &HopLayout,
+    ) {
+        let hops = (0..layout.as_hops)
+            .map(|k| PathHop {
+                ia: ases[k],
+                ingress: layout.ifs[k].0,
+                egress: layout.ifs[k].1,
+            })
+            .collect();
+        self.learn(Learned::Path(PathInfo {
+            id: path_id,
+            src,
+            dst,
+            hops,
+            origin: PathOrigin::Learned,
+        }));
     }
 
     /// Verifies the options again after entry `failed` had a bad MAC under the keys of
@@ -789,6 +997,9 @@ impl Pipeline {
         }
     }
 
+    /// Turns the verified, decoded entries of one report on `path` into metric values
+    /// (written to the observation buffer with their slot hints) and topology facts learned
+    /// on the way: hop, link, router, queue and path values.
     fn measure(
         &mut self,
         path: u64,
@@ -801,37 +1012,8 @@ impl Pipeline {
         ),
         time_ns: u64,
     ) {
-        let slot_of = |c: u8| instructions.iter().position(|i| i.0 == c);
-        // Of an aggregated entry (A: several routers of an AS), a slot aggregated with "last"
-        // holds the value of the router that wrote last: with E set, the one that sent the
-        // packet out of the AS.
-        let last_of =
-            |s: Option<usize>| s.is_some_and(|s| functions[s] == AggregationFunction::Last);
-        let summed = |s: Option<usize>| s.is_some_and(|s| functions[s] == AggregationFunction::Sum);
-        let (s_in, s_eg, s_q, s_u, s_e, s_c) = (
-            slot_of(code::INGRESS_TS),
-            slot_of(code::EGRESS_TS),
-            slot_of(code::QUEUE_LEN),
-            slot_of(code::TX_UTIL),
-            slot_of(code::ENERGY),
-            slot_of(code::CO2),
-        );
-        let push = |obs: &mut Vec<Point>, key: MetricKey, value: f64| {
-            obs.push(Point {
-                key,
-                value,
-                time_ns,
-            })
-        };
-        // Per AS hop: first ingress and last egress timestamp seen.
-        let mut hop_first_in: Option<(usize, u64)> = None;
-        let mut hop_last_eg: Option<u64> = None;
-        // Previous entry: (AS hop, node id, egress interface, egress timestamp).
-        let mut prev: Option<PrevEntry> = None;
-        let (mut max_u, mut max_q, mut sum_e, mut sum_c) = (None::<u64>, None::<u64>, None, None);
-        // Whether the sums hold every router's share (see below).
-        let (mut whole_e, mut whole_c) = (true, true);
-        let mut last_in = None;
+        let slots = SlotMap::of(&instructions, functions);
+        let mut walk = Walk::new(path, time_ns);
         let mut learned = Vec::new();
         let entries = std::mem::take(&mut self.entries);
         let first = self.obs.len();
@@ -841,120 +1023,20 @@ impl Pipeline {
             let k = usize::from(layout.hop_of[j]);
             let ia = ases[k];
             let md = &e.metadata;
-            let val = |s: Option<usize>| s.and_then(|s| md.slots[s]).map(|v| v.value);
-            let (ing, eg) = (val(s_in), val(s_eg));
+            let (ing, eg) = (slot_value(md, slots.ingress), slot_value(md, slots.egress));
             let node = md.node_id;
-            // A new AS hop: close the previous one.
-            if prev.is_some_and(|p| p.k != k) {
-                if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
-                    push(
-                        obs,
-                        MetricKey::hop(path, pk, Measurement::LatencyNs),
-                        diff48(le, fi) as f64,
-                    );
-                }
-                hop_first_in = None;
-                hop_last_eg = None;
-                // Inter-AS link latency: the previous AS's egress router to this AS's ingress
-                // router, only across one link (the next AS hop) between the two routers on
-                // its ends (E, then I): across an AS that wrote nothing, or from a router
-                // that handed the packet on inside its AS, the span holds more than the link.
-                if let Some(p) = prev
-                    && let (Some(pif), Some(peg)) = (p.eif, p.eg)
-                    && p.left_as
-                    && e.ingress
-                    && k == p.k + 1
-                    && let Some(i) = ing
-                {
-                    push(
-                        obs,
-                        MetricKey::link(ases[p.k], pif, Measurement::LatencyNs),
-                        diff48(i, peg) as f64,
-                    );
-                }
-            } else if let Some(pn) = prev.and_then(|p| p.node)
-                && let Some(n) = node
-                && pn != n
-            {
-                let il = InternalLink {
-                    ia,
-                    from_node: pn,
-                    to_node: n,
-                };
-                if !self.topo.internal_links.contains(&il) {
-                    learned.push(Learned::Internal(il));
-                }
-            }
-            if let Some(i) = ing {
-                if hop_first_in.is_none() {
-                    hop_first_in = Some((k, i));
-                }
-                last_in = Some(i);
-            }
-            if eg.is_some() {
-                hop_last_eg = eg;
-            }
+            walk.step_as_hop(obs, &self.topo, &mut learned, (e, k, ases, ing, node));
+            walk.note_timestamps(k, ing, eg);
             if let Some(n) = node
                 && !self.topo.has_router(ia, n)
             {
                 learned.push(Learned::Router(ia, n));
             }
-            // A router's own measurements: not from an aggregated entry, whose values span
-            // several routers (its node id is the last one's).
-            if let Some(n) = node.filter(|_| !e.aggregated) {
-                if let (Some(i), Some(o)) = (ing, eg) {
-                    push(
-                        obs,
-                        MetricKey::router(ia, n, Measurement::LatencyNs),
-                        diff48(o, i) as f64,
-                    );
-                }
-                if let Some(v) = val(s_e) {
-                    push(
-                        obs,
-                        MetricKey::router(ia, n, Measurement::EnergyNj),
-                        v as f64,
-                    );
-                }
-                if let Some(v) = val(s_c) {
-                    push(obs, MetricKey::router(ia, n, Measurement::Co2Pg), v as f64);
-                }
-            }
+            walk.router_values(obs, &slots, e, ia, (ing, eg));
             let eif = md.egress_if.filter(|&x| x != 0);
-            // An inter-AS link's queue and utilisation as the router sending on it measured
-            // them (E set; a router handing the packet to a sibling measured its way there).
-            let sender = |s: Option<usize>| e.egress && (!e.aggregated || last_of(s));
-            if let Some(q) = val(s_q) {
-                if let (Some(n), Some(f)) = (node, eif)
-                    && sender(s_q)
-                {
-                    push(obs, MetricKey::queue(ia, n, f), q as f64);
-                }
-                max_q = Some(max_q.map_or(q, |m| m.max(q)));
-            }
-            if let Some(u) = val(s_u) {
-                if let Some(f) = eif
-                    && sender(s_u)
-                {
-                    push(
-                        obs,
-                        MetricKey::link(ia, f, Measurement::UtilisationKbps),
-                        u as f64,
-                    );
-                }
-                max_u = Some(max_u.map_or(u, |m| m.max(u)));
-            }
-            // Path totals add every router's share: an aggregated entry holds its routers'
-            // total only if it was aggregated with "sum".
-            if let Some(v) = val(s_e) {
-                sum_e = Some(sum_e.unwrap_or(0) + v);
-                whole_e &= !e.aggregated || summed(s_e);
-            }
-            if let Some(v) = val(s_c) {
-                sum_c = Some(sum_c.unwrap_or(0) + v);
-                whole_c &= !e.aggregated || summed(s_c);
-            }
-            prev = Some(PrevEntry {
+            walk.link_values(obs, &slots, e, ia, eif);
+            walk.add_path_shares(&slots, e);
+            walk.prev = Some(PrevEntry {
                 k,
                 node,
                 eif,
@@ -962,31 +1044,14 @@ impl Pipeline {
                 left_as: e.egress,
             });
         }
-        if let (Some((pk, fi)), Some(le)) = (hop_first_in, hop_last_eg) {
-            push(
-                obs,
-                MetricKey::hop(path, pk, Measurement::LatencyNs),
-                diff48(le, fi) as f64,
-            );
-        }
-        if let Some(i) = last_in {
-            push(
-                obs,
-                MetricKey::path(path, Measurement::LatencyNs),
-                diff48(i, src_ts) as f64,
-            );
-        }
-        for (m, v) in [
-            (Measurement::UtilisationKbps, max_u),
-            (Measurement::QueueLen, max_q),
-            (Measurement::EnergyNj, sum_e.filter(|_| whole_e)),
-            (Measurement::Co2Pg, sum_c.filter(|_| whole_c)),
-        ] {
-            if let Some(v) = v {
-                push(obs, MetricKey::path(path, m), v as f64);
-            }
-        }
+        walk.close(obs, src_ts);
         self.entries = entries;
+        self.record_report(path, first, learned);
+    }
+
+    /// Phase "record": the slot hints of the report's values (memoised per path), the
+    /// report's range of the observation buffer, and what it taught about the topology.
+    fn record_report(&mut self, path: u64, first: usize, learned: Vec<Learned>) {
         let end = self.obs.len();
         let memo = self.path_slots.get(&path).map_or(&[][..], Vec::as_slice);
         self.hints
@@ -996,6 +1061,168 @@ impl Pipeline {
             self.learn(l);
         }
     }
+}
+
+/// Phase "options": the report's main option and stack rebuilt into the reused buffer `hbh`
+/// as one hop-by-hop extension (as `idint_report::idint_hbh`) and located as ID-INT.
+#[inline]
+fn rebuild_options<'b>(
+    hbh: &'b mut Vec<u8>,
+    m: &[u8],
+    s: &[u8],
+) -> Result<IdInt<&'b mut [u8]>, Reject> {
+    let total = 2 + m.len() + s.len();
+    if m.len() % 4 != 2 || !s.len().is_multiple_of(4) || total > idint_wire::ext::MAX_LEN {
+        return Err(reject(
+            RejectReason::MalformedOptions,
+            "option lengths are not a main option and stack",
+        ));
+    }
+    hbh.clear();
+    hbh.push(0);
+    hbh.push((total / 4 - 1) as u8);
+    hbh.extend_from_slice(m);
+    hbh.extend_from_slice(s);
+    match IdInt::locate(&mut hbh[..]) {
+        Ok(Some(v)) if v.main_offset() == 2 && v.stack_range().end == total => Ok(v),
+        Ok(_) => Err(reject(
+            RejectReason::MalformedOptions,
+            "not an ID-INT main option and stack",
+        )),
+        Err(e) => Err(reject(
+            RejectReason::MalformedOptions,
+            format!("ID-INT options: {e}"),
+        )),
+    }
+}
+
+/// Phase "verifier": only reports this collector (the key resolver's AS and host) is the
+/// verifier of are taken.
+#[inline]
+fn check_verifier(
+    keys: &KeyResolver,
+    verifier: Verifier,
+    (src, src_host): (IsdAsn, HostAddr),
+    (dst, dst_host): (IsdAsn, Option<(u32, &[u8])>),
+) -> Result<(), Reject> {
+    let (lia, lhost) = (keys.local_ia(), keys.host());
+    let ours = match verifier {
+        Verifier::ThirdParty { ia, host } => ia == lia && host == lhost,
+        Verifier::Destination => dst == lia && host_of(dst_host)? == lhost,
+        Verifier::Source => src == lia && src_host == lhost,
+    };
+    if !ours {
+        return Err(reject(
+            RejectReason::NotVerifier,
+            format!("verifier is {verifier:?}, not {lia} {lhost}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Phase "freshness": the report's full source timestamp, if it is fresh, not a replay and
+/// not older than the replay memory (nothing is recorded yet).
+#[inline]
+fn check_fresh(
+    replay: &ReplayFilter,
+    who: Source,
+    ts48: u64,
+    port: u16,
+    now_ns: u64,
+) -> Result<u64, Reject> {
+    let full_ts = replay
+        .check(who, ts48, port, now_ns)
+        .map_err(replay_reject)?;
+    if replay.predates_memory(full_ts) {
+        return Err(reject(
+            RejectReason::PredatesReplayMemory,
+            format!(
+                "source timestamp {full_ts} ns precedes this collector's replay memory \
+                 (it may have been accepted before a restart)"
+            ),
+        ));
+    }
+    Ok(full_ts)
+}
+
+/// Phase "mapping": the report's hops to ASes — the path id, the AS per AS hop and whether
+/// the path was walked over imported interfaces. A path that maps to nothing is recorded as
+/// unknown.
+#[inline]
+fn map_hops(
+    topo: &Topology,
+    shared: &Shared,
+    src: IsdAsn,
+    dst: IsdAsn,
+    layout: &HopLayout,
+) -> Result<(u64, Arc<[IsdAsn]>, bool), Reject> {
+    match topo.map(src, dst, layout) {
+        Mapping::Known { id, ases } => Ok((id, ases, false)),
+        Mapping::Walked { id, ases } => Ok((id, ases, true)),
+        Mapping::Unknown { id } => {
+            shared.topology.record_unknown(src, dst, id, layout);
+            Err(reject(
+                RejectReason::UnknownPath,
+                format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
+            ))
+        }
+    }
+}
+
+/// Phase "keys": the source's key and the path's hop keys of the epoch holding `time_s`,
+/// fetched into the resolver's caches if needed.
+#[inline]
+fn resolve_keys<'k>(
+    keys: &'k mut KeyResolver,
+    (source, src, src_host): (u64, IsdAsn, HostAddr),
+    (path_id, ases): (u64, &[IsdAsn]),
+    time_s: u64,
+) -> Result<(&'k Aes128Enc, &'k [Aes128Enc]), Reject> {
+    keys.source_key(source, src, src_host, time_s)
+        .map_err(|e| {
+            reject(
+                RejectReason::NoSourceKey,
+                format!("{src} {src_host}: {e:?}"),
+            )
+        })?;
+    keys.path_keys(path_id, ases, time_s)
+        .map_err(|e| reject(RejectReason::NoHopKey, format!("{e:?}")))?;
+    keys.cached(source, path_id)
+        .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))
+}
+
+/// Phase "MACs": verifies (and decrypts) the stack with these keys; entries are decoded into
+/// `entries` as they verify (one walk of the stack). The first decoding error is returned
+/// beside the verification result: it is reported only after the MACs, the instructions and
+/// the replay record.
+#[inline]
+fn verify_and_decode(
+    idint: &mut IdInt<&mut [u8]>,
+    (source_key, hop_keys): (&Aes128Enc, &[Aes128Enc]),
+    layout: &HopLayout,
+    instructions: &[idint_wire::idint::Instruction; 4],
+    entries: &mut Vec<DecodedEntry>,
+) -> (Result<usize, VerifyError>, Option<DecodeError>) {
+    let (hop_of, nhf) = (&layout.hop_of, layout.hop_fields);
+    entries.clear();
+    let mut decode_error = None;
+    let verified = verify_stack_with(
+        idint,
+        source_key,
+        |_, e| {
+            let j = usize::from(e.hop());
+            (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
+        },
+        |index, e| {
+            if decode_error.is_none() {
+                match decode_entry(index, e, instructions) {
+                    Ok(d) => entries.push(d),
+                    Err(err) => decode_error = Some(err),
+                }
+            }
+        },
+    );
+    (verified, decode_error)
 }
 
 /// The time of a report: the sink's receive time if it lies within the replay window of

@@ -7,16 +7,15 @@
 //! ```
 //! Every router has its own forwarding key and DRKey master secret; the collector in AS A
 //! verifies with A's master secret and the level-1 keys K(B/C/D -> A) exported here.
-#![allow(dead_code, missing_docs)]
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use collector::counters::RejectReason;
-use collector::keys::{CollectorProvider, ImportedKey, ImportedKeys, KeyResolver};
-use collector::metrics::MetricKey;
-use collector::pipeline::{Pipeline, ReplayConfig, Shared};
-use collector::topology::{PathDescription, PathHop};
+use collector_core::counters::RejectReason;
+use collector_core::keys::{CollectorProvider, ImportedKey, ImportedKeys, KeyResolver};
+use collector_core::metrics::MetricKey;
+use collector_core::pipeline::{Pipeline, ReplayConfig, Shared};
+use collector_core::topology::{PathDescription, PathHop};
 use drkey::cache::KeyCache;
 use drkey::provider::{Level1Provider, LocalProvider};
 use drkey::{Protocol, host_as, host_host};
@@ -32,19 +31,25 @@ use scion_dp::probe::{ProbeRequest, ProbeSource, ProbeTarget};
 use scion_dp::telemetry::{Direction, HopContext, QueueMetric, TelemetrySource};
 use scion_dp::{Ingress, Processor};
 
+/// DRKey epoch length of every AS, seconds.
 pub const EPOCH: u32 = 3600;
+/// The collector's host address in AS A.
 pub const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 100);
+/// The probe source's host address in AS A.
 pub const RA_HOST: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The probes' destination host in AS D.
 pub const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 4, 0, 9);
 /// Interfaces (ingress, egress) of RA, RB1, RB2, RC, RD.
 pub const IFS: [(u16, u16); 5] = [(0, 1), (2, 3), (0, 3), (4, 5), (6, 0)];
 /// AS index of each router.
 pub const ROUTER_AS: [usize; 5] = [0, 1, 1, 2, 3];
 
+/// The chain's ASes A, B, C, D.
 pub fn ases() -> [IsdAsn; 4] {
     ["1-ff00:0:a", "1-ff00:0:b", "1-ff00:0:c", "1-ff00:0:d"].map(|s| s.parse().unwrap())
 }
 
+/// The DRKey master secret of AS `i` (0 = A).
 pub fn secret(i: usize) -> Vec<u8> {
     vec![0x40 + i as u8; 16]
 }
@@ -145,19 +150,29 @@ fn path(rs: &[Router], now_s: u64) -> ScionPathRepr {
 /// utilisation, energy, CO2.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Given {
+    /// Node id.
     pub node: u32,
+    /// Ingress timestamp, ns.
     pub ingress_ts: u64,
+    /// Egress timestamp, ns.
     pub egress_ts: u64,
+    /// Queue length.
     pub queue: u32,
+    /// Egress utilisation, kbit/s.
     pub util_kbps: u32,
+    /// Energy per packet, nJ.
     pub energy_nj: u32,
+    /// CO2 per packet, pg.
     pub co2_pg: u32,
 }
 
 /// Telemetry source with distinct values per router and probe.
 pub struct Recorder {
+    /// The router's node id.
     pub node: u32,
+    /// Probe sequence number (varies the values).
     pub seq: u32,
+    /// What was handed out for the last probe.
     pub last: Given,
 }
 
@@ -199,6 +214,7 @@ impl TelemetrySource for Recorder {
     }
 }
 
+/// Nonces counting up from a start value.
 pub struct Nonces(u64);
 impl NonceSource for Nonces {
     fn nonce(&mut self) -> [u8; 12] {
@@ -209,6 +225,7 @@ impl NonceSource for Nonces {
     }
 }
 
+/// The reports the sink (RD) exported.
 pub struct Reports(pub Vec<v1::Report>);
 impl ReportExporter for Reports {
     fn export(&mut self, r: &SinkRecord<'_>) -> bool {
@@ -252,12 +269,14 @@ pub enum Ask {
     Carbon,
 }
 
+/// The five routers with their ID-INT stages and the probe source RA's host.
 pub struct Chain {
     routers: Vec<Router>,
     stages: Vec<Stage>,
     sink: Sink,
     probes: ProbeSource,
     src_key: Aes128Enc,
+    /// The clock of every router, ns.
     pub now_ns: u64,
     buf: Vec<u8>,
     /// Routers (0..4) that forward without an ID-INT stage (as one without a key would).
@@ -423,40 +442,68 @@ pub fn path_description() -> PathDescription {
     }
 }
 
+/// An interface of [`topology_json`]: id, neighbour AS, the neighbour's interface id.
+pub type TopoIf<'a> = (u16, &'a str, Option<u16>);
+
+/// A router of [`topology_json`]: name, node id, interfaces.
+pub type TopoRouter<'a> = (&'a str, Option<u32>, &'a [TopoIf<'a>]);
+
+/// A complete, valid reference-format `topology.json` of AS `ia` (core or not) with these
+/// routers: internal addresses 10.0.0.1, .2, ... (in order), core links with underlay
+/// addresses 192.0.2.x (local) and 198.51.100.x (remote), x the interface id modulo 256.
+pub fn topology_json(ia: &str, core: bool, routers: &[TopoRouter<'_>]) -> String {
+    let mut brs = serde_json::Map::new();
+    for (k, (name, id, ifs)) in routers.iter().enumerate() {
+        let mut interfaces = serde_json::Map::new();
+        for &(ifid, neighbor, remote) in ifs.iter() {
+            let mut i = serde_json::json!({
+                "isd_as": neighbor,
+                "link_to": "core",
+                "underlay": {
+                    "local": format!("192.0.2.{}:{}", ifid % 256, 50000 + ifid % 10000),
+                    "remote": format!("198.51.100.{}:50000", ifid % 256),
+                },
+            });
+            if let Some(r) = remote {
+                i["remote_interface_id"] = r.into();
+            }
+            interfaces.insert(ifid.to_string(), i);
+        }
+        let mut br = serde_json::json!({
+            "internal_addr": format!("10.0.0.{}:30042", k + 1),
+            "interfaces": interfaces,
+        });
+        if let Some(id) = id {
+            br["id"] = (*id).into();
+        }
+        brs.insert(name.to_string(), br);
+    }
+    let mut t = serde_json::json!({ "isd_as": ia, "border_routers": brs });
+    if core {
+        t["attributes"] = serde_json::json!(["core"]);
+    }
+    t.to_string()
+}
+
 /// `topology.json` texts of the four ASes (routers numbered as their node ids).
 pub fn topology_files() -> Vec<String> {
-    let [a, b, c, d] = ases();
-    let f = |ia: IsdAsn, brs: &str| {
-        format!(r#"{{"isd_as": "{ia}", "attributes": ["core"], "border_routers": {{{brs}}}}}"#)
-    };
-    let i = |id: u16, n: IsdAsn, rid: u16| {
-        format!(r#""{id}": {{"isd_as": "{n}", "link_to": "core", "remote_interface_id": {rid}}}"#)
-    };
+    let [a, b, c, d] = ases().map(|x| x.to_string());
     vec![
-        f(
-            a,
-            &format!(r#""ra": {{"id": 1, "interfaces": {{{}}}}}"#, i(1, b, 2)),
+        topology_json(&a, true, &[("ra", Some(1), &[(1, &b, Some(2))])]),
+        topology_json(
+            &b,
+            true,
+            &[
+                ("rb1", Some(2), &[(2, &a, Some(1))]),
+                ("rb2", Some(3), &[(3, &c, Some(4))]),
+            ],
         ),
-        f(
-            b,
-            &format!(
-                r#""rb1": {{"id": 2, "interfaces": {{{}}}}}, "rb2": {{"id": 3, "interfaces": {{{}}}}}"#,
-                i(2, a, 1),
-                i(3, c, 4)
-            ),
+        topology_json(
+            &c,
+            true,
+            &[("rc", Some(4), &[(4, &b, Some(3)), (5, &d, Some(6))])],
         ),
-        f(
-            c,
-            &format!(
-                r#""rc": {{"id": 4, "interfaces": {{{}, {}}}}}"#,
-                i(4, b, 3),
-                i(5, d, 6)
-            ),
-        ),
-        f(
-            d,
-            &format!(r#""rd": {{"id": 5, "interfaces": {{{}}}}}"#, i(6, c, 5)),
-        ),
+        topology_json(&d, true, &[("rd", Some(5), &[(6, &c, Some(5))])]),
     ]
 }
 

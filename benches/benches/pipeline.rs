@@ -2,19 +2,15 @@
 //! reports from a real scion-dp chain, against a baseline measured in the same run: the
 //! MAC-chain verification alone (`verify_stack`) of the same reports.
 //!
-//! `cargo bench -p collector --bench pipeline`
+//! `cargo bench -p benches --bench pipeline`
 
 #![allow(missing_docs)]
-
-#[path = "../tests/common/chain.rs"]
-mod chain;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use chain::{Ask, Chain, ases};
-use collector::metrics::DetectionConfig;
-use collector::pipeline::{Format, Pipeline, Shared, decode_batch};
+use collector_core::metrics::DetectionConfig;
+use collector_core::pipeline::{Format, Pipeline, Shared, decode_batch};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use drkey::provider::LocalProvider;
 use idint_report::{Message, idint_hbh, v1};
@@ -22,6 +18,7 @@ use idint_wire::HostAddr;
 use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::IdInt;
 use idint_wire::idint::crypto::verify_stack;
+use test_kit::chain::{self as chain, Ask, Chain, ases};
 
 const NOW: u64 = 1_763_800_000_000_000_000;
 const BATCH: usize = 64;

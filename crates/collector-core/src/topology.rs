@@ -656,43 +656,15 @@ impl TopologyHandle {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Imports a SCION `topology.json` (one AS); returns the number of changes. Routers
+    /// Imports a SCION `topology.json` (every AS it describes, all or nothing; see
+    /// `scion_topology::Topology::parse` for what is refused); returns the number of changes. Routers
     /// known before and not in the file are kept, without the interfaces and node ids the
     /// file gives to others. An AS seen for the first time is a change even when empty.
     pub fn import_topology_json(&self, text: &str) -> Result<usize, ImportError> {
-        let (ia, info) = parse_topology_json(text)?;
+        let ases = parse_topology_json(text)?;
         Ok(self.update(|t, ch| {
-            let new = !t.ases.contains_key(&ia);
-            let entry = t.ases.entry(ia).or_default();
-            let mut merged = info.clone();
-            let numbered: BTreeSet<u32> = info.routers.values().filter_map(|r| r.node_id).collect();
-            for (name, r) in entry.routers.iter() {
-                if merged.routers.contains_key(name)
-                    || r.node_id.is_some_and(|n| numbered.contains(&n))
-                {
-                    continue;
-                }
-                let mut r = r.clone();
-                // Interfaces the file defines belong to the file's routers now.
-                r.interfaces.retain(|i| !info.interfaces.contains_key(i));
-                for i in &r.interfaces {
-                    if let Some(x) = entry.interfaces.get(i) {
-                        merged.interfaces.insert(*i, x.clone());
-                    }
-                }
-                merged.routers.insert(name.clone(), r);
-            }
-            if new || *entry != merged {
-                *entry = merged.clone();
-                ch.push(TopologyChange::As { ia, info: merged });
-            }
-            for i in info.interfaces.values() {
-                if let (Some(n), Some(nif)) = (i.neighbor_ia, i.neighbor_if) {
-                    let l = Link::new((ia, i.ifid), (n, nif));
-                    if t.links.insert(l) {
-                        ch.push(TopologyChange::Link(l));
-                    }
-                }
+            for (ia, info) in &ases {
+                merge_as(t, ch, *ia, info);
             }
             ch.len()
         }))
@@ -766,6 +738,43 @@ impl TopologyHandle {
         };
         if let Some(e) = first {
             self.emit(&[TopologyChange::UnknownPath(e)]);
+        }
+    }
+}
+
+/// Merges the AS `ia` as a topology file describes it into `t`: the file's routers and
+/// interfaces replace what they name (a known router with one of the file's node ids is the
+/// file's router now), other known routers stay with the interfaces the file does not claim;
+/// the file's links are added.
+fn merge_as(t: &mut Topology, ch: &mut Vec<TopologyChange>, ia: IsdAsn, info: &AsInfo) {
+    let new = !t.ases.contains_key(&ia);
+    let entry = t.ases.entry(ia).or_default();
+    let mut merged = info.clone();
+    let numbered: BTreeSet<u32> = info.routers.values().filter_map(|r| r.node_id).collect();
+    for (name, r) in entry.routers.iter() {
+        if merged.routers.contains_key(name) || r.node_id.is_some_and(|n| numbered.contains(&n)) {
+            continue;
+        }
+        let mut r = r.clone();
+        // Interfaces the file defines belong to the file's routers now.
+        r.interfaces.retain(|i| !info.interfaces.contains_key(i));
+        for i in &r.interfaces {
+            if let Some(x) = entry.interfaces.get(i) {
+                merged.interfaces.insert(*i, x.clone());
+            }
+        }
+        merged.routers.insert(name.clone(), r);
+    }
+    if new || *entry != merged {
+        *entry = merged.clone();
+        ch.push(TopologyChange::As { ia, info: merged });
+    }
+    for i in info.interfaces.values() {
+        if let (Some(n), Some(nif)) = (i.neighbor_ia, i.neighbor_if) {
+            let l = Link::new((ia, i.ifid), (n, nif));
+            if t.links.insert(l) {
+                ch.push(TopologyChange::Link(l));
+            }
         }
     }
 }
@@ -851,120 +860,53 @@ fn check_path(d: &PathDescription) -> Result<PathInfo, ImportError> {
     })
 }
 
-fn parse_topology_json(text: &str) -> Result<(IsdAsn, AsInfo), ImportError> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ImportError(format!("topology.json: {e}")))?;
-    let bad = |m: &str| ImportError(format!("topology.json: {m}"));
-    let ia: IsdAsn = v
-        .get("isd_as")
-        .and_then(|x| x.as_str())
-        .ok_or_else(|| bad("missing isd_as"))?
-        .parse()
-        .map_err(|_| bad("bad isd_as"))?;
-    let core = v
-        .get("attributes")
-        .and_then(|a| a.as_array())
-        .is_some_and(|a| a.iter().any(|x| x.as_str() == Some("core")));
+/// The ASes of a `topology.json` file (scionproto or appliance format, read by
+/// `scion-topology`), as the collector keeps them. The file must be a valid topology; the
+/// collector adds one rule: an interface does not lead back into its own AS.
+fn parse_topology_json(text: &str) -> Result<Vec<(IsdAsn, AsInfo)>, ImportError> {
+    let topo = scion_topology::Topology::parse(text, "topology.json")
+        .map_err(|e| ImportError(e.to_string()))?;
+    topo.ases.iter().map(as_info).collect()
+}
+
+/// One AS of a topology file: its routers (by name, with their node ids) and interfaces.
+fn as_info(a: &scion_topology::AsTopology) -> Result<(IsdAsn, AsInfo), ImportError> {
     let mut info = AsInfo {
-        core,
+        core: a.core,
         ..AsInfo::default()
     };
-    let brs = match v.get("border_routers") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Object(m)) => Some(m),
-        Some(_) => return Err(bad("border_routers must be an object")),
-    };
-    let mut node_of: BTreeMap<u32, &str> = BTreeMap::new();
-    for (name, br) in brs.into_iter().flatten() {
-        // The ID-INT node id is an extension of the format: scionproto files have none, and
-        // such a router is kept by name (reports then name it by its interfaces only).
-        let node_id =
-            match br.get("id") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(x) => Some(x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(
-                    || {
-                        bad(&format!(
-                            "border router {name:?}: id {x} is not a node id (0 to {})",
-                            u32::MAX
-                        ))
-                    },
-                )?),
-            };
-        if let Some(node_id) = node_id
-            && let Some(other) = node_of.insert(node_id, name)
-        {
-            return Err(bad(&format!(
-                "border routers {other:?} and {name:?} both have id {node_id}"
-            )));
-        }
-        let mut ifids = Vec::new();
-        let ifs = match br.get("interfaces") {
-            None | Some(serde_json::Value::Null) => None,
-            Some(serde_json::Value::Object(m)) => Some(m),
-            Some(_) => return Err(bad(&format!("interfaces of {name:?} must be an object"))),
-        };
-        for (k, i) in ifs.into_iter().flatten() {
-            let ifid: u16 = k
-                .parse()
-                .ok()
-                .filter(|x| *x != 0)
-                .ok_or_else(|| bad(&format!("interface id {k:?} of {name:?} (1 to 65535)")))?;
-            if let Some(other) = info.interfaces.get(&ifid).and_then(|x| x.router.as_deref()) {
-                return Err(bad(&format!(
-                    "interface {ifid} is on both {other:?} and {name:?}"
+    for r in &a.routers {
+        let mut ifids = Vec::with_capacity(r.interfaces.len());
+        for i in &r.interfaces {
+            if i.neighbor_ia == a.ia {
+                return Err(ImportError(format!(
+                    "topology.json: interface {} links {} to itself",
+                    i.id, a.ia
                 )));
             }
-            let neighbor_ia: Option<IsdAsn> = match i.get("isd_as") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(x) => Some(
-                    x.as_str()
-                        .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| bad(&format!("isd_as {x} of interface {k}")))?,
-                ),
-            };
-            if neighbor_ia == Some(ia) {
-                return Err(bad(&format!("interface {k} links {ia} to itself")));
-            }
-            let neighbor_if = match i.get("remote_interface_id") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(x) => Some(
-                    x.as_u64()
-                        .and_then(|x| u16::try_from(x).ok())
-                        .filter(|x| *x != 0)
-                        .ok_or_else(|| {
-                            bad(&format!(
-                                "remote_interface_id {x} of interface {k} (1 to 65535)"
-                            ))
-                        })?,
-                ),
-            };
-            let link_type = i
-                .get("link_to")
-                .and_then(|x| x.as_str())
-                .map(|s| s.to_ascii_lowercase());
-            ifids.push(ifid);
+            ifids.push(i.id);
             info.interfaces.insert(
-                ifid,
+                i.id,
                 InterfaceInfo {
-                    ifid,
-                    router: Some(name.clone()),
-                    neighbor_ia,
-                    neighbor_if,
-                    link_type,
+                    ifid: i.id,
+                    router: Some(r.id.clone()),
+                    neighbor_ia: Some(i.neighbor_ia),
+                    neighbor_if: i.remote_interface_id,
+                    link_type: Some(i.link_type.name().to_string()),
                 },
             );
         }
         ifids.sort_unstable();
         info.routers.insert(
-            name.clone(),
+            r.id.clone(),
             RouterInfo {
-                name: name.clone(),
-                node_id,
+                name: r.id.clone(),
+                node_id: r.node_id,
                 interfaces: ifids,
             },
         );
     }
-    Ok((ia, info))
+    Ok((a.ia, info))
 }
 
 /// Serde helpers: ISD-AS as its text form.
@@ -1028,6 +970,41 @@ pub mod hex_u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interface of [`topo`]: id, neighbour AS, the neighbour's interface id.
+    type If<'a> = (u16, &'a str, Option<u16>);
+
+    /// A valid reference-format `topology.json` of AS `ia` with these routers (name, node id,
+    /// interfaces); every link is a core link with its own underlay addresses.
+    fn topo(ia: &str, routers: &[(&str, Option<u32>, &[If<'_>])]) -> String {
+        let mut brs = serde_json::Map::new();
+        for (k, (name, id, ifs)) in routers.iter().enumerate() {
+            let mut interfaces = serde_json::Map::new();
+            for &(ifid, neighbor, remote) in ifs.iter() {
+                let mut i = serde_json::json!({
+                    "isd_as": neighbor,
+                    "link_to": "core",
+                    "underlay": {
+                        "local": format!("192.0.2.{ifid}:50000"),
+                        "remote": format!("198.51.100.{ifid}:50000"),
+                    },
+                });
+                if let Some(r) = remote {
+                    i["remote_interface_id"] = r.into();
+                }
+                interfaces.insert(ifid.to_string(), i);
+            }
+            let mut br = serde_json::json!({
+                "internal_addr": format!("10.0.0.{}:30042", k + 1),
+                "interfaces": interfaces,
+            });
+            if let Some(id) = id {
+                br["id"] = (*id).into();
+            }
+            brs.insert(name.to_string(), br);
+        }
+        serde_json::json!({ "isd_as": ia, "border_routers": brs }).to_string()
+    }
 
     fn ia(s: &str) -> IsdAsn {
         s.parse().unwrap()
@@ -1110,9 +1087,10 @@ mod tests {
         let t = TopologyHandle::new();
         let sink = Arc::new(Recording(Mutex::new(Vec::new())));
         t.set_sink(sink.clone());
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:b","remote_interface_id":2}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:a",
+            &[("ra", Some(1), &[(1, "1-ff00:0:b", Some(2))])],
+        ))
         .unwrap();
         let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
         let p = t
@@ -1191,13 +1169,15 @@ mod tests {
             t.snapshot().map(a, c, &l),
             Mapping::Unknown { .. }
         ));
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:e","remote_interface_id":2}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:a",
+            &[("ra", Some(1), &[(1, "1-ff00:0:e", Some(2))])],
+        ))
         .unwrap();
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:e","border_routers":{"re":{"id":1,"interfaces":{"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:e",
+            &[("re", Some(1), &[(3, "1-ff00:0:c", None)])],
+        ))
         .unwrap();
         match t.snapshot().map(a, c, &l) {
             Mapping::Known { id, .. } => assert_eq!(id, ps[1].id),
@@ -1219,13 +1199,20 @@ mod tests {
         // Learned from a report, then named by the file.
         t.update(|t, ch| add_router(t, ch, x, 7));
         assert_eq!(
-            t.import_topology_json(r#"{"isd_as":"1-ff00:0:a","border_routers":{"r1":{"id":1,"interfaces":{"1":{}}},"r2":{"id":2,"interfaces":{"2":{}}}}}"#)
-                .unwrap(),
+            t.import_topology_json(&topo(
+                "1-ff00:0:a",
+                &[
+                    ("r1", Some(1), &[(1, "1-ff00:0:b", None)]),
+                    ("r2", Some(2), &[(2, "1-ff00:0:c", None)]),
+                ],
+            ))
+            .unwrap(),
             1
         );
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:a","border_routers":{"br7":{"id":7,"interfaces":{"2":{}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:a",
+            &[("br7", Some(7), &[(2, "1-ff00:0:c", None)])],
+        ))
         .unwrap();
         let s = t.snapshot();
         let a = &s.ases[&x];
@@ -1239,16 +1226,56 @@ mod tests {
         assert_eq!(a.interfaces[&2].router.as_deref(), Some("br7"));
         assert_eq!(a.interfaces[&1].router.as_deref(), Some("r1"));
         // Re-importing an empty AS is no change; a new one is.
+        assert_eq!(t.import_topology_json(&topo("1-ff00:0:b", &[])).unwrap(), 1);
+        assert_eq!(t.import_topology_json(&topo("1-ff00:0:b", &[])).unwrap(), 0);
+    }
+
+    #[test]
+    fn every_as_of_an_appliance_file_is_imported_and_incomplete_files_are_refused() {
+        let t = TopologyHandle::new();
+        let text = r#"{ "isd_as": {
+  "1-ff00:0:a": { "router": { "id": 1, "internal_address": "10.0.0.1:30042", "interfaces": {
+    "1": { "address": "192.0.2.1:50000", "remote_address": "192.0.2.2:50000",
+           "remote_isd_as": "1-ff00:0:b", "link_type": "CORE", "remote_interface_id": 2 } } } },
+  "1-ff00:0:b": { "router": { "internal_address": "10.0.1.1:30042", "interfaces": {
+    "2": { "address": "192.0.2.2:50000", "remote_address": "192.0.2.1:50000",
+           "remote_isd_as": "1-ff00:0:a", "link_type": "core", "remote_interface_id": 1 } } } } } }"#;
         assert_eq!(
-            t.import_topology_json(r#"{"isd_as":"1-ff00:0:b"}"#)
-                .unwrap(),
-            1
+            t.import_topology_json(text).unwrap(),
+            3,
+            "two ASes, one link"
         );
-        assert_eq!(
-            t.import_topology_json(r#"{"isd_as":"1-ff00:0:b"}"#)
-                .unwrap(),
-            0
+        let s = t.snapshot();
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let ra = &s.ases[&a].routers["br1-ff00_0_a-1"];
+        assert_eq!((ra.node_id, &ra.interfaces[..]), (Some(1), &[1][..]));
+        assert!(s.ases[&a].core, "an AS with a core link is core");
+        assert_eq!(s.ases[&b].routers["br1-ff00_0_b-1"].node_id, None);
+        assert_eq!(s.ases[&a].interfaces[&1].link_type.as_deref(), Some("core"));
+        assert!(s.links.contains(&Link::new((a, 1), (b, 2))));
+        // One bad AS refuses the file; incomplete routers and interfaces are refused.
+        let bad = text.replace(
+            r#""remote_isd_as": "1-ff00:0:a""#,
+            r#""remote_isd_as": "1-ff00:0:b""#,
         );
+        let e = t.import_topology_json(&bad).unwrap_err();
+        assert!(e.0.contains("links 1-ff00:0:b to itself"), "{e}");
+        for (text, field) in [
+            (r#"{"isd_as":"1-ff00:0:c"}"#, "border_routers"),
+            (
+                r#"{"isd_as":"1-ff00:0:c","border_routers":{"r":{"interfaces":{}}}}"#,
+                "border_routers.r.internal_addr",
+            ),
+            (
+                r#"{"isd_as":"1-ff00:0:c","border_routers":{"r":{"internal_addr":"10.0.0.1:30042","interfaces":{"1":{"isd_as":"1-ff00:0:a"}}}}}"#,
+                "border_routers.r.interfaces.1.link_to",
+            ),
+        ] {
+            let e = t.import_topology_json(text).unwrap_err();
+            assert!(e.0.starts_with("topology.json: field `"), "{e}");
+            assert!(e.0.contains(&format!("`{field}`")), "{e}");
+        }
+        assert!(!t.snapshot().ases.contains_key(&ia("1-ff00:0:c")));
     }
 
     #[test]
@@ -1267,17 +1294,23 @@ mod tests {
             Mapping::Unknown { .. }
         ));
         // Interfaces of A and B lead to C.
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:a","border_routers":{"ra":{"id":1,"interfaces":{"1":{"isd_as":"1-ff00:0:b","remote_interface_id":2,"link_to":"CORE"}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:a",
+            &[("ra", Some(1), &[(1, "1-ff00:0:b", Some(2))])],
+        ))
         .unwrap();
         assert!(matches!(
             t.snapshot().map(a, c, &l),
             Mapping::Unknown { .. }
         ));
-        t.import_topology_json(
-            r#"{"isd_as":"1-ff00:0:b","border_routers":{"rb":{"id":2,"interfaces":{"2":{"isd_as":"1-ff00:0:a"},"3":{"isd_as":"1-ff00:0:c"}}}}}"#,
-        )
+        t.import_topology_json(&topo(
+            "1-ff00:0:b",
+            &[(
+                "rb",
+                Some(2),
+                &[(2, "1-ff00:0:a", None), (3, "1-ff00:0:c", None)],
+            )],
+        ))
         .unwrap();
         match t.snapshot().map(a, c, &l) {
             Mapping::Walked { ases, .. } => assert_eq!(&ases[..], &[a, b, c]),
