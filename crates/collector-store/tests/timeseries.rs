@@ -4,6 +4,7 @@
 mod common;
 
 use std::time::Duration;
+use test_kit::require::Need;
 
 use collector_store::influx::Influx;
 use collector_store::victoria::Victoria;
@@ -239,6 +240,7 @@ async fn outage<T: TimeSeriesStore + Clone>(store: T, services: &Services, which
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics() {
+    test_kit::require!(Need::Root, Need::VictoriaMetrics);
     let s = Services::shared(&["victoria"]);
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
     vm.health().await.unwrap();
@@ -248,6 +250,7 @@ async fn victoria_metrics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxdb() {
+    test_kit::require!(Need::Root, Need::InfluxDb);
     let s = Services::shared(&["influx"]);
     let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
         .await
@@ -259,6 +262,7 @@ async fn influxdb() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics_outage() {
+    test_kit::require!(Need::Root, Need::VictoriaMetrics);
     let s = Services::private("vm-outage", 26100, &["victoria"]);
     let _c = Cleanup(&s);
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
@@ -267,6 +271,7 @@ async fn victoria_metrics_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxdb_outage() {
+    test_kit::require!(Need::Root, Need::InfluxDb);
     let s = Services::private("influx-outage", 26200, &["influx"]);
     let _c = Cleanup(&s);
     let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
@@ -277,6 +282,7 @@ async fn influxdb_outage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_queries_are_typed_errors() {
+    test_kit::require!(Need::Root, Need::VictoriaMetrics, Need::InfluxDb);
     let s = Services::shared(&["victoria", "influx"]);
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
     let mut q = query("x", 0, 1, 0, Aggregation::Avg);

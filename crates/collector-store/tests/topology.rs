@@ -3,6 +3,7 @@
 mod common;
 
 use std::time::Duration;
+use test_kit::require::Need;
 
 use collector_store::topology::*;
 use common::{Cleanup, Services};
@@ -65,6 +66,7 @@ async fn fresh_db(s: &Services) -> TopologyDb {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn round_trip_and_quarantine_cap() {
+    test_kit::require!(Need::Root, Need::Postgres);
     let s = Services::private("pg-roundtrip", 26300, &["postgres"]);
     let _c = Cleanup(&s);
     let db = fresh_db(&s).await;
@@ -197,6 +199,7 @@ async fn round_trip_and_quarantine_cap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_behind_survives_a_restart() {
+    test_kit::require!(Need::Root, Need::Postgres);
     let s = Services::private("pg-restart", 26400, &["postgres"]);
     let _c = Cleanup(&s);
     let db = fresh_db(&s).await;

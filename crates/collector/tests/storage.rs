@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
+use test_kit::require::Need;
 
 use collector::config::Config;
 use collector::counters::RejectReason;
@@ -268,10 +269,12 @@ async fn round_trip(backend: &str, base_port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn victoria_metrics_and_postgres_lose_nothing_accepted_across_restarts() {
+    test_kit::require!(Need::Root, Need::Postgres, Need::VictoriaMetrics);
     round_trip("victoria", 25_610).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn influxdb_and_postgres_lose_nothing_accepted_across_restarts() {
+    test_kit::require!(Need::Root, Need::Postgres, Need::InfluxDb);
     round_trip("influx", 25_620).await;
 }
