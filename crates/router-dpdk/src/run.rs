@@ -19,7 +19,7 @@ use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
 use crate::worker::{IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, Worker};
-use dpdk::{Consumer, DpdkError, Eal, LcoreError, Mempool, Port, PortSetup, Producer};
+use dpdk::{Consumer, DpdkError, Eal, LcoreError, Mempool, Port, PortCaps, PortSetup, Producer};
 use router_core::clock::{SharedClock, TscClock};
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
@@ -149,39 +149,14 @@ pub struct Finished {
 /// the result is [`Finished`], with the counters even if something failed on the way.
 pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     let eal = init_eal(&config)?;
-    let workers = eal.worker_lcores();
-    if workers.is_empty() {
-        return Err(config_error(
-            &config,
-            "eal",
-            format!(
-                "no worker lcore: EAL runs on lcore {} only; give it at least two lcores \
-                 (e.g. -l 0-1): the main lcore runs the control loop, the others are workers",
-                eal.main_lcore()
-            ),
-        ));
-    }
-    let nw = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
+    let workers = worker_lcores(&config, &eal)?;
     // Lives for the process (mbufs never outlive it).
     let pool = Mempool::new(&eal, "router_pool", config.mbufs, 256)?;
     let router = Arc::new(
         Router::new(config.router.clone())
             .map_err(|e| RunError::Setup(format!("router model: {e}")))?,
     );
-
-    let mut ports = Vec::new();
-    let mut port_macs = Vec::new();
-    let mut port_ids = Vec::new();
-    let mut ingress = Vec::new();
-    // Indexed by interface ID, as long as the highest one needs.
-    let highest = config
-        .ports
-        .iter()
-        .flat_map(|p| p.interfaces.iter().map(|i| usize::from(i.id)))
-        .max()
-        .unwrap_or(0);
-    let mut egress: Vec<Option<IfEgress>> = vec![None; highest + 1];
-    let mut internal_port = 0;
+    // The ports' queue counts decide how packets reach the workers.
     let mut probed = Vec::new();
     for (i, plan) in config.ports.iter().enumerate() {
         let id = eal
@@ -189,102 +164,13 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
             .map_err(|e| missing_port(&config, i, &plan.device, &e))?;
         probed.push(dpdk::probe_port(&eal, id)?);
     }
-    let short = probed
-        .iter()
-        .zip(&config.ports)
-        .find(|(c, _)| c.max_rx_queues < nw || c.max_tx_queues < nw);
-    let software = match (config.distribution, short) {
-        (Distribution::Software, _) => true,
-        (Distribution::Auto, s) => s.is_some(),
-        (Distribution::Queues, None) => false,
-        (Distribution::Queues, Some((c, p))) => {
-            return Err(config_error(
-                &config,
-                "dataplane.distribution",
-                format!(
-                    "\"queues\": port {:?} ({}) has {} rx / {} tx queues, {} workers need one each \
-                     (use distribution = \"software\" or \"auto\")",
-                    p.device, c.driver, c.max_rx_queues, c.max_tx_queues, nw
-                ),
-            ));
-        }
-    };
-    if software && workers.len() < 2 {
-        let why = match (config.distribution, short) {
-            (Distribution::Auto, Some((c, p))) => format!(
-                " (distribution = \"auto\" chose it: port {:?} has {} rx / {} tx queues for {} workers)",
-                p.device, c.max_rx_queues, c.max_tx_queues, nw
-            ),
-            _ => String::new(),
-        };
-        return Err(config_error(
-            &config,
-            "eal",
-            format!(
-                "software flow distribution{why} needs a distributor and a worker lcore besides \
-                 the main one, EAL gives {} lcore(s) besides it (e.g. -l 0-2, or \
-                 --lcores=0@0,1@1,2@1)",
-                workers.len()
-            ),
-        ));
-    }
-    let (dist_lcore, workers) = if software {
-        (Some(workers[0]), workers[1..].to_vec())
-    } else {
-        (None, workers)
-    };
-    let nq = if software { 1 } else { nw };
-    for (i, (plan, caps)) in config.ports.iter().zip(probed).enumerate() {
-        let port = Port::start(
-            &eal,
-            caps,
-            PortSetup {
-                rx_queues: nq,
-                tx_queues: nq,
-                rx_desc: config.rx_desc,
-                tx_desc: config.tx_desc,
-            },
-            pool,
-        )?;
-        let mut local = Vec::new();
-        let port_mac = port.caps().mac;
-        for ifc in &plan.interfaces {
-            local.push((ifc.local, Ingress::External(ifc.id)));
-            egress[usize::from(ifc.id)] = Some(IfEgress::new(
-                i,
-                port_mac,
-                ifc.local,
-                ifc.remote,
-                config.neighbors.get(&ifc.remote.ip()).copied(),
-            ));
-        }
-        if plan.internal {
-            local.push((config.router.internal_addr, Ingress::Internal));
-            internal_port = i;
-        }
-        ingress.push(local);
-        port_macs.push(port_mac);
-        port_ids.push(port.id());
-        ports.push(port);
-    }
-    let tables = Arc::new(Tables {
-        ports: port_macs,
-        port_ids,
-        ingress,
-        egress,
-        internal_port,
-        internal_addr: config.router.internal_addr,
-        neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
-        learned: NeighborTable::new(4096, config.neighbor_aging),
-        learned6: Neighbor6Table::new(4096, config.neighbor_aging),
-        siblings: sibling_links(&config.router),
-        default_macs: config
-            .ports
-            .iter()
-            .map(|p| p.default_next_hop_mac)
-            .collect(),
-        vlans: config.ports.iter().map(|p| p.vlan).collect(),
-    });
+    let Lcores {
+        software,
+        distributor: dist_lcore,
+        workers,
+    } = plan_lcores(&config, workers, &probed)?;
+    let queues = if software { 1 } else { workers.len() as u16 };
+    let (mut ports, tables) = start_ports(&eal, &config, probed, queues, pool)?;
 
     let provider = Arc::new(
         LocalProvider::new(config.router.local_ia, &config.master0, config.epoch_secs)
@@ -298,19 +184,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     sample_ports(&ports, &samples, 1);
     dpdk::install_stop_signals()?;
     // Bound before any thread starts, so a taken port fails cleanly.
-    let control = match config.http {
-        None => None,
-        Some(addr) => {
-            let l = crate::http::bind(addr)
-                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
-            // The address actually bound (port 0 in the configuration: one the OS chose).
-            let at = l
-                .local_addr()
-                .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
-            eprintln!("idint-router: control endpoints on http://{at} (/metrics, /health)");
-            Some(l)
-        }
-    };
+    let control = bind_control(&config)?;
 
     // Report export: one SP/SC ring per worker, drained by the exporter thread.
     let export_stats = Arc::new(ExportStats::default());
@@ -466,55 +340,23 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         }
     };
 
-    // Control endpoints.
+    // Control endpoints. The monitors keep the ports open until the thread is joined.
     let http_thread = match control {
         None => None,
         Some(listener) => {
-            // The monitors keep the ports open until this thread is joined.
             let monitors: Vec<(String, dpdk::PortMonitor)> = config
                 .ports
                 .iter()
                 .zip(ports.iter())
                 .map(|(p, q)| (p.device.clone(), q.monitor()))
                 .collect();
-            let (st, es, ds, d) = (
-                stats.clone(),
-                export_stats.clone(),
-                dist_stats.clone(),
-                done.clone(),
-            );
-            let st2 = stats.clone();
-            Some(
-                std::thread::Builder::new()
-                    .name("control-http".into())
-                    .spawn(move || {
-                        crate::http::serve(
-                            listener,
-                            d,
-                            || {
-                                let snap = Snapshot::sum(st.iter().map(|s| &**s));
-                                let ps: Vec<_> = monitors
-                                    .iter()
-                                    .map(|(n, m)| (n.clone(), m.stats().unwrap_or_default()))
-                                    .collect();
-                                let mut extra = es.named().to_vec();
-                                extra.extend(ds.named());
-                                crate::http::prometheus(&snap, &ps, &extra)
-                            },
-                            || {
-                                let snap = Snapshot::sum(st2.iter().map(|s| &**s));
-                                let ok = !dpdk::stop_requested();
-                                let body = serde_json::json!({
-                                    "status": if ok { "ok" } else { "stopping" },
-                                    "workers": st2.len(),
-                                    "rx_frames": snap.io.rx_frames,
-                                });
-                                (ok, body.to_string())
-                            },
-                        )
-                    })
-                    .map_err(|e| RunError::Setup(format!("control thread: {e}")))?,
-            )
+            let shared = ControlShared {
+                stats: stats.clone(),
+                export_stats: export_stats.clone(),
+                dist_stats: dist_stats.clone(),
+                done: done.clone(),
+            };
+            Some(spawn_control(listener, monitors, shared)?)
         }
     };
 
@@ -562,41 +404,17 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
     if let Some(t) = http_thread {
         let _ = t.join();
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let snap = Snapshot::sum(stats.iter().map(|s| &**s));
-    let mut port_json = Vec::new();
-    for (plan, p) in config.ports.iter().zip(ports.iter()) {
-        let st = p.stats().unwrap_or_default();
-        port_json.push(serde_json::json!({
-            "device": plan.device,
-            "driver": p.caps().driver,
-            "interfaces": plan.interfaces.iter().map(|i| i.id).collect::<Vec<_>>(),
-            "internal": plan.internal,
-            "stats": st,
-        }));
-    }
-    let mut summary = snap.to_json();
-    summary["router_id"] = config.router_id.clone().into();
-    summary["workers"] = workers.len().into();
-    summary["distribution"] = if software { "software" } else { "queues" }.into();
-    if software {
-        let mut d = serde_json::Map::new();
-        for (k, v) in dist_stats.named() {
-            d.insert(k.into(), v.into());
-        }
-        summary["distributor"] = d.into();
-    }
-    summary["elapsed_s"] = elapsed.into();
-    summary["stopped_by_signal"] = signalled.into();
-    summary["rx_mpps"] = (snap.io.rx_frames as f64 / elapsed.max(1e-9) / 1e6).into();
-    let passed = snap.dp.forwarded + snap.dp.delivered + snap.dp.to_sibling;
-    summary["forwarded_mpps"] = (passed as f64 / elapsed.max(1e-9) / 1e6).into();
-    summary["ports"] = port_json.into();
-    let mut ex = serde_json::Map::new();
-    for (k, v) in export_stats.named() {
-        ex.insert(k.into(), v.into());
-    }
-    summary["export"] = ex.into();
+    let summary = summary_json(&SummaryParts {
+        config: &config,
+        ports: &ports,
+        stats: &stats,
+        workers: workers.len(),
+        software,
+        dist_stats: &dist_stats,
+        export_stats: &export_stats,
+        elapsed_s: start.elapsed().as_secs_f64(),
+        signalled,
+    });
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
     drop(ports); // stops and closes the ports (net_pcap flushes its output file)
     // Rings not handed to a thread (none normally; all of them on early returns above are
@@ -624,6 +442,293 @@ fn unix_now_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
+}
+
+/// What the control thread reads: every worker's counters, the exporter's and the
+/// distributor's, and when to stop.
+struct ControlShared {
+    stats: Vec<Arc<WorkerStats>>,
+    export_stats: Arc<ExportStats>,
+    dist_stats: Arc<DistStats>,
+    done: Arc<AtomicBool>,
+}
+
+/// Serves `/metrics` (Prometheus text of the summed counters and the ports' statistics) and
+/// `/health` on `listener` in a thread of its own until `shared.done`.
+fn spawn_control(
+    listener: std::net::TcpListener,
+    monitors: Vec<(String, dpdk::PortMonitor)>,
+    shared: ControlShared,
+) -> Result<std::thread::JoinHandle<()>, RunError> {
+    let ControlShared {
+        stats,
+        export_stats,
+        dist_stats,
+        done,
+    } = shared;
+    std::thread::Builder::new()
+        .name("control-http".into())
+        .spawn(move || {
+            crate::http::serve(
+                listener,
+                done,
+                || {
+                    let snap = Snapshot::sum(stats.iter().map(|s| &**s));
+                    let ps: Vec<_> = monitors
+                        .iter()
+                        .map(|(n, m)| (n.clone(), m.stats().unwrap_or_default()))
+                        .collect();
+                    let mut extra = export_stats.named().to_vec();
+                    extra.extend(dist_stats.named());
+                    crate::http::prometheus(&snap, &ps, &extra)
+                },
+                || {
+                    let snap = Snapshot::sum(stats.iter().map(|s| &**s));
+                    let ok = !dpdk::stop_requested();
+                    let body = serde_json::json!({
+                        "status": if ok { "ok" } else { "stopping" },
+                        "workers": stats.len(),
+                        "rx_frames": snap.io.rx_frames,
+                    });
+                    (ok, body.to_string())
+                },
+            )
+        })
+        .map_err(|e| RunError::Setup(format!("control thread: {e}")))
+}
+
+/// Which lcores do what: with software distribution the first worker lcore runs the
+/// distributor.
+struct Lcores {
+    software: bool,
+    distributor: Option<u32>,
+    workers: Vec<u32>,
+}
+
+/// The worker lcores EAL gave (at least one besides the main lcore).
+fn worker_lcores(config: &Config, eal: &Eal) -> Result<Vec<u32>, RunError> {
+    let workers = eal.worker_lcores();
+    if workers.is_empty() {
+        return Err(config_error(
+            config,
+            "eal",
+            format!(
+                "no worker lcore: EAL runs on lcore {} only; give it at least two lcores \
+                 (e.g. -l 0-1): the main lcore runs the control loop, the others are workers",
+                eal.main_lcore()
+            ),
+        ));
+    }
+    Ok(workers)
+}
+
+/// Chooses between RSS queues and software distribution (`dataplane.distribution` and the
+/// ports' queue counts `probed`) and assigns the `workers` lcores.
+fn plan_lcores(
+    config: &Config,
+    workers: Vec<u32>,
+    probed: &[PortCaps],
+) -> Result<Lcores, RunError> {
+    let nw = u16::try_from(workers.len()).map_err(|_| RunError::Setup("too many lcores".into()))?;
+    let short = probed
+        .iter()
+        .zip(&config.ports)
+        .find(|(c, _)| c.max_rx_queues < nw || c.max_tx_queues < nw);
+    let software = match (config.distribution, short) {
+        (Distribution::Software, _) => true,
+        (Distribution::Auto, s) => s.is_some(),
+        (Distribution::Queues, None) => false,
+        (Distribution::Queues, Some((c, p))) => {
+            return Err(config_error(
+                config,
+                "dataplane.distribution",
+                format!(
+                    "\"queues\": port {:?} ({}) has {} rx / {} tx queues, {} workers need one each \
+                     (use distribution = \"software\" or \"auto\")",
+                    p.device, c.driver, c.max_rx_queues, c.max_tx_queues, nw
+                ),
+            ));
+        }
+    };
+    if software && workers.len() < 2 {
+        let why = match (config.distribution, short) {
+            (Distribution::Auto, Some((c, p))) => format!(
+                " (distribution = \"auto\" chose it: port {:?} has {} rx / {} tx queues for {} workers)",
+                p.device, c.max_rx_queues, c.max_tx_queues, nw
+            ),
+            _ => String::new(),
+        };
+        return Err(config_error(
+            config,
+            "eal",
+            format!(
+                "software flow distribution{why} needs a distributor and a worker lcore besides \
+                 the main one, EAL gives {} lcore(s) besides it (e.g. -l 0-2, or \
+                 --lcores=0@0,1@1,2@1)",
+                workers.len()
+            ),
+        ));
+    }
+    Ok(if software {
+        Lcores {
+            software,
+            distributor: Some(workers[0]),
+            workers: workers[1..].to_vec(),
+        }
+    } else {
+        Lcores {
+            software,
+            distributor: None,
+            workers,
+        }
+    })
+}
+
+/// Starts every configured port with `queues` rx and tx queues, and builds the tables the
+/// workers route by (interfaces by port, egress by interface, neighbours).
+fn start_ports(
+    eal: &Eal,
+    config: &Config,
+    probed: Vec<PortCaps>,
+    queues: u16,
+    pool: &'static Mempool,
+) -> Result<(Vec<Port>, Arc<Tables>), RunError> {
+    let mut ports = Vec::new();
+    let mut port_macs = Vec::new();
+    let mut port_ids = Vec::new();
+    let mut ingress = Vec::new();
+    // Indexed by interface ID, as long as the highest one needs.
+    let highest = config
+        .ports
+        .iter()
+        .flat_map(|p| p.interfaces.iter().map(|i| usize::from(i.id)))
+        .max()
+        .unwrap_or(0);
+    let mut egress: Vec<Option<IfEgress>> = vec![None; highest + 1];
+    let mut internal_port = 0;
+    for (i, (plan, caps)) in config.ports.iter().zip(probed).enumerate() {
+        let port = Port::start(
+            eal,
+            caps,
+            PortSetup {
+                rx_queues: queues,
+                tx_queues: queues,
+                rx_desc: config.rx_desc,
+                tx_desc: config.tx_desc,
+            },
+            pool,
+        )?;
+        let mut local = Vec::new();
+        let port_mac = port.caps().mac;
+        for ifc in &plan.interfaces {
+            local.push((ifc.local, Ingress::External(ifc.id)));
+            egress[usize::from(ifc.id)] = Some(IfEgress::new(
+                i,
+                port_mac,
+                ifc.local,
+                ifc.remote,
+                config.neighbors.get(&ifc.remote.ip()).copied(),
+            ));
+        }
+        if plan.internal {
+            local.push((config.router.internal_addr, Ingress::Internal));
+            internal_port = i;
+        }
+        ingress.push(local);
+        port_macs.push(port_mac);
+        port_ids.push(port.id());
+        ports.push(port);
+    }
+    let tables = Arc::new(Tables {
+        ports: port_macs,
+        port_ids,
+        ingress,
+        egress,
+        internal_port,
+        internal_addr: config.router.internal_addr,
+        neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
+        learned: NeighborTable::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
+        learned6: Neighbor6Table::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
+        siblings: sibling_links(&config.router),
+        default_macs: config
+            .ports
+            .iter()
+            .map(|p| p.default_next_hop_mac)
+            .collect(),
+        vlans: config.ports.iter().map(|p| p.vlan).collect(),
+    });
+    Ok((ports, tables))
+}
+
+/// Slots of each learned-neighbour table (ARP, NDP).
+const LEARNED_NEIGHBOURS: usize = 4096;
+
+/// Binds the `/metrics` and `/health` listener of `control.http`, if configured.
+fn bind_control(config: &Config) -> Result<Option<std::net::TcpListener>, RunError> {
+    let Some(addr) = config.http else {
+        return Ok(None);
+    };
+    let l = crate::http::bind(addr)
+        .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+    // The address actually bound (port 0 in the configuration: one the OS chose).
+    let at = l
+        .local_addr()
+        .map_err(|e| RunError::Setup(format!("control.http {addr}: {e}")))?;
+    eprintln!("idint-router: control endpoints on http://{at} (/metrics, /health)");
+    Ok(Some(l))
+}
+
+/// What the JSON summary at exit is made of.
+struct SummaryParts<'a> {
+    config: &'a Config,
+    ports: &'a [Port],
+    stats: &'a [Arc<WorkerStats>],
+    workers: usize,
+    software: bool,
+    dist_stats: &'a DistStats,
+    export_stats: &'a ExportStats,
+    elapsed_s: f64,
+    signalled: bool,
+}
+
+/// The JSON summary at exit: counters of every worker summed, ports, distributor, export.
+fn summary_json(p: &SummaryParts<'_>) -> serde_json::Value {
+    let elapsed = p.elapsed_s;
+    let snap = Snapshot::sum(p.stats.iter().map(|s| &**s));
+    let mut port_json = Vec::new();
+    for (plan, port) in p.config.ports.iter().zip(p.ports.iter()) {
+        let st = port.stats().unwrap_or_default();
+        port_json.push(serde_json::json!({
+            "device": plan.device,
+            "driver": port.caps().driver,
+            "interfaces": plan.interfaces.iter().map(|i| i.id).collect::<Vec<_>>(),
+            "internal": plan.internal,
+            "stats": st,
+        }));
+    }
+    let mut summary = snap.to_json();
+    summary["router_id"] = p.config.router_id.clone().into();
+    summary["workers"] = p.workers.into();
+    summary["distribution"] = if p.software { "software" } else { "queues" }.into();
+    if p.software {
+        let mut d = serde_json::Map::new();
+        for (k, v) in p.dist_stats.named() {
+            d.insert(k.into(), v.into());
+        }
+        summary["distributor"] = d.into();
+    }
+    summary["elapsed_s"] = elapsed.into();
+    summary["stopped_by_signal"] = p.signalled.into();
+    summary["rx_mpps"] = (snap.io.rx_frames as f64 / elapsed.max(1e-9) / 1e6).into();
+    let passed = snap.dp.forwarded + snap.dp.delivered + snap.dp.to_sibling;
+    summary["forwarded_mpps"] = (passed as f64 / elapsed.max(1e-9) / 1e6).into();
+    summary["ports"] = port_json.into();
+    let mut ex = serde_json::Map::new();
+    for (k, v) in p.export_stats.named() {
+        ex.insert(k.into(), v.into());
+    }
+    summary["export"] = ex.into();
+    summary
 }
 
 #[cfg(test)]
