@@ -10,7 +10,8 @@ use collector_store::influx::Influx;
 use collector_store::victoria::Victoria;
 use collector_store::writer::{BufferedWriter, Refused, WriterConfig};
 use collector_store::{Aggregation, RangeQuery, Sample, TimeSeriesStore};
-use common::{Cleanup, Services, now_ns, unique};
+use common::{now_ns, unique};
+use test_kit::services::Services;
 
 const S: u64 = 1_000_000_000;
 
@@ -264,7 +265,6 @@ async fn influxdb() {
 async fn victoria_metrics_outage() {
     test_kit::require!(Need::Root, Need::VictoriaMetrics);
     let s = Services::private("vm-outage", 26100, &["victoria"]);
-    let _c = Cleanup(&s);
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
     outage(vm, &s, "victoria").await;
 }
@@ -273,7 +273,6 @@ async fn victoria_metrics_outage() {
 async fn influxdb_outage() {
     test_kit::require!(Need::Root, Need::InfluxDb);
     let s = Services::private("influx-outage", 26200, &["influx"]);
-    let _c = Cleanup(&s);
     let ix = Influx::connect(s.url("IDINT_INFLUX_URL"), "idint_test")
         .await
         .unwrap();

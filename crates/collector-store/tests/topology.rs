@@ -1,12 +1,10 @@
 //! Topology persistence against a real PostgreSQL started by `scripts/services.sh`.
 
-mod common;
-
 use std::time::Duration;
 use test_kit::require::Need;
 
 use collector_store::topology::*;
-use common::{Cleanup, Services};
+use test_kit::services::Services;
 
 fn as_record(ia: u64, routers: u32) -> AsRecord {
     AsRecord {
@@ -68,7 +66,6 @@ async fn fresh_db(s: &Services) -> TopologyDb {
 async fn round_trip_and_quarantine_cap() {
     test_kit::require!(Need::Root, Need::Postgres);
     let s = Services::private("pg-roundtrip", 26300, &["postgres"]);
-    let _c = Cleanup(&s);
     let db = fresh_db(&s).await;
     // ISD-ASes with the top bit set survive the signed BIGINT.
     let big = 0xffff_0000_0000_0110u64;
@@ -201,7 +198,6 @@ async fn round_trip_and_quarantine_cap() {
 async fn write_behind_survives_a_restart() {
     test_kit::require!(Need::Root, Need::Postgres);
     let s = Services::private("pg-restart", 26400, &["postgres"]);
-    let _c = Cleanup(&s);
     let db = fresh_db(&s).await;
     let wb = WriteBehind::spawn(db.clone(), 1000);
     for k in 0..100u64 {

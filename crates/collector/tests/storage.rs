@@ -100,7 +100,7 @@ async fn round_trip(backend: &str, base_port: u16) {
     } else {
         "influx"
     };
-    let svc = Services::start(backend, base_port, &["postgres", svc_name]);
+    let svc = Services::private(backend, base_port, &["postgres", svc_name]);
     let pg = svc.url("IDINT_PG_URL");
     let ts_url = svc.url(if backend == "victoria" {
         "IDINT_VM_URL"
