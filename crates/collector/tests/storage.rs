@@ -108,7 +108,7 @@ async fn round_trip(backend: &str, base_port: u16) {
         "IDINT_INFLUX_URL"
     });
     let dir = svc.dir.join("collector");
-    let cfg = config(&dir, &pg, backend, &ts_url);
+    let cfg = config(&dir, pg, backend, ts_url);
     let r = kit::start_with_storage(cfg.clone()).await;
     let api = r.http_addr;
     for f in chain::topology_files() {
@@ -261,7 +261,7 @@ async fn round_trip(backend: &str, base_port: u16) {
     let (st, e) = http(r.http_addr, "GET", "/api/v1/ases/4-ff00:0:1", false, b"").await;
     assert_eq!(st, 200, "{e}");
     r.shutdown().await;
-    let db = TopologyDb::connect(&pg, 100).await.unwrap();
+    let db = TopologyDb::connect(pg, 100).await.unwrap();
     let q = db.quarantine(100).await.unwrap();
     assert_eq!(q.iter().filter(|x| x.reason == "replayed").count(), 10);
     let _ = std::fs::remove_dir_all(&dir);
