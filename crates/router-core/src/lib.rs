@@ -7,7 +7,8 @@
 //! * [`underlay`]: Ethernet/IPv4/IPv6/UDP parsing and in-place rewriting, ARP answers.
 //! * [`ndp`]: IPv6 neighbour discovery (solicitations and advertisements), the ARP of IPv6.
 //! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
-//! * [`telemetry`]: configured telemetry figures (energy, power).
+//! * [`telemetry`]: configured telemetry figures, port readings shared with the workers, and
+//!   the averages and fractions the telemetry source reports.
 
 pub mod clock;
 pub mod config;

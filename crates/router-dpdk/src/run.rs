@@ -18,9 +18,10 @@ use crate::distribute::{DistStats, Distributor};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{Snapshot, WorkerStats};
-use crate::worker::{IfEgress, PortSample, RouterTelemetry, Sink, Source, Tables, Worker};
+use crate::worker::{IfEgress, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, Mempool, Port, PortCaps, PortSetup, Producer};
 use router_core::clock::{SharedClock, TscClock};
+use router_core::telemetry::{PortReading, PortSample};
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
 /// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
@@ -41,7 +42,15 @@ fn sibling_links(r: &scion_dp::config::RouterConfig) -> Vec<(std::net::SocketAdd
 fn sample_ports(ports: &[Port], samples: &[PortSample], interval_ns: u64) {
     for (p, s) in ports.iter().zip(samples) {
         if let Ok(st) = p.stats() {
-            s.update(&st, p.link().1, interval_ns);
+            let reading = PortReading {
+                rx_packets: st.rx_packets,
+                tx_packets: st.tx_packets,
+                rx_bytes: st.rx_bytes,
+                tx_bytes: st.tx_bytes,
+                rx_drops: st.rx_missed + st.rx_errors + st.rx_nombuf,
+                tx_drops: st.tx_errors,
+            };
+            s.update(&reading, p.link().1, interval_ns);
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
@@ -21,7 +21,7 @@ use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
 use router_core::clock::{SharedClock, TscClock};
-use router_core::telemetry::EnergyFigures;
+use router_core::telemetry::{EnergyFigures, PortSample, average_x16, fraction_255};
 #[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
 
@@ -125,53 +125,6 @@ impl Tables {
         self.ingress
             .get(port)
             .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V6(ip)))
-    }
-}
-
-/// Port measurements sampled by the control thread (a few times per second) and read by the
-/// workers' telemetry sources: no DPDK call on the packet path.
-#[derive(Debug, Default)]
-pub struct PortSample {
-    /// Packets received.
-    pub rx_packets: AtomicU64,
-    /// Packets sent.
-    pub tx_packets: AtomicU64,
-    /// Bytes received.
-    pub rx_bytes: AtomicU64,
-    /// Bytes sent.
-    pub tx_bytes: AtomicU64,
-    /// Receive drops (missed, errors, no mbuf).
-    pub rx_drops: AtomicU64,
-    /// Transmit errors.
-    pub tx_drops: AtomicU64,
-    /// Receive rate over the last sample interval, kbit/s.
-    pub rx_kbps: AtomicU64,
-    /// Transmit rate over the last sample interval, kbit/s.
-    pub tx_kbps: AtomicU64,
-    /// Link speed, Mbit/s (0 = unknown).
-    pub speed_mbps: AtomicU64,
-}
-
-impl PortSample {
-    /// Stores a new reading; rates from the byte deltas over `interval_ns`.
-    pub fn update(&self, s: &dpdk::PortStats, speed_mbps: u32, interval_ns: u64) {
-        let rate = |new: u64, old: &AtomicU64| {
-            let d = new.saturating_sub(old.load(Ordering::Relaxed));
-            (u128::from(d) * 8 * 1_000_000 / u128::from(interval_ns.max(1))) as u64
-        };
-        self.rx_kbps
-            .store(rate(s.rx_bytes, &self.rx_bytes), Ordering::Relaxed);
-        self.tx_kbps
-            .store(rate(s.tx_bytes, &self.tx_bytes), Ordering::Relaxed);
-        self.rx_packets.store(s.rx_packets, Ordering::Relaxed);
-        self.tx_packets.store(s.tx_packets, Ordering::Relaxed);
-        self.rx_bytes.store(s.rx_bytes, Ordering::Relaxed);
-        self.tx_bytes.store(s.tx_bytes, Ordering::Relaxed);
-        self.rx_drops
-            .store(s.rx_missed + s.rx_errors + s.rx_nombuf, Ordering::Relaxed);
-        self.tx_drops.store(s.tx_errors, Ordering::Relaxed);
-        self.speed_mbps
-            .store(u64::from(speed_mbps), Ordering::Relaxed);
     }
 }
 
@@ -290,33 +243,6 @@ impl RouterTelemetry {
     }
 }
 
-/// `part / whole` in 255ths (clamped to 255; 0 of nothing).
-/// One step of the buffer-occupancy average (weight 1/8, kept ×16): `avg_x16` moved an eighth
-/// of the way to `depth`, rounded toward `depth` so that it reaches it (a step truncated toward
-/// zero left an emptied buffer's average at 1 for ever).
-fn average_x16(avg_x16: u32, depth: u32) -> u32 {
-    let (d, a) = (i64::from(depth.saturating_mul(16)), i64::from(avg_x16));
-    let step = d - a;
-    let moved = if step >= 0 { step + 7 } else { step }.div_euclid(8);
-    (a + moved).clamp(0, i64::from(u32::MAX)) as u32
-}
-
-fn fraction_255(part: u64, whole: u64) -> u8 {
-    (u128::from(part.min(whole)) * 255 / u128::from(whole.max(1))) as u8
-}
-
-fn counter(p: &PortSample, dir: Direction, kind: CounterKind) -> u64 {
-    let a = match (dir, kind) {
-        (Direction::Rx, CounterKind::Packets) => &p.rx_packets,
-        (Direction::Rx, CounterKind::Bytes) => &p.rx_bytes,
-        (Direction::Rx, CounterKind::Drops) => &p.rx_drops,
-        (Direction::Tx, CounterKind::Packets) => &p.tx_packets,
-        (Direction::Tx, CounterKind::Bytes) => &p.tx_bytes,
-        (Direction::Tx, CounterKind::Drops) => &p.tx_drops,
-    };
-    a.load(Ordering::Relaxed)
-}
-
 impl TelemetrySource for RouterTelemetry {
     fn node_id(&self) -> Option<u32> {
         self.node_id
@@ -332,10 +258,10 @@ impl TelemetrySource for RouterTelemetry {
         )
     }
     fn interface_counter(&mut self, ifid: u16, dir: Direction, kind: CounterKind) -> Option<u64> {
-        self.port_of(ifid).map(|p| counter(p, dir, kind))
+        self.port_of(ifid).map(|p| p.counter(dir, kind))
     }
     fn total_counter(&mut self, dir: Direction, kind: CounterKind) -> Option<u64> {
-        Some(self.ports.iter().map(|p| counter(p, dir, kind)).sum())
+        Some(self.ports.iter().map(|p| p.counter(dir, kind)).sum())
     }
     fn link_utilisation_kbps(&mut self, ifid: u16, dir: Direction) -> Option<u32> {
         let p = self.port_of(ifid)?;
@@ -1195,38 +1121,4 @@ mod egress_mac_tests {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{average_x16, fraction_255};
-
-    #[test]
-    fn buffer_average_reaches_the_depth_both_ways() {
-        // A buffer that held one packet once, then stays empty: the average returns to 0.
-        let mut a = 16;
-        for _ in 0..200 {
-            a = average_x16(a, 0);
-        }
-        assert_eq!(((a + 8) / 16, a), (0, 0));
-        // And climbs to a steady depth without overshooting it.
-        let mut a = 0;
-        for _ in 0..200 {
-            a = average_x16(a, 40);
-            assert!(a <= 40 * 16);
-        }
-        assert_eq!(a, 40 * 16);
-        // An eighth of the way per step.
-        assert_eq!(average_x16(0, 8), 16);
-        assert_eq!(average_x16(16 * 8, 0), 16 * 7);
-    }
-
-    #[test]
-    fn usage_fractions_are_clamped_255ths() {
-        assert_eq!(fraction_255(0, 1000), 0);
-        assert_eq!(fraction_255(500, 1000), 127);
-        assert_eq!(fraction_255(1000, 1000), 255);
-        // A burst that straddles the sampling point can count more busy cycles than the
-        // interval: never more than all of it.
-        assert_eq!(fraction_255(1500, 1000), 255);
-        assert_eq!(fraction_255(0, 0), 0);
-        assert_eq!(fraction_255(u64::MAX, u64::MAX), 255);
-    }
-}
+mod tests {}
