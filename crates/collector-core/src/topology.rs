@@ -971,39 +971,9 @@ pub mod hex_u64 {
 mod tests {
     use super::*;
 
-    /// An interface of [`topo`]: id, neighbour AS, the neighbour's interface id.
-    type If<'a> = (u16, &'a str, Option<u16>);
-
-    /// A valid reference-format `topology.json` of AS `ia` with these routers (name, node id,
-    /// interfaces); every link is a core link with its own underlay addresses.
-    fn topo(ia: &str, routers: &[(&str, Option<u32>, &[If<'_>])]) -> String {
-        let mut brs = serde_json::Map::new();
-        for (k, (name, id, ifs)) in routers.iter().enumerate() {
-            let mut interfaces = serde_json::Map::new();
-            for &(ifid, neighbor, remote) in ifs.iter() {
-                let mut i = serde_json::json!({
-                    "isd_as": neighbor,
-                    "link_to": "core",
-                    "underlay": {
-                        "local": format!("192.0.2.{ifid}:50000"),
-                        "remote": format!("198.51.100.{ifid}:50000"),
-                    },
-                });
-                if let Some(r) = remote {
-                    i["remote_interface_id"] = r.into();
-                }
-                interfaces.insert(ifid.to_string(), i);
-            }
-            let mut br = serde_json::json!({
-                "internal_addr": format!("10.0.0.{}:30042", k + 1),
-                "interfaces": interfaces,
-            });
-            if let Some(id) = id {
-                br["id"] = (*id).into();
-            }
-            brs.insert(name.to_string(), br);
-        }
-        serde_json::json!({ "isd_as": ia, "border_routers": brs }).to_string()
+    /// A valid non-core `topology.json` of AS `ia` with these routers (the test kit's).
+    fn topo(ia: &str, routers: &[test_kit::chain::TopoRouter<'_>]) -> String {
+        test_kit::chain::topology_json(ia, false, routers)
     }
 
     fn ia(s: &str) -> IsdAsn {
