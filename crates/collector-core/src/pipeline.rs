@@ -970,7 +970,9 @@ impl Pipeline {
                 &key_set(0).0,
                 |i, e| {
                     let j = usize::from(e.hop());
-                    (j < nhf).then(|| &key_set(i).1[usize::from(hop_of[j])])
+                    (j < nhf)
+                        .then(|| key_set(i).1.get(usize::from(hop_of[j])))
+                        .flatten()
                 },
                 |index, e| {
                     if decode_error.is_none() {
@@ -1156,17 +1158,29 @@ fn map_hops(
     dst: IsdAsn,
     layout: &HopLayout,
 ) -> Result<(u64, Arc<[IsdAsn]>, bool), Reject> {
-    match topo.map(src, dst, layout) {
-        Mapping::Known { id, ases } => Ok((id, ases, false)),
-        Mapping::Walked { id, ases } => Ok((id, ases, true)),
+    let (id, ases, walked) = match topo.map(src, dst, layout) {
+        Mapping::Known { id, ases } => (id, ases, false),
+        Mapping::Walked { id, ases } => (id, ases, true),
         Mapping::Unknown { id } => {
             shared.topology.record_unknown(src, dst, id, layout);
-            Err(reject(
+            return Err(reject(
                 RejectReason::UnknownPath,
                 format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
-            ))
+            ));
         }
+    };
+    // One AS per AS hop, or the per-hop lookups below would read past the path.
+    if ases.len() != layout.as_hops {
+        return Err(reject(
+            RejectReason::BadPath,
+            format!(
+                "path {id:016x} has {} AS hops, the report's path {}",
+                ases.len(),
+                layout.as_hops
+            ),
+        ));
     }
+    Ok((id, ases, walked))
 }
 
 /// Phase "keys": the source's key and the path's hop keys of the epoch holding `time_s`,
@@ -1211,7 +1225,9 @@ fn verify_and_decode(
         source_key,
         |_, e| {
             let j = usize::from(e.hop());
-            (j < nhf).then(|| &hop_keys[usize::from(hop_of[j])])
+            (j < nhf)
+                .then(|| hop_keys.get(usize::from(hop_of[j])))
+                .flatten()
         },
         |index, e| {
             if decode_error.is_none() {

@@ -206,11 +206,15 @@ pub struct Topology {
     pub internal_links: BTreeSet<InternalLink>,
     /// Paths by id.
     pub paths: BTreeMap<u64, PathInfo>,
-    /// Paths by id, as AS per hop (for the hot path).
-    hop_ases: rustc_hash::FxHashMap<u64, Arc<[IsdAsn]>>,
-    /// Path ids by interface fingerprint ([`HopLayout::fingerprint`]: what a report's path
-    /// shows, without the ASes).
+    /// Paths by id, as the hot path compares and uses them.
+    shapes: rustc_hash::FxHashMap<u64, PathShape>,
+    /// Path ids by interface signature (a keyed hash of what a report's path shows: source,
+    /// destination and interfaces, without the ASes). Candidates only: a report is taken for
+    /// a known path when its whole shape equals the path's ([`PathShape::matches`]).
     by_ifs: rustc_hash::FxHashMap<u64, Vec<u64>>,
+    /// The key of the interface signatures, random per process, so that nobody outside can
+    /// aim a report's signature at a known path's.
+    signature_key: std::hash::RandomState,
     /// Known (ISD-AS, node id) pairs (for the hot path).
     nodes: rustc_hash::FxHashSet<(u64, u32)>,
 }
@@ -321,6 +325,33 @@ impl HopLayout {
     }
 }
 
+/// A known path as the hot path needs it: endpoints, interfaces per AS hop (travel
+/// direction) and the AS of each AS hop.
+#[derive(Debug, Clone)]
+struct PathShape {
+    src: IsdAsn,
+    dst: IsdAsn,
+    ifs: Box<[(u16, u16)]>,
+    ases: Arc<[IsdAsn]>,
+}
+
+impl PathShape {
+    fn of(p: &PathInfo) -> Self {
+        PathShape {
+            src: p.src,
+            dst: p.dst,
+            ifs: p.hops.iter().map(|h| (h.ingress, h.egress)).collect(),
+            ases: p.hops.iter().map(|h| h.ia).collect(),
+        }
+    }
+
+    /// Whether a report's path from `src` to `dst` shows exactly this path: same endpoints,
+    /// same number of AS hops, same interfaces at every hop.
+    fn matches(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> bool {
+        self.src == src && self.dst == dst && self.ifs[..] == layout.ifs[..layout.as_hops]
+    }
+}
+
 fn mix(h: u64, v: u64) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let x = (h ^ v).wrapping_mul(K);
@@ -398,32 +429,60 @@ impl Topology {
     /// several known paths share them, the one the imported interfaces lead along), else a
     /// walk over the imported interfaces, else unknown (id: the interface fingerprint).
     pub fn map(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Mapping {
-        let key = layout.fingerprint(src, dst);
-        let known = self.by_ifs.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-        if let [id] = known
-            && let Some(a) = self.hop_ases.get(id)
-        {
+        let ifs = &layout.ifs[..layout.as_hops];
+        let signature = self.signature(src, dst, ifs.iter().copied());
+        let candidates = self.by_ifs.get(&signature).map_or(&[][..], Vec::as_slice);
+        // Only paths of exactly this shape (a signature is a hash: equal ones may differ).
+        let shape_of = |id: &u64| {
+            self.shapes
+                .get(id)
+                .filter(|shape| shape.matches(src, dst, layout))
+        };
+        let mut known = candidates
+            .iter()
+            .filter_map(|id| Some((*id, shape_of(id)?)));
+        if let (Some((id, shape)), None) = (known.next(), known.next()) {
             return Mapping::Known {
-                id: *id,
-                ases: a.clone(),
+                id,
+                ases: shape.ases.clone(),
             };
         }
-        let Some(ases) = self.walk(src, dst, layout) else {
-            return Mapping::Unknown { id: key };
+        let unknown = || Mapping::Unknown {
+            id: layout.fingerprint(src, dst),
         };
-        let ifs = &layout.ifs[..layout.as_hops];
+        let Some(ases) = self.walk(src, dst, layout) else {
+            return unknown();
+        };
         let id = path_id(ases.iter().zip(ifs).map(|(a, (i, e))| (*a, *i, *e)));
-        match self.hop_ases.get(&id) {
-            Some(a) if known.contains(&id) && a[..] == ases[..] => Mapping::Known {
-                id,
-                ases: a.clone(),
-            },
-            Some(_) => Mapping::Unknown { id: key },
+        match self.shapes.get(&id) {
+            Some(shape) if shape.matches(src, dst, layout) && shape.ases[..] == ases[..] => {
+                Mapping::Known {
+                    id,
+                    ases: shape.ases.clone(),
+                }
+            }
+            Some(_) => unknown(),
             None => Mapping::Walked {
                 id,
                 ases: ases.into(),
             },
         }
+    }
+
+    /// The keyed interface signature of a path from `src` to `dst` over `ifs` (the index of
+    /// known paths).
+    fn signature(&self, src: IsdAsn, dst: IsdAsn, ifs: impl Iterator<Item = (u16, u16)>) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = self.signature_key.build_hasher();
+        h.write_u64(src.to_u64());
+        h.write_u64(dst.to_u64());
+        let mut hops = 0;
+        for (i, e) in ifs {
+            h.write_u32((u32::from(i) << 16) | u32::from(e));
+            hops += 1;
+        }
+        h.write_usize(hops);
+        h.finish()
     }
 
     fn walk(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Option<Vec<IsdAsn>> {
@@ -481,9 +540,8 @@ impl Topology {
             Some(old) if *old == p || old.hops != p.hops => return false,
             _ => {}
         }
-        let ases: Arc<[IsdAsn]> = p.hops.iter().map(|h| h.ia).collect();
-        self.hop_ases.insert(p.id, ases);
-        let key = fingerprint(p.src, p.dst, p.hops.iter().map(|h| (h.ingress, h.egress)));
+        self.shapes.insert(p.id, PathShape::of(&p));
+        let key = self.signature(p.src, p.dst, p.hops.iter().map(|h| (h.ingress, h.egress)));
         let ids = self.by_ifs.entry(key).or_default();
         if !ids.contains(&p.id) {
             ids.push(p.id);
@@ -1246,6 +1304,46 @@ mod tests {
             assert!(e.0.contains(&format!("`{field}`")), "{e}");
         }
         assert!(!t.snapshot().ases.contains_key(&ia("1-ff00:0:c")));
+    }
+
+    #[test]
+    fn a_signature_shared_with_a_known_path_of_another_shape_maps_to_nothing() {
+        let (a, b, c) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"), ia("1-ff00:0:c"));
+        let hop = |ia, ingress, egress| PathHop {
+            ia,
+            ingress,
+            egress,
+        };
+        let known = PathDescription {
+            hops: vec![hop(a, 0, 1), hop(b, 2, 3), hop(c, 4, 0)],
+        };
+        let t = TopologyHandle::new();
+        let known_id = t.import_path(&known).unwrap().id;
+        // A report's path of four AS hops, whose signature is made to name the known path
+        // (as a hash collision would): it must not be taken for it.
+        let p = v1::Path {
+            seg_lens: vec![4],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 3), hf(4, 5), hf(6, 0)],
+            ..Default::default()
+        };
+        let l = HopLayout::of(Some(&p)).unwrap();
+        let mut topo = Topology::clone(&t.snapshot());
+        let sig = topo.signature(a, c, l.ifs[..l.as_hops].iter().copied());
+        topo.by_ifs.entry(sig).or_default().push(known_id);
+        assert!(matches!(topo.map(a, c, &l), Mapping::Unknown { .. }));
+        // The same interfaces towards another destination are not the known path either.
+        let three = v1::Path {
+            seg_lens: vec![3],
+            hop_fields: vec![hf(0, 1), hf(2, 3), hf(4, 0)],
+            ..p
+        };
+        let l = HopLayout::of(Some(&three)).unwrap();
+        let sig = topo.signature(a, b, l.ifs[..l.as_hops].iter().copied());
+        topo.by_ifs.entry(sig).or_default().push(known_id);
+        assert!(matches!(topo.map(a, b, &l), Mapping::Unknown { .. }));
+        // The known path itself still maps.
+        assert!(matches!(topo.map(a, c, &l), Mapping::Known { id, .. } if id == known_id));
     }
 
     #[test]

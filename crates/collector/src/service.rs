@@ -326,7 +326,7 @@ fn worker(
     ready: Arc<AtomicUsize>,
     queued: Arc<AtomicUsize>,
 ) {
-    ready.fetch_add(1, Relaxed);
+    let _running = RunningWorker::new(ready);
     let mut jobs = Vec::with_capacity(chunk);
     'outer: loop {
         jobs.clear();
@@ -357,12 +357,43 @@ fn worker(
             }
         }
     }
-    ready.fetch_sub(1, Relaxed);
+}
+
+/// A pipeline worker counted as running (in the count `/ready` compares with the number of
+/// workers) from its creation until it is dropped, also when the worker unwinds from a
+/// panic: a dead worker makes the service not ready instead of silently dropping its queue.
+struct RunningWorker(Arc<AtomicUsize>);
+
+impl RunningWorker {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Relaxed);
+        RunningWorker(count)
+    }
+}
+
+impl Drop for RunningWorker {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_that_panics_is_no_longer_counted_as_running() {
+        let running = Arc::new(AtomicUsize::new(0));
+        let count = running.clone();
+        let worker = std::thread::spawn(move || {
+            let _running = RunningWorker::new(count);
+            panic!("a pipeline bug");
+        });
+        assert!(worker.join().is_err());
+        assert_eq!(running.load(Relaxed), 0);
+        let _alive = RunningWorker::new(running.clone());
+        assert_eq!(running.load(Relaxed), 1);
+    }
     use crate::state::shard_of;
     use idint_report::v1;
 

@@ -1,0 +1,179 @@
+//! Reports crafted by an outsider who knows how the collector maps paths: a genuine report
+//! whose path is replaced by made-up hop fields, with the destination solved so that the
+//! path's interface fingerprint equals an imported path's. Such a report must never be taken
+//! for the imported path, and must never stop the pipeline.
+
+use collector_core::counters::RejectReason;
+use collector_core::metrics::DetectionConfig;
+use collector_core::pipeline::{Pipeline, Shared};
+use collector_core::topology::PathDescription;
+use idint_report::{idint_hbh, v1};
+use idint_wire::IsdAsn;
+use idint_wire::idint::IdInt;
+use test_kit::chain::{self, Ask, Chain};
+
+const NOW: u64 = 1_763_800_000_000_000_000;
+/// Hop fields of the forged path (the imported path has 4 AS hops).
+const FORGED_HOPS: usize = 12;
+
+/// The published (unkeyed) fingerprint the collector used to find known paths, as an attacker
+/// reimplements it: a chain of `mix` steps over source, destination and interfaces.
+mod unkeyed {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    const SEED: u64 = 0xcbf2_9ce4_8422_2325;
+    const HOP_TAG: u64 = 1 << 40;
+
+    fn mix(h: u64, v: u64) -> u64 {
+        let x = (h ^ v).wrapping_mul(K);
+        x ^ (x >> 29)
+    }
+
+    /// `x` such that `mix(0, x) == h`, i.e. the inverse of the multiply-xorshift step.
+    fn unmix(h: u64) -> u64 {
+        let y = h ^ (h >> 29) ^ (h >> 58);
+        // K's inverse modulo 2^64 by Newton's iteration (K is odd).
+        let mut inv = K;
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(K.wrapping_mul(inv)));
+        }
+        y.wrapping_mul(inv)
+    }
+
+    fn hop(i: u16, e: u16) -> u64 {
+        (u64::from(i) << 16) | u64::from(e) | HOP_TAG
+    }
+
+    pub fn fingerprint(src: u64, dst: u64, ifs: &[(u16, u16)]) -> u64 {
+        let mut h = mix(mix(SEED, src), dst);
+        for &(i, e) in ifs {
+            h = mix(h, hop(i, e));
+        }
+        h
+    }
+
+    /// The destination that makes `fingerprint(src, dst, ifs) == target`.
+    pub fn solve_dst(src: u64, ifs: &[(u16, u16)], target: u64) -> u64 {
+        let mut h = target;
+        for &(i, e) in ifs.iter().rev() {
+            h = unmix(h) ^ hop(i, e);
+        }
+        unmix(h) ^ mix(SEED, src)
+    }
+}
+
+fn imported_fingerprint(p: &PathDescription) -> u64 {
+    let ifs: Vec<_> = p.hops.iter().map(|h| (h.ingress, h.egress)).collect();
+    let (src, dst) = (p.hops[0].ia, p.hops[p.hops.len() - 1].ia);
+    unkeyed::fingerprint(src.to_u64(), dst.to_u64(), &ifs)
+}
+
+/// `report` with its path replaced by [`FORGED_HOPS`] made-up hop fields in one segment and
+/// its destination solved so that the unkeyed fingerprint equals the imported path's.
+fn forge(report: &v1::Report) -> v1::Report {
+    let imported = chain::path_description();
+    let ifs: Vec<(u16, u16)> = (0..FORGED_HOPS as u16)
+        .map(|k| {
+            let ingress = if k == 0 { 0 } else { 100 + 2 * k };
+            let egress = if k + 1 == FORGED_HOPS as u16 {
+                0
+            } else {
+                101 + 2 * k
+            };
+            (ingress, egress)
+        })
+        .collect();
+    let src = report.src_isd_as;
+    let dst = unkeyed::solve_dst(src, &ifs, imported_fingerprint(&imported));
+    assert_eq!(
+        unkeyed::fingerprint(src, dst, &ifs),
+        imported_fingerprint(&imported),
+        "the attacker's forgery itself works"
+    );
+    let mut forged = report.clone();
+    forged.dst_isd_as = dst;
+    let path = forged.path.as_mut().expect("a genuine report has a path");
+    path.seg_lens = vec![FORGED_HOPS as u32];
+    path.info_fields.truncate(1);
+    path.info_fields[0].cons_dir = true;
+    path.hop_fields = ifs
+        .iter()
+        .map(|&(i, e)| v1::HopField {
+            cons_ingress: u32::from(i),
+            cons_egress: u32::from(e),
+            exp_time: 63,
+        })
+        .collect();
+    forged
+}
+
+/// Sets the hop index of stack entry `index` (the byte after the flags; 6 bits, shifted by 2).
+fn set_entry_hop(r: &mut v1::Report, index: usize, hop: u8) {
+    let hbh = idint_hbh(r).unwrap();
+    let idint = IdInt::locate(&hbh[..]).unwrap().unwrap();
+    let start = idint.stack_range().start;
+    let (at, _) = idint.entries().nth(index).unwrap();
+    let byte = &mut r.idint_stack[at - start + 3];
+    *byte = (*byte & 0b11) | (hop << 2);
+}
+
+fn pipeline() -> Pipeline {
+    let shared = Shared::new(
+        DetectionConfig {
+            latency_ns: 0.0,
+            ..DetectionConfig::default()
+        },
+        64,
+    );
+    chain::collector_pipeline(shared, &[NOW / 1_000_000_000])
+}
+
+fn batch(reports: Vec<v1::Report>) -> v1::ReportBatch {
+    v1::ReportBatch {
+        reports,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_path_forged_to_collide_with_a_known_path_is_not_taken_for_it() {
+    let mut p = pipeline();
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let genuine = chain.batch(3, 1);
+
+    // As sent: the made-up hops verify nothing.
+    let forged = forge(&genuine.reports[0]);
+    // With an entry claiming hop field 10 (the imported path has 4 AS hops): the key lookup
+    // must not index past the imported path's keys.
+    let mut far = forge(&genuine.reports[1]);
+    set_entry_hop(&mut far, 1, 10);
+    let out = p.process_batch(&batch(vec![forged]), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (0, 1),
+        "the forged path was taken for the imported one"
+    );
+    let out = p.process_batch(&batch(vec![far]), NOW);
+    assert_eq!((out.accepted, out.rejected), (0, 1));
+    assert_eq!(
+        p.shared().counters.rejected(RejectReason::UnknownPath),
+        2,
+        "{:?}",
+        chain::rejections(&p)
+    );
+    // Nothing was measured.
+    assert!(
+        p.shared().metrics.is_empty(),
+        "the forged reports produced values"
+    );
+
+    // The pipeline still works: the genuine report is accepted.
+    let out = p.process_batch(&batch(vec![genuine.reports[2].clone()]), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (1, 0),
+        "{:?}",
+        chain::rejections(&p)
+    );
+    let dst: IsdAsn = chain::ases()[3];
+    assert_eq!(genuine.reports[2].dst_isd_as, dst.to_u64());
+}
