@@ -180,6 +180,16 @@ pub struct Counters {
     pub grace_accepted: AtomicU64,
     /// Times a worker waited for a full time-series buffer (20 ms each).
     pub sink_waits: AtomicU64,
+    /// Reports parked until keys being fetched arrive (a gauge).
+    pub waiting_for_keys: AtomicU64,
+    /// Key fetches from the remote provider (control service) started.
+    pub key_fetches: AtomicU64,
+    /// Key fetches that failed (no key, or the provider unreachable).
+    pub key_fetch_failures: AtomicU64,
+    /// Key fetches refused because the fetch queue was full.
+    pub key_fetches_refused: AtomicU64,
+    /// Key lookups answered from a remembered failed fetch.
+    pub key_misses_remembered: AtomicU64,
 }
 
 impl Counters {
@@ -272,6 +282,31 @@ impl Counters {
             "sink_waits_total",
             "Times a pipeline worker waited for a full time-series buffer (20 ms each)",
             &self.sink_waits,
+        );
+        c(
+            "key_fetches_total",
+            "Key fetches from the control service started",
+            &self.key_fetches,
+        );
+        c(
+            "key_fetch_failures_total",
+            "Key fetches from the control service that failed",
+            &self.key_fetch_failures,
+        );
+        c(
+            "key_fetches_refused_total",
+            "Key fetches refused: fetch queue full",
+            &self.key_fetches_refused,
+        );
+        c(
+            "key_misses_remembered_total",
+            "Key lookups answered from a remembered failed fetch",
+            &self.key_misses_remembered,
+        );
+        let _ = writeln!(
+            out,
+            "# HELP idint_collector_reports_waiting_for_keys Reports parked until keys being fetched arrive\n# TYPE idint_collector_reports_waiting_for_keys gauge\nidint_collector_reports_waiting_for_keys {}",
+            self.waiting_for_keys.load(Relaxed)
         );
         let _ = writeln!(
             out,

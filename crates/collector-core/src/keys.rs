@@ -202,8 +202,17 @@ impl Level1Provider for CollectorProvider {
 pub enum KeyError {
     /// No level-1 key for this AS at this time.
     NoLevel1(IsdAsn),
+    /// The level-1 key of this AS is being fetched: try again later.
+    Pending(IsdAsn),
     /// The host address cannot be used for derivation.
     BadHost,
+}
+
+fn level1_error(ia: IsdAsn, e: &ProviderError) -> KeyError {
+    match e {
+        ProviderError::Pending { .. } => KeyError::Pending(ia),
+        _ => KeyError::NoLevel1(ia),
+    }
 }
 
 /// Keys of one path's ASes, valid while `begin <= t < end` (the intersection of epochs).
@@ -306,7 +315,7 @@ impl KeyResolver {
         let (epoch, l1) = self
             .provider
             .level1(Protocol::IDINT, ia, self.local_ia, time_s)
-            .map_err(|_| KeyError::NoLevel1(ia))?;
+            .map_err(|e| level1_error(ia, &e))?;
         let k = drkey::as_host(&l1.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
         Ok((epoch, k.cipher()))
     }
@@ -371,7 +380,7 @@ impl KeyResolver {
             let (epoch, l1) = self
                 .provider
                 .level1(Protocol::IDINT, ia, self.local_ia, time_s)
-                .map_err(|_| KeyError::NoLevel1(ia))?;
+                .map_err(|e| level1_error(ia, &e))?;
             let ha = drkey::host_as(&l1.cipher(), &src).map_err(|_| KeyError::BadHost)?;
             let hh = drkey::host_host(&ha.cipher(), &self.host).map_err(|_| KeyError::BadHost)?;
             if self.source_keys.len() >= self.capacity {

@@ -7,6 +7,8 @@
 //! * [`keys`]: level-1 key sources (local master secret, imported keys, any further
 //!   [`drkey::provider::Level1Provider`] such as a control service client) and the per-worker
 //!   key caches.
+//! * [`remote_keys`]: keys fetched from a slow remote provider off the pipeline (non-blocking
+//!   lookups, remembered failures, a bounded and rate-limited fetch queue).
 //! * [`replay`]: replay suppression per source.
 //! * [`topology`]: ASes, routers, interfaces, links and paths (imported and learned), behind
 //!   a [`topology::TopologySink`] for persistence.
@@ -23,6 +25,7 @@ pub use idint_report::json;
 pub mod keys;
 pub mod metrics;
 pub mod pipeline;
+pub mod remote_keys;
 pub mod replay;
 pub mod topology;
 pub mod wire;

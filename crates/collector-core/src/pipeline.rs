@@ -22,8 +22,8 @@ use prost::Message;
 use rustc_hash::FxHashMap;
 
 use crate::counters::{Counters, MalformedReason, Quarantine, Quarantined, RejectReason};
-use crate::keys::KeyResolver;
 use crate::keys::source_slot;
+use crate::keys::{KeyError, KeyResolver};
 use crate::metrics::{
     DetectionConfig, Measurement, MetricKey, MetricStore, NO_SLOT, Point, PointSink,
 };
@@ -86,13 +86,46 @@ pub struct Reject {
     pub reason: RejectReason,
     /// Details for operators.
     pub detail: String,
+    /// Not a verdict yet: keys the report needs are being fetched (the report waits).
+    waiting_for_keys: bool,
+}
+
+impl Reject {
+    /// Whether the report waits for keys being fetched rather than being rejected (it is
+    /// rejected with `reason` if they never come).
+    pub fn is_waiting_for_keys(&self) -> bool {
+        self.waiting_for_keys
+    }
 }
 
 fn reject(reason: RejectReason, detail: impl Into<String>) -> Reject {
     Reject {
         reason,
         detail: detail.into(),
+        waiting_for_keys: false,
     }
+}
+
+/// A report that must wait for keys being fetched, rejected with `reason` if they never come.
+fn wait_for_keys(reason: RejectReason, detail: String) -> Reject {
+    Reject {
+        waiting_for_keys: true,
+        ..reject(reason, detail)
+    }
+}
+
+/// Reports a pipeline parks while keys are fetched; beyond that they are rejected at once.
+pub const MAX_WAITING_REPORTS: usize = 4096;
+/// How long a report waits for keys at most (longer than a control-service timeout).
+pub const MAX_KEY_WAIT_NS: u64 = 10_000_000_000;
+/// How often parked reports are tried again.
+const KEY_RETRY_INTERVAL_NS: u64 = 20_000_000;
+
+/// A parked report: an owned copy, the exporter of its batch, and when it first arrived.
+struct WaitingReport {
+    report: v1::Report,
+    exporter: Option<(u64, u32)>,
+    since_ns: u64,
 }
 
 /// What a batch gave.
@@ -102,6 +135,8 @@ pub struct BatchOutcome {
     pub accepted: usize,
     /// Reports rejected.
     pub rejected: usize,
+    /// Reports parked until keys being fetched arrive (see [`Pipeline::retry_waiting`]).
+    pub waiting: usize,
 }
 
 /// Wire format of a batch.
@@ -478,6 +513,10 @@ pub struct Pipeline {
     out: Vec<Point>,
     learned: Vec<Learned>,
     spans: Spans,
+    /// Reports waiting for keys being fetched, oldest first.
+    waiting: std::collections::VecDeque<WaitingReport>,
+    /// When parked reports are tried next.
+    next_retry_ns: u64,
 }
 
 /// Paths whose metric slots a pipeline remembers; beyond that the memory starts afresh.
@@ -619,6 +658,8 @@ impl Pipeline {
             out: Vec::with_capacity(4096),
             learned: Vec::new(),
             spans: Spans::default(),
+            waiting: std::collections::VecDeque::new(),
+            next_retry_ns: 0,
         }
     }
 
@@ -640,7 +681,7 @@ impl Pipeline {
             batch
                 .reports
                 .iter()
-                .map(|r| ReportRef::decoded(r).or_exporter(batch_exporter)),
+                .map(|r| (ReportRef::decoded(r).or_exporter(batch_exporter), now_ns)),
             now_ns,
         )
     }
@@ -657,7 +698,10 @@ impl Pipeline {
         let out = if wire::parse_batch(bytes, &mut spans) {
             let reports = spans.reports.iter();
             Ok(self.run_batch(
-                reports.map(|s| ReportRef::encoded(bytes, &spans, s).or_exporter(spans.exporter)),
+                reports.map(|s| {
+                    let r = ReportRef::encoded(bytes, &spans, s).or_exporter(spans.exporter);
+                    (r, now_ns)
+                }),
                 now_ns,
             ))
         } else {
@@ -668,9 +712,74 @@ impl Pipeline {
         out
     }
 
+    /// Whether reports are parked waiting for keys.
+    pub fn has_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Tries the reports parked for keys again (at most every 20 ms; call it while idle):
+    /// those whose keys arrived are processed, those whose fetch failed or that waited
+    /// [`MAX_KEY_WAIT_NS`] are rejected, the others keep waiting.
+    pub fn retry_waiting(&mut self, now_ns: u64) -> BatchOutcome {
+        if self.waiting.is_empty() || now_ns < self.next_retry_ns {
+            return BatchOutcome::default();
+        }
+        self.next_retry_ns = now_ns.saturating_add(KEY_RETRY_INTERVAL_NS);
+        self.run_waiting(now_ns, false)
+    }
+
+    /// Gives every parked report its verdict now (at shutdown): processed if its keys
+    /// arrived, else rejected for want of them.
+    pub fn finish_waiting(&mut self, now_ns: u64) -> BatchOutcome {
+        if self.waiting.is_empty() {
+            return BatchOutcome::default();
+        }
+        self.run_waiting(now_ns, true)
+    }
+
+    fn run_waiting(&mut self, now_ns: u64, last_chance: bool) -> BatchOutcome {
+        let parked: Vec<WaitingReport> = self.waiting.drain(..).collect();
+        self.shared
+            .counters
+            .waiting_for_keys
+            .fetch_sub(parked.len() as u64, Relaxed);
+        let since = if last_chance { 0 } else { u64::MAX };
+        self.run_batch(
+            parked.iter().map(|w| {
+                let r = ReportRef::decoded(&w.report).or_exporter(w.exporter);
+                (r, w.since_ns.min(since))
+            }),
+            now_ns,
+        )
+    }
+
+    /// Parks a report whose keys are being fetched; false if it may not wait (the queue is
+    /// full or it waited long enough).
+    fn park(&mut self, r: &ReportRef<'_>, since_ns: u64, now_ns: u64) -> bool {
+        if self.waiting.len() >= MAX_WAITING_REPORTS
+            || now_ns.saturating_sub(since_ns) >= MAX_KEY_WAIT_NS
+        {
+            return false;
+        }
+        let report = match r.origin {
+            Origin::Decoded(d) => d.clone(),
+            Origin::Encoded(b) => match v1::Report::decode(b) {
+                Ok(d) => d,
+                Err(_) => return false,
+            },
+        };
+        self.waiting.push_back(WaitingReport {
+            report,
+            exporter: r.exporter,
+            since_ns,
+        });
+        self.shared.counters.waiting_for_keys.fetch_add(1, Relaxed);
+        true
+    }
+
     fn run_batch<'a>(
         &mut self,
-        reports: impl Iterator<Item = ReportRef<'a>>,
+        reports: impl Iterator<Item = (ReportRef<'a>, u64)>,
         now_ns: u64,
     ) -> BatchOutcome {
         let gen_now = self.shared.topology.generation();
@@ -687,15 +796,20 @@ impl Pipeline {
         self.hints.clear();
         self.report_obs.clear();
         let mut n = 0u64;
-        for r in reports {
-            n += 1;
+        for (r, since_ns) in reports {
             match self.process_report(&r, now_ns) {
                 Ok(()) => outcome.accepted += 1,
+                Err(rej) if rej.waiting_for_keys && self.park(&r, since_ns, now_ns) => {
+                    outcome.waiting += 1;
+                    // Counted in `reports` once it has its verdict.
+                    continue;
+                }
                 Err(rej) => {
                     outcome.rejected += 1;
                     self.quarantine(&r, rej, now_ns);
                 }
             }
+            n += 1;
         }
         let c = &self.shared.counters;
         self.out.clear();
@@ -1192,15 +1306,19 @@ fn resolve_keys<'k>(
     (path_id, ases): (u64, &[IsdAsn]),
     time_s: u64,
 ) -> Result<(&'k Aes128Enc, &'k [Aes128Enc]), Reject> {
+    let key_reject = |reason, e: KeyError, detail: String| match e {
+        KeyError::Pending(_) => wait_for_keys(reason, format!("{detail}: fetch did not complete")),
+        _ => reject(reason, detail),
+    };
     keys.source_key(source, src, src_host, time_s)
         .map_err(|e| {
-            reject(
-                RejectReason::NoSourceKey,
-                format!("{src} {src_host}: {e:?}"),
-            )
+            let detail = format!("{src} {src_host}: {e:?}");
+            key_reject(RejectReason::NoSourceKey, e, detail)
         })?;
-    keys.path_keys(path_id, ases, time_s)
-        .map_err(|e| reject(RejectReason::NoHopKey, format!("{e:?}")))?;
+    keys.path_keys(path_id, ases, time_s).map_err(|e| {
+        let detail = format!("{e:?}");
+        key_reject(RejectReason::NoHopKey, e, detail)
+    })?;
     keys.cached(source, path_id)
         .ok_or_else(|| reject(RejectReason::NoHopKey, "keys not cached"))
 }

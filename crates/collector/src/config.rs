@@ -104,10 +104,26 @@ pub struct CollectorConfig {
     /// (the gRPC client is built without TLS: `https://` is refused rather than sent in
     /// clear).
     pub control_service: Option<String>,
+    /// Key fetches from the control service per second at most (> 0); lookups never wait
+    /// for a fetch: the reports that need its key wait in the pipeline instead.
+    #[serde(default = "default_fetches_per_s")]
+    pub control_service_fetches_per_s: u32,
+    /// How long a failed key fetch is remembered, seconds: reports needing that key are
+    /// rejected at once meanwhile instead of asking again.
+    #[serde(default = "default_miss_ttl_s")]
+    pub control_service_miss_ttl_s: u64,
 }
 
 fn default_epoch() -> u32 {
     86_400
+}
+
+fn default_fetches_per_s() -> u32 {
+    collector_core::remote_keys::RemoteKeysConfig::default().fetches_per_s
+}
+
+fn default_miss_ttl_s() -> u64 {
+    collector_core::remote_keys::RemoteKeysConfig::default().miss_ttl_s
 }
 
 /// Ingest listeners and queue.
@@ -329,6 +345,11 @@ impl Config {
                 "collector.epoch_secs = {}: a DRKey epoch lasts {lo} to {hi} s",
                 self.collector.epoch_secs
             )));
+        }
+        if self.collector.control_service_fetches_per_s == 0 {
+            return Err(ConfigError(
+                "collector.control_service_fetches_per_s must be > 0".into(),
+            ));
         }
         if let Some(url) = &self.collector.control_service {
             check_url(url)

@@ -17,9 +17,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::{error, info, warn};
 
 use crate::config::Config;
-use collector_core::counters::Transport;
+use collector_core::counters::{Counters, Transport};
 use collector_core::keys::{CollectorProvider, ImportedKeys, KeyResolver};
 use collector_core::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
+use collector_core::remote_keys::{RemoteKeys, RemoteKeysConfig};
 use collector_core::topology::PathDescription;
 
 pub use crate::state::{AppState, DispatchError, Dispatcher, Job, Stores, now_ns};
@@ -54,11 +55,16 @@ fn err(e: impl std::fmt::Display) -> StartError {
     StartError(e.to_string())
 }
 
+/// How long one key fetch from the control service may take.
+const CONTROL_SERVICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long an idle worker with reports waiting for keys sleeps between retries.
+const WAITING_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The verifier identity and keys: (ISD-AS, host, provider, imported key store).
 pub type KeyMaterial = (IsdAsn, HostAddr, Arc<dyn Level1Provider>, Arc<ImportedKeys>);
 
 /// Builds the key provider and the imported key store from the configuration.
-pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
+pub fn key_material(cfg: &Config, counters: Arc<Counters>) -> Result<KeyMaterial, StartError> {
     let ia: IsdAsn = cfg
         .collector
         .isd_as
@@ -78,16 +84,22 @@ pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
     }
     let extra: Option<Arc<dyn Level1Provider>> = match &cfg.collector.control_service {
         Some(url) => {
-            // The worker thread blocks on this runtime for key misses (once per epoch).
+            // The fetcher thread blocks on this runtime; pipeline workers never wait for it.
             let handle = tokio::runtime::Handle::try_current()
                 .map_err(|_| err("control service client needs a tokio runtime"))?;
-            let p = drkey_grpc::ControlServiceProvider::with_handle(
+            let client = drkey_grpc::ControlServiceProvider::with_handle(
                 url,
-                std::time::Duration::from_secs(3),
+                CONTROL_SERVICE_TIMEOUT,
                 handle,
             )
             .map_err(|e| err(format!("control service {url}: {e}")))?;
-            Some(Arc::new(p))
+            let limits = RemoteKeysConfig {
+                fetches_per_s: cfg.collector.control_service_fetches_per_s,
+                miss_ttl_s: cfg.collector.control_service_miss_ttl_s,
+                ..RemoteKeysConfig::default()
+            };
+            let remote = RemoteKeys::spawn(Arc::new(client), limits, counters).map_err(err)?;
+            Some(Arc::new(remote))
         }
         None => None,
     };
@@ -98,8 +110,8 @@ pub fn key_material(cfg: &Config) -> Result<KeyMaterial, StartError> {
 
 /// Starts the collector: listeners bound, worker running, topology files imported.
 pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
-    let (ia, host, provider, imported) = key_material(&cfg)?;
     let mut shared = Shared::new(cfg.detection.clone(), cfg.api.quarantine);
+    let (ia, host, provider, imported) = key_material(&cfg, shared.counters.clone())?;
     shared.sink = stores.points.clone();
     if stores.wait_ms > 0 {
         shared.sink_wait_ms = stores.wait_ms;
@@ -330,9 +342,22 @@ fn worker(
     let mut jobs = Vec::with_capacity(chunk);
     'outer: loop {
         jobs.clear();
-        match rx.blocking_recv() {
-            Some(j) => jobs.push(j),
-            None => break,
+        if p.has_waiting() {
+            // Reports wait for keys being fetched: poll, trying them again while idle.
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    p.retry_waiting(now_ns());
+                    std::thread::sleep(WAITING_POLL);
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+            }
+        } else {
+            match rx.blocking_recv() {
+                Some(j) => jobs.push(j),
+                None => break,
+            }
         }
         while jobs.len() < chunk {
             match rx.try_recv() {
@@ -356,7 +381,10 @@ fn worker(
                 Job::Stop => break 'outer,
             }
         }
+        p.retry_waiting(now_ns());
     }
+    // Every accepted report gets its verdict before the worker ends.
+    p.finish_waiting(now_ns());
 }
 
 /// A pipeline worker counted as running (in the count `/ready` compares with the number of

@@ -24,6 +24,14 @@ pub enum ProviderError {
         /// Time asked for (Unix seconds).
         time: u64,
     },
+    /// The key is being fetched (from a remote provider) and is not known yet: ask again
+    /// later.
+    Pending {
+        /// Source (key-issuing) AS.
+        src: IsdAsn,
+        /// Time asked for (Unix seconds).
+        time: u64,
+    },
     /// The configuration or key file is unusable.
     Config(String),
 }
@@ -41,6 +49,9 @@ impl std::fmt::Display for ProviderError {
                 "no level-1 key {src} -> {dst} for protocol {} at {time}",
                 protocol.0
             ),
+            ProviderError::Pending { src, time } => {
+                write!(f, "the level-1 key of {src} at {time} is being fetched")
+            }
             ProviderError::Config(m) => f.write_str(m),
         }
     }
