@@ -175,6 +175,8 @@ pub struct Counters {
     pub points_refused: AtomicU64,
     /// Paths learned from reports.
     pub paths_learned: AtomicU64,
+    /// Paths not learned because the collector knows its maximum of learned paths.
+    pub paths_not_learned: AtomicU64,
     /// Reports accepted with some entries under the previous key epoch's keys (just after
     /// an epoch began: DRKey's grace period).
     pub grace_accepted: AtomicU64,
@@ -272,6 +274,11 @@ impl Counters {
             "paths_learned_total",
             "Paths learned from reports",
             &self.paths_learned,
+        );
+        c(
+            "paths_not_learned_total",
+            "Verified paths not learned: the cap of learned paths is reached",
+            &self.paths_not_learned,
         );
         c(
             "grace_accepted_total",

@@ -29,8 +29,8 @@ use crate::metrics::{
 };
 use crate::replay::{ReplayFilter, Source};
 use crate::topology::{
-    HopLayout, InternalLink, LayoutError, Mapping, PathHop, PathInfo, PathOrigin, Topology,
-    TopologyHandle, add_internal_link, add_path, add_router,
+    HopLayout, InternalLink, LayoutError, MAX_HOPS, Mapping, PathHop, PathInfo, PathOrigin,
+    Topology, TopologyHandle, add_internal_link, add_path, add_router,
 };
 use crate::wire::{self, HostSpan, ReportSpan, Spans};
 
@@ -62,6 +62,8 @@ pub struct Shared {
     /// How long a worker waits for a full time-series buffer before counting the points as
     /// refused, ms (meanwhile the ingest queues fill and push back).
     pub sink_wait_ms: u64,
+    /// Paths learned from reports at most ([`MAX_LEARNED_PATHS`] unless set).
+    pub max_learned_paths: usize,
 }
 
 impl Shared {
@@ -75,6 +77,7 @@ impl Shared {
             detection: Arc::new(detection),
             sink: None,
             sink_wait_ms: 60_000,
+            max_learned_paths: MAX_LEARNED_PATHS,
         }
     }
 }
@@ -890,16 +893,25 @@ impl Pipeline {
     fn apply_learned(&mut self) {
         let learned = std::mem::take(&mut self.learned);
         let counters = self.shared.counters.clone();
+        let max_learned = self.shared.max_learned_paths;
         self.shared.topology.update(|t, ch| {
+            let mut learned_paths = t
+                .paths
+                .values()
+                .filter(|p| p.origin == PathOrigin::Learned)
+                .count();
             for l in learned {
                 match l {
                     Learned::Router(ia, node) => add_router(t, ch, ia, node),
                     Learned::Internal(il) => add_internal_link(t, ch, il),
+                    Learned::Path(p) if t.paths.contains_key(&p.id) => {}
+                    Learned::Path(_) if learned_paths >= max_learned => {
+                        counters.paths_not_learned.fetch_add(1, Relaxed);
+                    }
                     Learned::Path(p) => {
-                        if !t.paths.contains_key(&p.id) {
-                            counters.paths_learned.fetch_add(1, Relaxed);
-                            add_path(t, ch, p);
-                        }
+                        counters.paths_learned.fetch_add(1, Relaxed);
+                        learned_paths += 1;
+                        add_path(t, ch, p);
                     }
                 }
             }
@@ -943,11 +955,32 @@ impl Pipeline {
         let who = Source::new(src, &src_host);
         let full_ts = check_fresh(&self.replay, who, ts48, port, now_ns)?;
 
-        let (path_id, ases, walked) = map_hops(&self.topo, &self.shared, src, dst, layout)?;
-
         // Keys, by the sink's receive time (the routers' processing time, give or take).
         let time = report_time(self.receive_bounds, r.receive_time_ns, now_ns);
         let time_s = time / 1_000_000_000;
+
+        let (path_id, ases, walked) = match map_hops(&self.topo, src, dst, layout)? {
+            Mapped::Path { id, ases, walked } => (id, ases, walked),
+            Mapped::Unknown { id } => {
+                // Recorded only as a verified fact: a genuine source sent it.
+                let source_key = self
+                    .keys
+                    .source_key(source, src, src_host, time_s)
+                    .map_err(|e| {
+                        let detail = format!("{src} {src_host}: {e:?}");
+                        key_reject(RejectReason::NoSourceKey, e, detail)
+                    })?;
+                verify_source_entry(&mut idint, source_key)?;
+                self.replay
+                    .record(who, full_ts, port, now_ns)
+                    .map_err(replay_reject)?;
+                self.shared.topology.record_unknown(src, dst, id, layout);
+                return Err(reject(
+                    RejectReason::UnknownPath,
+                    format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
+                ));
+            }
+        };
         let (source_key, hop_keys) = resolve_keys(
             &mut self.keys,
             (source, src, src_host),
@@ -993,7 +1026,8 @@ impl Pipeline {
             (instructions, functions),
             time,
         );
-        if walked {
+        // A walked path becomes known only once every one of its ASes vouched for it.
+        if walked && every_as_hop_verified(&self.entries, layout) {
             self.learn_walked_path(path_id, (src, dst), &ases, layout);
         }
         Ok(())
@@ -1261,27 +1295,48 @@ fn check_fresh(
     Ok(full_ts)
 }
 
+/// Paths the collector learns from reports at most (imported ones do not count).
+pub const MAX_LEARNED_PATHS: usize = 16_384;
+
+/// Whether every AS hop of `layout` has a verified router entry among `entries` (a source
+/// entry alone proves nothing about the ASes a path crosses).
+fn every_as_hop_verified(entries: &[DecodedEntry], layout: &HopLayout) -> bool {
+    let mut seen = [false; MAX_HOPS];
+    for e in entries.iter().filter(|e| !e.source) {
+        if let Some(&k) = layout.hop_of.get(usize::from(e.hop))
+            && usize::from(e.hop) < layout.hop_fields
+        {
+            seen[usize::from(k)] = true;
+        }
+    }
+    seen[..layout.as_hops].iter().all(|&s| s)
+}
+
+/// A report's path mapped to ASes, or not.
+enum Mapped {
+    /// A known or walked path: its id, the AS per AS hop, and whether it was walked.
+    Path {
+        id: u64,
+        ases: Arc<[IsdAsn]>,
+        walked: bool,
+    },
+    /// A path that maps to no known ASes (its id: the interface fingerprint).
+    Unknown { id: u64 },
+}
+
 /// Phase "mapping": the report's hops to ASes — the path id, the AS per AS hop and whether
-/// the path was walked over imported interfaces. A path that maps to nothing is recorded as
-/// unknown.
+/// the path was walked over imported interfaces, or unknown.
 #[inline]
 fn map_hops(
     topo: &Topology,
-    shared: &Shared,
     src: IsdAsn,
     dst: IsdAsn,
     layout: &HopLayout,
-) -> Result<(u64, Arc<[IsdAsn]>, bool), Reject> {
+) -> Result<Mapped, Reject> {
     let (id, ases, walked) = match topo.map(src, dst, layout) {
         Mapping::Known { id, ases } => (id, ases, false),
         Mapping::Walked { id, ases } => (id, ases, true),
-        Mapping::Unknown { id } => {
-            shared.topology.record_unknown(src, dst, id, layout);
-            return Err(reject(
-                RejectReason::UnknownPath,
-                format!("path {id:016x} from {src} to {dst} maps to no known ASes"),
-            ));
-        }
+        Mapping::Unknown { id } => return Ok(Mapped::Unknown { id }),
     };
     // One AS per AS hop, or the per-hop lookups below would read past the path.
     if ases.len() != layout.as_hops {
@@ -1294,7 +1349,24 @@ fn map_hops(
             ),
         ));
     }
-    Ok((id, ases, walked))
+    Ok(Mapped::Path { id, ases, walked })
+}
+
+/// Verifies the source entry alone (the hop entries of a path that maps to no ASes cannot
+/// be: their keys are unknown).
+fn verify_source_entry(idint: &mut IdInt<&mut [u8]>, source_key: &Aes128Enc) -> Result<(), Reject> {
+    match verify_stack_with(idint, source_key, |_, _| None, |_, _| {}) {
+        Ok(_) | Err(VerifyError::MissingKey { index: 1.. }) => Ok(()),
+        Err(e) => Err(verify_reject(e)),
+    }
+}
+
+/// A key error as the report's verdict: waiting if the key is being fetched.
+fn key_reject(reason: RejectReason, e: KeyError, detail: String) -> Reject {
+    match e {
+        KeyError::Pending(_) => wait_for_keys(reason, format!("{detail}: fetch did not complete")),
+        _ => reject(reason, detail),
+    }
 }
 
 /// Phase "keys": the source's key and the path's hop keys of the epoch holding `time_s`,
@@ -1306,10 +1378,6 @@ fn resolve_keys<'k>(
     (path_id, ases): (u64, &[IsdAsn]),
     time_s: u64,
 ) -> Result<(&'k Aes128Enc, &'k [Aes128Enc]), Reject> {
-    let key_reject = |reason, e: KeyError, detail: String| match e {
-        KeyError::Pending(_) => wait_for_keys(reason, format!("{detail}: fetch did not complete")),
-        _ => reject(reason, detail),
-    };
     keys.source_key(source, src, src_host, time_s)
         .map_err(|e| {
             let detail = format!("{src} {src_host}: {e:?}");

@@ -496,6 +496,10 @@ impl Topology {
             }
             let next = self.ases.get(&ia)?.interfaces.get(&eg)?;
             let nia = next.neighbor_ia?;
+            // A path visits an AS once: a walk that comes back is no path.
+            if out.contains(&nia) {
+                return None;
+            }
             if let Some(nif) = next.neighbor_if
                 && nif != layout.ifs[k + 1].0
             {
@@ -576,6 +580,9 @@ pub struct PathDescription {
     pub hops: Vec<PathHop>,
 }
 
+/// Unknown paths remembered at most.
+pub const UNKNOWN_PATHS_KEPT: usize = 4096;
+
 /// Shared, versioned topology: one writer lock, lock-free generation check for readers.
 pub struct TopologyHandle {
     writer: Mutex<Topology>,
@@ -600,7 +607,7 @@ impl TopologyHandle {
             snapshot: RwLock::new(Arc::new(Topology::default())),
             generation: AtomicU64::new(0),
             unknown: Mutex::new(BTreeMap::new()),
-            unknown_capacity: 4096,
+            unknown_capacity: UNKNOWN_PATHS_KEPT,
             sink: RwLock::new(None),
         }
     }
@@ -700,7 +707,9 @@ impl TopologyHandle {
                     w.insert_path(p.clone());
                 }
                 TopologyChange::UnknownPath(u) => {
-                    if let Ok(mut m) = self.unknown.lock() {
+                    if let Ok(mut m) = self.unknown.lock()
+                        && m.len() < self.unknown_capacity
+                    {
                         m.insert(u.id, u.clone());
                     }
                 }
@@ -771,7 +780,9 @@ impl TopologyHandle {
         Ok(paths)
     }
 
-    /// Records a path that could not be mapped (bounded; counts sightings).
+    /// Records a path that could not be mapped, counting sightings; at capacity the path
+    /// seen least often is forgotten. The pipeline records only paths of reports whose source
+    /// entry verified.
     pub fn record_unknown(&self, src: IsdAsn, dst: IsdAsn, id: u64, layout: &HopLayout) {
         let first = {
             let Ok(mut u) = self.unknown.lock() else {
@@ -780,7 +791,14 @@ impl TopologyHandle {
             if let Some(e) = u.get_mut(&id) {
                 e.reports += 1;
                 None
-            } else if u.len() < self.unknown_capacity {
+            } else {
+                if u.len() >= self.unknown_capacity {
+                    // Full: the path seen least often makes room (ties: the smallest id).
+                    let least = u.values().min_by_key(|e| (e.reports, e.id)).map(|e| e.id);
+                    if let Some(least) = least {
+                        u.remove(&least);
+                    }
+                }
                 let e = UnknownPath {
                     id,
                     src,
@@ -790,8 +808,6 @@ impl TopologyHandle {
                 };
                 u.insert(id, e.clone());
                 Some(e)
-            } else {
-                None
             }
         };
         if let Some(e) = first {
@@ -1344,6 +1360,50 @@ mod tests {
         assert!(matches!(topo.map(a, b, &l), Mapping::Unknown { .. }));
         // The known path itself still maps.
         assert!(matches!(topo.map(a, c, &l), Mapping::Known { id, .. } if id == known_id));
+    }
+
+    #[test]
+    fn a_walk_that_comes_back_to_an_as_is_no_path() {
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let t = TopologyHandle::new();
+        t.import_topology_json(&topo(
+            "1-ff00:0:a",
+            &[(
+                "ra",
+                Some(1),
+                &[(1, "1-ff00:0:b", Some(2)), (4, "1-ff00:0:b", Some(3))],
+            )],
+        ))
+        .unwrap();
+        t.import_topology_json(&topo(
+            "1-ff00:0:b",
+            &[(
+                "rb",
+                Some(2),
+                &[(2, "1-ff00:0:a", Some(1)), (3, "1-ff00:0:a", Some(4))],
+            )],
+        ))
+        .unwrap();
+        // A -1-> B -3-> A: the interfaces connect, but the walk visits A twice.
+        let p = v1::Path {
+            seg_lens: vec![3],
+            info_fields: vec![info(true)],
+            hop_fields: vec![hf(0, 1), hf(2, 3), hf(4, 0)],
+            ..Default::default()
+        };
+        let l = HopLayout::of(Some(&p)).unwrap();
+        assert!(matches!(
+            t.snapshot().map(a, a, &l),
+            Mapping::Unknown { .. }
+        ));
+        // Without the return, the same interfaces walk.
+        let p = v1::Path {
+            seg_lens: vec![2],
+            hop_fields: vec![hf(0, 1), hf(2, 0)],
+            ..p
+        };
+        let l = HopLayout::of(Some(&p)).unwrap();
+        assert!(matches!(t.snapshot().map(a, b, &l), Mapping::Walked { .. }));
     }
 
     #[test]

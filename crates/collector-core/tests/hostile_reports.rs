@@ -177,3 +177,94 @@ fn a_path_forged_to_collide_with_a_known_path_is_not_taken_for_it() {
     let dst: IsdAsn = chain::ases()[3];
     assert_eq!(genuine.reports[2].dst_isd_as, dst.to_u64());
 }
+
+/// Flips the last byte (in the MAC) of entry `index` of a report's stack.
+fn flip_entry_mac(r: &mut v1::Report, index: usize) {
+    let hbh = idint_hbh(r).unwrap();
+    let idint = IdInt::locate(&hbh[..]).unwrap().unwrap();
+    let start = idint.stack_range().start;
+    let (at, e) = idint.entries().nth(index).unwrap();
+    r.idint_stack[at - start + e.total_len() - 1] ^= 1;
+}
+
+fn shared() -> Shared {
+    Shared::new(DetectionConfig::default(), 64)
+}
+
+#[test]
+fn unknown_paths_are_recorded_only_from_reports_whose_source_verified() {
+    let mut p = chain::collector_pipeline_without_paths(shared(), &[NOW / 1_000_000_000]);
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let mut b = chain.batch(3, 1);
+    // Forged: any path, a source MAC that does not verify.
+    flip_entry_mac(&mut b.reports[0], 0);
+    let mut elsewhere = b.reports[1].clone();
+    elsewhere.dst_isd_as = IsdAsn::from_u64(0x0002_ff00_0000_0999).to_u64();
+    flip_entry_mac(&mut elsewhere, 0);
+    let out = p.process_batch(&batch(vec![b.reports[0].clone(), elsewhere]), NOW);
+    assert_eq!((out.accepted, out.rejected), (0, 2));
+    assert_eq!(p.shared().counters.rejected(RejectReason::BadSourceMac), 2);
+    assert!(p.shared().topology.unknown_paths().is_empty());
+    // Genuine: recorded, once per report; the same report again is a replay.
+    let out = p.process_batch(&batch(b.reports[1..].to_vec()), NOW);
+    assert_eq!((out.accepted, out.rejected), (0, 2));
+    let unknown = p.shared().topology.unknown_paths();
+    assert_eq!(unknown.len(), 1);
+    assert_eq!(unknown[0].reports, 2);
+    p.process_batch(&batch(vec![b.reports[2].clone()]), NOW);
+    assert_eq!(p.shared().counters.rejected(RejectReason::Replayed), 1);
+    assert_eq!(p.shared().topology.unknown_paths()[0].reports, 2);
+}
+
+#[test]
+fn walked_paths_are_learned_only_when_every_as_on_them_vouched() {
+    let mut p = chain::collector_pipeline_without_paths(shared(), &[NOW / 1_000_000_000]);
+    for f in chain::topology_files() {
+        p.shared().topology.import_topology_json(&f).unwrap();
+    }
+    let learned = |p: &Pipeline| p.shared().topology.snapshot().paths.len();
+    // Only the first and last AS write entries: the report verifies, the path is not learned.
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    chain.no_idint = vec![1, 2, 3];
+    let out = p.process_batch(&chain.batch(2, 1), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (2, 0),
+        "{:?}",
+        chain::rejections(&p)
+    );
+    assert_eq!(
+        learned(&p),
+        0,
+        "learned from a report B and C never wrote to"
+    );
+    // Every AS wrote: learned.
+    chain.no_idint.clear();
+    let out = p.process_batch(&chain.batch(1, 2), NOW);
+    assert_eq!(out.accepted, 1);
+    assert_eq!(learned(&p), 1);
+}
+
+#[test]
+fn learned_paths_are_capped_and_the_refusals_counted() {
+    let mut shared = shared();
+    shared.max_learned_paths = 0;
+    let mut p = chain::collector_pipeline_without_paths(shared, &[NOW / 1_000_000_000]);
+    for f in chain::topology_files() {
+        p.shared().topology.import_topology_json(&f).unwrap();
+    }
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let out = p.process_batch(&chain.batch(2, 1), NOW);
+    assert_eq!(out.accepted, 2);
+    assert!(p.shared().topology.snapshot().paths.is_empty());
+    let c = &p.shared().counters;
+    assert_eq!(
+        c.paths_learned.load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    assert_eq!(
+        c.paths_not_learned
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}

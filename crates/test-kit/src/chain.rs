@@ -511,6 +511,17 @@ pub fn topology_files() -> Vec<String> {
 /// secret, the level-1 keys K(B/C/D -> A) of the epochs holding `times_s`, the chain's path
 /// imported.
 pub fn collector_pipeline(shared: Shared, times_s: &[u64]) -> Pipeline {
+    let p = collector_pipeline_without_paths(shared, times_s);
+    p.shared()
+        .topology
+        .import_path(&path_description())
+        .unwrap();
+    p
+}
+
+/// [`collector_pipeline`] without the chain's path imported (nothing is known of the
+/// topology).
+pub fn collector_pipeline_without_paths(shared: Shared, times_s: &[u64]) -> Pipeline {
     let a = ases()[0];
     let imported = Arc::new(ImportedKeys::default());
     for &t in times_s {
@@ -524,12 +535,7 @@ pub fn collector_pipeline(shared: Shared, times_s: &[u64]) -> Pipeline {
         None,
     ));
     let keys = KeyResolver::new(a, HostAddr::V4(COLLECTOR), provider).watch(imported);
-    let p = Pipeline::new(shared, keys, ReplayConfig::default());
-    p.shared()
-        .topology
-        .import_path(&path_description())
-        .unwrap();
-    p
+    Pipeline::new(shared, keys, ReplayConfig::default())
 }
 
 /// The pipeline's rejections so far, by reason (those with a count).
