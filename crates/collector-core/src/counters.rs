@@ -49,6 +49,8 @@ pub enum RejectReason {
     Replayed,
     /// The replay memory is full.
     ReplayFull,
+    /// The source holds its whole share of the replay memory.
+    SourceQuota,
     /// The source timestamp precedes this collector's replay memory (the report may have
     /// been accepted before a restart).
     PredatesReplayMemory,
@@ -56,7 +58,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in counter order.
-    pub const ALL: [RejectReason; 19] = [
+    pub const ALL: [RejectReason; 20] = [
         RejectReason::MalformedOptions,
         RejectReason::BadPath,
         RejectReason::BadHost,
@@ -75,6 +77,7 @@ impl RejectReason {
         RejectReason::Future,
         RejectReason::Replayed,
         RejectReason::ReplayFull,
+        RejectReason::SourceQuota,
         RejectReason::PredatesReplayMemory,
     ];
 
@@ -99,6 +102,7 @@ impl RejectReason {
             RejectReason::Future => "future",
             RejectReason::Replayed => "replayed",
             RejectReason::ReplayFull => "replay_full",
+            RejectReason::SourceQuota => "source_quota",
             RejectReason::PredatesReplayMemory => "predates_replay_memory",
         }
     }

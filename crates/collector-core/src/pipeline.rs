@@ -27,7 +27,7 @@ use crate::keys::{KeyError, KeyResolver};
 use crate::metrics::{
     DetectionConfig, Measurement, MetricKey, MetricStore, NO_SLOT, Point, PointSink,
 };
-use crate::replay::{ReplayFilter, Source};
+use crate::replay::{RecordError, ReplayFilter, Source};
 use crate::topology::{
     HopLayout, InternalLink, LayoutError, MAX_HOPS, Mapping, PathHop, PathInfo, PathOrigin,
     Topology, TopologyHandle, add_internal_link, add_path, add_router,
@@ -172,17 +172,25 @@ pub struct ReplayConfig {
     pub skew_ns: u64,
     /// Pairs remembered at most.
     pub capacity: usize,
+    /// Pairs one source may hold at most (a share of `capacity`).
+    pub per_source: usize,
     /// Source time (Unix ns) before which reports are refused as possibly accepted by an
     /// earlier process (the replay memory starts empty): the service's start. 0: none.
     pub memory_since_ns: u64,
 }
+
+/// Pairs a pipeline's replay memory holds by default.
+pub const DEFAULT_REPLAY_CAPACITY: usize = 4 << 20;
+/// By default one source may hold 1/this of the replay memory.
+pub const DEFAULT_SOURCE_SHARE: usize = 8;
 
 impl Default for ReplayConfig {
     fn default() -> Self {
         ReplayConfig {
             window_ns: 60_000_000_000,
             skew_ns: 1_000_000_000,
-            capacity: 4 << 20,
+            capacity: DEFAULT_REPLAY_CAPACITY,
+            per_source: DEFAULT_REPLAY_CAPACITY / DEFAULT_SOURCE_SHARE,
             memory_since_ns: 0,
         }
     }
@@ -648,6 +656,7 @@ impl Pipeline {
             shared,
             keys,
             replay: ReplayFilter::new(replay.window_ns, replay.skew_ns, replay.capacity)
+                .with_source_quota(replay.per_source)
                 .remembers_since(replay.memory_since_ns),
             receive_bounds: (replay.window_ns, replay.skew_ns),
             topo,
@@ -973,7 +982,7 @@ impl Pipeline {
                 verify_source_entry(&mut idint, source_key)?;
                 self.replay
                     .record(who, full_ts, port, now_ns)
-                    .map_err(replay_reject)?;
+                    .map_err(record_reject)?;
                 self.shared.topology.record_unknown(src, dst, id, layout);
                 return Err(reject(
                     RejectReason::UnknownPath,
@@ -1014,7 +1023,7 @@ impl Pipeline {
         }
         self.replay
             .record(who, full_ts, port, now_ns)
-            .map_err(replay_reject)?;
+            .map_err(record_reject)?;
         if let Some(err) = decode_error {
             return Err(decode_reject(err));
         }
@@ -1436,6 +1445,16 @@ fn report_time((window, skew): (u64, u64), receive_ns: u64, now_ns: u64) -> u64 
         && receive_ns <= now_ns.saturating_add(skew)
         && receive_ns >= now_ns.saturating_sub(window);
     if plausible { receive_ns } else { now_ns }
+}
+
+fn record_reject(e: RecordError) -> Reject {
+    match e {
+        RecordError::Replay(e) => replay_reject(e),
+        RecordError::SourceQuota => reject(
+            RejectReason::SourceQuota,
+            "the source holds its whole share of the replay memory",
+        ),
+    }
 }
 
 fn replay_reject(e: ReplayError) -> Reject {

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 
 use idint_wire::idint::verify::{ReplayError, ReplayWindow};
 use idint_wire::{HostAddr, IsdAsn};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Who sent a report: its ISD-AS and host, exactly (a hash of them could be made to collide,
 /// and another source's pairs then count against this one).
@@ -40,6 +40,15 @@ impl Source {
 /// A source plus its (full timestamp, port) pair.
 type Pair = (Source, u64, u16);
 
+/// Why a pair was not recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordError {
+    /// Replayed, or the whole memory is full.
+    Replay(ReplayError),
+    /// The source holds its quota of pairs ([`ReplayFilter::with_source_quota`]).
+    SourceQuota,
+}
+
 /// Replay filter for every source the collector hears from.
 pub struct ReplayFilter {
     clock: ReplayWindow<1>,
@@ -47,6 +56,9 @@ pub struct ReplayFilter {
     seen: FxHashSet<Pair>,
     order: VecDeque<Pair>,
     capacity: usize,
+    /// Pairs remembered per source now, and the most one source may hold.
+    per_source: FxHashMap<Source, usize>,
+    source_quota: usize,
     /// Source time (ns) from which every accepted pair is remembered; 0: no bound.
     since_ns: u64,
 }
@@ -61,8 +73,17 @@ impl ReplayFilter {
             seen: FxHashSet::default(),
             order: VecDeque::new(),
             capacity,
+            per_source: FxHashMap::default(),
+            source_quota: capacity,
             since_ns: 0,
         }
+    }
+
+    /// The same filter, letting one source hold at most `quota` pairs (so that one source,
+    /// even a genuine one, cannot fill the memory and lock the others out).
+    pub fn with_source_quota(mut self, quota: usize) -> Self {
+        self.source_quota = quota;
+        self
     }
 
     /// The same filter, knowing that it remembers nothing accepted before source time
@@ -101,7 +122,7 @@ impl ReplayFilter {
         full: u64,
         port: u16,
         now_ns: u64,
-    ) -> Result<(), ReplayError> {
+    ) -> Result<(), RecordError> {
         let oldest_ok = now_ns.saturating_sub(self.window_ns);
         while let Some(&front) = self.order.front() {
             if front.1 >= oldest_ok {
@@ -109,14 +130,25 @@ impl ReplayFilter {
             }
             self.order.pop_front();
             self.seen.remove(&front);
+            if let Some(n) = self.per_source.get_mut(&front.0) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_source.remove(&front.0);
+                }
+            }
         }
         if self.seen.len() >= self.capacity {
-            return Err(ReplayError::Full);
+            return Err(RecordError::Replay(ReplayError::Full));
+        }
+        let held = self.per_source.get(&source).copied().unwrap_or(0);
+        if held >= self.source_quota {
+            return Err(RecordError::SourceQuota);
         }
         let p = (source, full, port);
         if !self.seen.insert(p) {
-            return Err(ReplayError::Replayed);
+            return Err(RecordError::Replay(ReplayError::Replayed));
         }
+        *self.per_source.entry(source).or_default() += 1;
         self.order.push_back(p);
         Ok(())
     }
@@ -135,6 +167,7 @@ impl ReplayFilter {
     pub fn clear(&mut self) {
         self.seen.clear();
         self.order.clear();
+        self.per_source.clear();
     }
 }
 
@@ -176,7 +209,10 @@ mod tests {
         let full2 = f.check(src(2), ts, 7, NOW).unwrap();
         f.record(src(2), full2, 7, NOW).unwrap();
         f.record(src(2), full2 + 1, 7, NOW).unwrap();
-        assert_eq!(f.record(src(2), full2 + 2, 7, NOW), Err(ReplayError::Full));
+        assert_eq!(
+            f.record(src(2), full2 + 2, 7, NOW),
+            Err(RecordError::Replay(ReplayError::Full))
+        );
         assert!(matches!(
             f.check(src(1), (NOW - 61 * S) % WRAP, 7, NOW),
             Err(ReplayError::Stale { .. })
@@ -185,6 +221,27 @@ mod tests {
         let later = NOW + 61 * S;
         let t2 = f.check(src(1), later % WRAP, 7, later).unwrap();
         f.record(src(1), t2, 7, later).unwrap();
+        assert_eq!(f.len(), 1);
+    }
+
+    #[test]
+    fn one_source_cannot_take_more_than_its_quota_and_gets_it_back_as_pairs_expire() {
+        let mut f = ReplayFilter::new(60 * S, S, 100).with_source_quota(3);
+        let t = NOW - S;
+        for k in 0..3 {
+            f.record(src(1), t + k, 7, NOW).unwrap();
+        }
+        assert_eq!(
+            f.record(src(1), t + 3, 7, NOW),
+            Err(RecordError::SourceQuota)
+        );
+        // Others still have room.
+        for k in 0..3 {
+            f.record(src(2), t + k, 7, NOW).unwrap();
+        }
+        // Once its pairs expire, the source may record again.
+        let later = NOW + 61 * S;
+        f.record(src(1), later, 7, later).unwrap();
         assert_eq!(f.len(), 1);
     }
 }

@@ -5,7 +5,7 @@
 
 use collector_core::counters::RejectReason;
 use collector_core::metrics::DetectionConfig;
-use collector_core::pipeline::{Pipeline, Shared};
+use collector_core::pipeline::{DEFAULT_SOURCE_SHARE, Pipeline, ReplayConfig, Shared};
 use collector_core::topology::PathDescription;
 use idint_report::{idint_hbh, v1};
 use idint_wire::IsdAsn;
@@ -266,5 +266,42 @@ fn learned_paths_are_capped_and_the_refusals_counted() {
         c.paths_not_learned
             .load(std::sync::atomic::Ordering::Relaxed),
         1
+    );
+}
+
+#[test]
+fn one_source_cannot_fill_the_replay_memory_and_lock_the_others_out() {
+    const CAPACITY: usize = 16;
+    // A small replay memory, shared as by default.
+    let replay = ReplayConfig {
+        capacity: CAPACITY,
+        per_source: CAPACITY / DEFAULT_SOURCE_SHARE,
+        ..ReplayConfig::default()
+    };
+    let mut p = chain::collector_pipeline_with(shared(), &[NOW / 1_000_000_000], replay);
+    let path = chain::path_description();
+    p.shared().topology.import_path(&path).unwrap();
+    let mut busy = Chain::new(NOW, false, Ask::Latency);
+    // One source sends as many genuine reports as the memory holds.
+    let out = p.process_batch(&busy.batch(CAPACITY, 1), NOW);
+    assert_eq!(out.accepted, CAPACITY / DEFAULT_SOURCE_SHARE);
+    assert_eq!(
+        p.shared().counters.rejected(RejectReason::SourceQuota) as usize,
+        CAPACITY - CAPACITY / DEFAULT_SOURCE_SHARE
+    );
+    // Another source is still heard.
+    let mut other = Chain::from_source(
+        std::net::Ipv4Addr::new(10, 0, 0, 77),
+        NOW,
+        false,
+        Ask::Latency,
+        |_| {},
+    );
+    let out = p.process_batch(&other.batch(1, 2), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (1, 0),
+        "{:?}",
+        chain::rejections(&p)
     );
 }

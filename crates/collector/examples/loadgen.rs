@@ -98,11 +98,12 @@ fn write_config(dir: &std::path::Path, udp: &str, api: &str, storage: Option<(&s
         files.push(format!("{:?}", f.display().to_string()));
     }
     let cfg = format!(
-        "[collector]\nisd_as = \"1-ff00:0:a\"\nhost = \"10.1.0.100\"\nmaster_key = {:?}\nepoch_secs = {}\nlevel1_keys = {:?}\n\n[ingest]\nudp_listen = \"{udp}\"\n\n[api]\nlisten = \"{api}\"\n\n[topology]\nfiles = [{}]\n\n[log]\nfilter = \"warn\"\n",
+        "[collector]\nisd_as = \"1-ff00:0:a\"\nhost = \"10.1.0.100\"\nmaster_key = {:?}\nepoch_secs = {}\nlevel1_keys = {:?}\n\n[ingest]\nudp_listen = \"{udp}\"\n\n[api]\nlisten = \"{api}\"\n\n[topology]\nfiles = [{}]\n\n[log]\nfilter = \"warn\"\n\n[replay]\n# One source sends all the load: it may use the whole replay memory.\nper_source = {}\n",
         dir.join("master0.key").display().to_string(),
         chain::EPOCH,
         dir.join("level1.json").display().to_string(),
-        files.join(", ")
+        files.join(", "),
+        collector::pipeline::DEFAULT_REPLAY_CAPACITY,
     );
     let cfg = match storage {
         Some((pg, vm)) => format!(

@@ -203,6 +203,19 @@ pub struct ReplaySection {
     pub skew_ms: u64,
     /// Pairs remembered at most (1 to [`MAX_REPLAY_CAPACITY`]).
     pub capacity: usize,
+    /// Pairs one source may hold at most (1 to `capacity`; default: an eighth of it), so
+    /// that one source cannot lock the others out. A load generator that is one source
+    /// sets it to `capacity`.
+    pub per_source: Option<usize>,
+}
+
+impl ReplaySection {
+    /// The per-source quota in effect.
+    pub fn source_quota(&self) -> usize {
+        self.per_source
+            .unwrap_or(self.capacity / collector_core::pipeline::DEFAULT_SOURCE_SHARE)
+            .max(1)
+    }
 }
 
 impl Default for ReplaySection {
@@ -210,7 +223,8 @@ impl Default for ReplaySection {
         ReplaySection {
             window_s: 60,
             skew_ms: 1000,
-            capacity: 4 << 20,
+            capacity: collector_core::pipeline::DEFAULT_REPLAY_CAPACITY,
+            per_source: None,
         }
     }
 }
@@ -373,6 +387,11 @@ impl Config {
                 MAX_UDP_RECV_BUFFER,
             ),
             ("replay.capacity", self.replay.capacity, MAX_REPLAY_CAPACITY),
+            (
+                "replay.per_source",
+                self.replay.per_source.unwrap_or(1),
+                self.replay.capacity,
+            ),
             (
                 "storage.buffer_samples",
                 self.storage.buffer_samples,

@@ -144,6 +144,7 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         window_ns: cfg.replay.window_s.saturating_mul(1_000_000_000),
         skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
         capacity: cfg.replay.capacity,
+        per_source: cfg.replay.source_quota(),
         // The replay memory starts empty now: a report stamped earlier may have been accepted
         // by the process before a restart.
         memory_since_ns: started_ns,

@@ -298,16 +298,28 @@ impl Chain {
         ask: Ask,
         f: impl FnOnce(&mut ProbeRequest),
     ) -> Self {
+        Self::from_source(RA_HOST, now_ns, encrypt, ask, f)
+    }
+
+    /// As [`Self::with_request`], with the probes sent by host `source` of AS A instead of
+    /// [`RA_HOST`] (another source to the collector).
+    pub fn from_source(
+        source: Ipv4Addr,
+        now_ns: u64,
+        encrypt: bool,
+        ask: Ask,
+        f: impl FnOnce(&mut ProbeRequest),
+    ) -> Self {
         let rs = routers();
         let now_s = now_ns / 1_000_000_000;
         let a = ases()[0];
         let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
         let (_, l1) = p.level1(Protocol::IDINT, a, a, now_s).unwrap();
-        let ha = host_as(&l1.cipher(), &HostAddr::V4(RA_HOST)).unwrap();
+        let ha = host_as(&l1.cipher(), &HostAddr::V4(source)).unwrap();
         let src_key = host_host(&ha.cipher(), &HostAddr::V4(COLLECTOR))
             .unwrap()
             .cipher();
-        let mut probes = ProbeSource::new(a, HostAddr::V4(RA_HOST), a, HostAddr::V4(COLLECTOR));
+        let mut probes = ProbeSource::new(a, HostAddr::V4(source), a, HostAddr::V4(COLLECTOR));
         let mut raw_path = vec![0u8; path(&rs, now_s).buffer_len()];
         path(&rs, now_s).emit(&mut raw_path).unwrap();
         let instructions = match ask {
@@ -522,6 +534,11 @@ pub fn collector_pipeline(shared: Shared, times_s: &[u64]) -> Pipeline {
 /// [`collector_pipeline`] without the chain's path imported (nothing is known of the
 /// topology).
 pub fn collector_pipeline_without_paths(shared: Shared, times_s: &[u64]) -> Pipeline {
+    collector_pipeline_with(shared, times_s, ReplayConfig::default())
+}
+
+/// [`collector_pipeline_without_paths`] with this replay configuration.
+pub fn collector_pipeline_with(shared: Shared, times_s: &[u64], replay: ReplayConfig) -> Pipeline {
     let a = ases()[0];
     let imported = Arc::new(ImportedKeys::default());
     for &t in times_s {
@@ -535,7 +552,7 @@ pub fn collector_pipeline_without_paths(shared: Shared, times_s: &[u64]) -> Pipe
         None,
     ));
     let keys = KeyResolver::new(a, HostAddr::V4(COLLECTOR), provider).watch(imported);
-    Pipeline::new(shared, keys, ReplayConfig::default())
+    Pipeline::new(shared, keys, replay)
 }
 
 /// The pipeline's rejections so far, by reason (those with a count).
