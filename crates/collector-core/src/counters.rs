@@ -365,9 +365,15 @@ pub struct Quarantined {
     pub src_ia: String,
     /// Destination ISD-AS (text).
     pub dst_ia: String,
-    /// The report, protobuf-encoded, hex.
+    /// The report, protobuf-encoded, hex: its first [`QUARANTINE_REPORT_BYTES`] bytes.
     pub report_hex: String,
+    /// The report's encoded length, bytes (more than `report_hex` holds if it was cut).
+    pub report_len: usize,
 }
+
+/// Bytes of a rejected report the quarantine keeps (a report is at most a batch, and an
+/// outsider decides what it holds: the reason and a prefix are what operators need).
+pub const QUARANTINE_REPORT_BYTES: usize = 1024;
 
 /// The bounded quarantine: the newest `capacity` rejected reports.
 pub struct Quarantine {

@@ -21,7 +21,9 @@ use idint_wire::{AddrType, HostAddr, IsdAsn};
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use crate::counters::{Counters, MalformedReason, Quarantine, Quarantined, RejectReason};
+use crate::counters::{
+    Counters, MalformedReason, QUARANTINE_REPORT_BYTES, Quarantine, Quarantined, RejectReason,
+};
 use crate::keys::source_slot;
 use crate::keys::{KeyError, KeyResolver};
 use crate::metrics::{
@@ -885,6 +887,7 @@ impl Pipeline {
             .exporter
             .map(|(ia, id)| (IsdAsn::from_u64(ia).to_string(), id))
             .unwrap_or_default();
+        let encoded = r.encode();
         let q = Quarantined {
             time_ns: now_ns,
             reason: rej.reason,
@@ -893,7 +896,8 @@ impl Pipeline {
             exporter_router: erid,
             src_ia: IsdAsn::from_u64(r.src_isd_as).to_string(),
             dst_ia: IsdAsn::from_u64(r.dst_isd_as).to_string(),
-            report_hex: hex::encode(r.encode()),
+            report_hex: hex::encode(&encoded[..encoded.len().min(QUARANTINE_REPORT_BYTES)]),
+            report_len: encoded.len(),
         };
         self.shared.topology.quarantined(&q);
         self.shared.quarantine.push(q);

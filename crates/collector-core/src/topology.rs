@@ -187,8 +187,8 @@ pub enum TopologyChange {
 /// Where topology changes and quarantined reports go (PostgreSQL, written behind). Must not
 /// block.
 pub trait TopologySink: Send + Sync {
-    /// Takes a change.
-    fn changed(&self, change: &TopologyChange);
+    /// Takes changes, all or none; an error if they cannot be persisted (a full queue).
+    fn changed(&self, changes: &[TopologyChange]) -> Result<(), NotPersisted>;
     /// Takes a rejected report.
     fn quarantined(&self, _q: &crate::counters::Quarantined) {}
     /// Writes out whatever is queued (at shutdown); returns when done.
@@ -560,15 +560,34 @@ impl Topology {
     }
 }
 
-/// Why an import was refused.
+/// Why an import was refused; either way nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportError(pub String);
+pub enum ImportError {
+    /// The input is refused.
+    Invalid(String),
+    /// The input is valid but the store could not take the changes now (its queue is
+    /// full): try again later.
+    NotPersisted(String),
+}
+
+impl ImportError {
+    /// What went wrong, for people.
+    pub fn message(&self) -> &str {
+        match self {
+            ImportError::Invalid(m) | ImportError::NotPersisted(m) => m,
+        }
+    }
+}
 
 impl std::fmt::Display for ImportError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.message())
     }
 }
+
+/// The sink could not take changes (its queue is full): they were not persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotPersisted(pub String);
 
 impl std::error::Error for ImportError {}
 
@@ -637,13 +656,13 @@ impl TopologyHandle {
             .unwrap_or_default()
     }
 
+    /// Hands changes learned from reports to the sink; one that cannot take them counts the
+    /// refusal (the facts stay known in memory and are learned again from later reports).
     fn emit(&self, changes: &[TopologyChange]) {
         if let Ok(s) = self.sink.read()
             && let Some(s) = s.as_ref()
         {
-            for c in changes {
-                s.changed(c);
-            }
+            let _ = s.changed(changes);
         }
     }
 
@@ -683,6 +702,37 @@ impl TopologyHandle {
         };
         self.emit(&changes);
         r
+    }
+
+    /// As [`Self::update`] for changes that must be persisted (imports): `f` works on a copy,
+    /// which replaces the topology only if the sink took every change; otherwise nothing
+    /// changes and the import fails with [`ImportError::NotPersisted`].
+    pub fn update_persisted<R>(
+        &self,
+        f: impl FnOnce(&mut Topology, &mut Vec<TopologyChange>) -> Result<R, ImportError>,
+    ) -> Result<R, ImportError> {
+        let mut w = match self.writer.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        let mut next = w.clone();
+        let mut changes = Vec::new();
+        let r = f(&mut next, &mut changes)?;
+        if changes.is_empty() {
+            return Ok(r);
+        }
+        if let Some(sink) = self.sink() {
+            sink.changed(&changes)
+                .map_err(|e| ImportError::NotPersisted(format!("not persisted: {}", e.0)))?;
+        }
+        next.reindex();
+        *w = next;
+        let snap = Arc::new(w.clone());
+        if let Ok(mut s) = self.snapshot.write() {
+            *s = snap;
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        Ok(r)
     }
 
     /// Loads a persisted topology (for example rows read back from PostgreSQL at start) as
@@ -729,19 +779,19 @@ impl TopologyHandle {
     /// file gives to others. An AS seen for the first time is a change even when empty.
     pub fn import_topology_json(&self, text: &str) -> Result<usize, ImportError> {
         let ases = parse_topology_json(text)?;
-        Ok(self.update(|t, ch| {
+        self.update_persisted(|t, ch| {
             for (ia, info) in &ases {
                 merge_as(t, ch, *ia, info);
             }
-            ch.len()
-        }))
+            Ok(ch.len())
+        })
     }
 
     /// Imports a path description; returns the path.
     pub fn import_path(&self, d: &PathDescription) -> Result<PathInfo, ImportError> {
         let mut v = self.import_paths(std::slice::from_ref(d))?;
         v.pop()
-            .ok_or_else(|| ImportError("no path imported".into()))
+            .ok_or_else(|| ImportError::Invalid("no path imported".into()))
     }
 
     /// Imports path descriptions, all or nothing: every one is checked before any is
@@ -755,18 +805,18 @@ impl TopologyHandle {
                     if ds.len() == 1 {
                         e
                     } else {
-                        ImportError(format!("path {k}: {e}"))
+                        ImportError::Invalid(format!("path {k}: {e}"))
                     }
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.update(|t, ch| {
+        self.update_persisted(|t, ch| {
             // Ids are 64-bit hashes: refuse (whole) an import whose id is taken by other hops.
             for (k, p) in paths.iter().enumerate() {
                 if let Some(old) = t.paths.get(&p.id)
                     && old.hops != p.hops
                 {
-                    return Err(ImportError(format!(
+                    return Err(ImportError::Invalid(format!(
                         "path {k}: id {:016x} is taken by another path",
                         p.id
                     )));
@@ -894,7 +944,7 @@ pub fn add_internal_link(t: &mut Topology, ch: &mut Vec<TopologyChange>, l: Inte
 
 /// Checks a path description and makes the path of it.
 fn check_path(d: &PathDescription) -> Result<PathInfo, ImportError> {
-    let e = |m: String| Err(ImportError(m));
+    let e = |m: String| Err(ImportError::Invalid(m));
     let (Some(first), Some(last)) = (d.hops.first(), d.hops.last()) else {
         return e("a path needs at least one hop".into());
     };
@@ -939,7 +989,7 @@ fn check_path(d: &PathDescription) -> Result<PathInfo, ImportError> {
 /// collector adds one rule: an interface does not lead back into its own AS.
 fn parse_topology_json(text: &str) -> Result<Vec<(IsdAsn, AsInfo)>, ImportError> {
     let topo = scion_topology::Topology::parse(text, "topology.json")
-        .map_err(|e| ImportError(e.to_string()))?;
+        .map_err(|e| ImportError::Invalid(e.to_string()))?;
     topo.ases.iter().map(as_info).collect()
 }
 
@@ -953,7 +1003,7 @@ fn as_info(a: &scion_topology::AsTopology) -> Result<(IsdAsn, AsInfo), ImportErr
         let mut ifids = Vec::with_capacity(r.interfaces.len());
         for i in &r.interfaces {
             if i.neighbor_ia == a.ia {
-                return Err(ImportError(format!(
+                return Err(ImportError::Invalid(format!(
                     "topology.json: interface {} links {} to itself",
                     i.id, a.ia
                 )));
@@ -1121,9 +1171,47 @@ mod tests {
 
     struct Recording(Mutex<Vec<TopologyChange>>);
     impl TopologySink for Recording {
-        fn changed(&self, c: &TopologyChange) {
-            self.0.lock().unwrap().push(c.clone());
+        fn changed(&self, c: &[TopologyChange]) -> Result<(), NotPersisted> {
+            self.0.lock().unwrap().extend_from_slice(c);
+            Ok(())
         }
+    }
+
+    /// A sink whose queue is full.
+    struct Full;
+
+    impl TopologySink for Full {
+        fn changed(&self, _: &[TopologyChange]) -> Result<(), NotPersisted> {
+            Err(NotPersisted("queue full".into()))
+        }
+    }
+
+    #[test]
+    fn an_import_the_store_cannot_take_fails_and_changes_nothing() {
+        let t = TopologyHandle::new();
+        t.set_sink(Arc::new(Full));
+        let e = t
+            .import_topology_json(&topo(
+                "1-ff00:0:a",
+                &[("ra", Some(1), &[(1, "1-ff00:0:b", Some(2))])],
+            ))
+            .unwrap_err();
+        assert!(matches!(e, ImportError::NotPersisted(_)), "{e}");
+        let (a, b) = (ia("1-ff00:0:a"), ia("1-ff00:0:b"));
+        let hop = |ia, ingress, egress| PathHop {
+            ia,
+            ingress,
+            egress,
+        };
+        let e = t
+            .import_path(&PathDescription {
+                hops: vec![hop(a, 0, 1), hop(b, 2, 0)],
+            })
+            .unwrap_err();
+        assert!(matches!(e, ImportError::NotPersisted(_)), "{e}");
+        let snap = t.snapshot();
+        assert!(snap.ases.is_empty() && snap.paths.is_empty() && snap.links.is_empty());
+        assert_eq!(t.generation(), 0);
     }
 
     #[test]
@@ -1232,7 +1320,7 @@ mod tests {
             hops: vec![hop("1-ff00:0:a", 0, 0), hop("1-ff00:0:f", 0, 0)],
         };
         let e = t.import_paths(&[via("1-ff00:0:f"), bad]).unwrap_err();
-        assert!(e.0.starts_with("path 1:"), "{e}");
+        assert!(e.message().starts_with("path 1:"), "{e}");
         assert_eq!(t.snapshot().paths.len(), 2);
     }
 
@@ -1303,7 +1391,7 @@ mod tests {
             r#""remote_isd_as": "1-ff00:0:b""#,
         );
         let e = t.import_topology_json(&bad).unwrap_err();
-        assert!(e.0.contains("links 1-ff00:0:b to itself"), "{e}");
+        assert!(e.message().contains("links 1-ff00:0:b to itself"), "{e}");
         for (text, field) in [
             (r#"{"isd_as":"1-ff00:0:c"}"#, "border_routers"),
             (
@@ -1316,8 +1404,8 @@ mod tests {
             ),
         ] {
             let e = t.import_topology_json(text).unwrap_err();
-            assert!(e.0.starts_with("topology.json: field `"), "{e}");
-            assert!(e.0.contains(&format!("`{field}`")), "{e}");
+            assert!(e.message().starts_with("topology.json: field `"), "{e}");
+            assert!(e.message().contains(&format!("`{field}`")), "{e}");
         }
         assert!(!t.snapshot().ases.contains_key(&ia("1-ff00:0:c")));
     }

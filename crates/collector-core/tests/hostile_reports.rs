@@ -305,3 +305,20 @@ fn one_source_cannot_fill_the_replay_memory_and_lock_the_others_out() {
         chain::rejections(&p)
     );
 }
+
+#[test]
+fn the_quarantine_keeps_the_reason_and_a_prefix_of_a_large_report() {
+    use collector_core::counters::QUARANTINE_REPORT_BYTES;
+    let mut p = chain::collector_pipeline(shared(), &[NOW / 1_000_000_000]);
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let mut b = chain.batch(1, 1);
+    // An outsider decides the size: a stack of 60 KB of garbage.
+    b.reports[0].idint_stack = vec![0xee; 60_000];
+    let out = p.process_batch(&b, NOW);
+    assert_eq!(out.rejected, 1);
+    let q = p.shared().quarantine.list(None, 10);
+    assert_eq!(q.len(), 1);
+    assert_eq!(q[0].reason, RejectReason::MalformedOptions);
+    assert_eq!(q[0].report_hex.len(), 2 * QUARANTINE_REPORT_BYTES);
+    assert!(q[0].report_len > 60_000, "{}", q[0].report_len);
+}

@@ -613,6 +613,26 @@ impl WriteBehind {
         Ok(())
     }
 
+    /// Queues changes, all or none (there must be room for every one); never waits.
+    pub fn send_all(&self, changes: Vec<Change>) -> Result<(), QueueFull> {
+        let s = &self.shared;
+        let n = changes.len();
+        {
+            let Ok(mut q) = s.queue.lock() else {
+                return Err(QueueFull(0));
+            };
+            let held = q.len() + s.in_flight.load(Relaxed) as usize;
+            if held + n > s.capacity || s.closed.load(Relaxed) {
+                s.refused.fetch_add(n as u64, Relaxed);
+                return Err(QueueFull(held as u64));
+            }
+            q.extend(changes);
+        }
+        s.accepted.fetch_add(n as u64, Relaxed);
+        s.wake.notify_one();
+        Ok(())
+    }
+
     /// Counters now.
     pub fn stats(&self) -> WriteBehindStats {
         let s = &self.shared;

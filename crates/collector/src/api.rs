@@ -21,7 +21,7 @@ use collector_core::counters::{RejectReason, Transport};
 use collector_core::keys::ImportedKey;
 use collector_core::metrics::{Latest, Measurement, MetricKey, Scope};
 use collector_core::pipeline::{Format, decode_batch};
-use collector_core::topology::PathDescription;
+use collector_core::topology::{ImportError, PathDescription};
 
 /// An API error: status and message, rendered as JSON.
 #[derive(Debug)]
@@ -35,6 +35,14 @@ impl IntoResponse for ApiError {
 
 fn bad(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, msg.into())
+}
+
+/// A refused import: 400 for bad input, 503 when the store cannot take it now.
+fn import_error(e: ImportError) -> ApiError {
+    match e {
+        ImportError::Invalid(m) => bad(m),
+        ImportError::NotPersisted(m) => ApiError(StatusCode::SERVICE_UNAVAILABLE, m),
+    }
 }
 
 fn not_found(msg: impl Into<String>) -> ApiError {
@@ -1029,7 +1037,7 @@ async fn import_topology(State(s): State<AppState>, AdminBody(body): AdminBody) 
         .shared
         .topology
         .import_topology_json(text)
-        .map_err(|e| bad(e.0))?;
+        .map_err(import_error)?;
     Ok(axum::Json(json!({"changes": n})))
 }
 
@@ -1055,7 +1063,7 @@ async fn import_paths(State(s): State<AppState>, AdminBody(body): AdminBody) -> 
         .shared
         .topology
         .import_paths(&ds)
-        .map_err(|e| bad(e.0))?
+        .map_err(import_error)?
         .iter()
         .map(|p| format!("{:016x}", p.id))
         .collect();

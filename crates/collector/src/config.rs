@@ -257,6 +257,10 @@ pub struct StorageConfig {
     pub topology_queue: usize,
     /// Quarantined reports kept in PostgreSQL.
     pub quarantine_rows: u64,
+    /// Quarantined reports waiting to be written at most (1 to [`MAX_TOPOLOGY_QUEUE`]); a
+    /// queue of its own, which drops (and counts) what does not fit, so that a flood of bad
+    /// reports never takes the topology changes' room.
+    pub quarantine_queue: usize,
     /// How long a pipeline worker waits for a full time-series buffer before counting the
     /// points as refused, ms (meanwhile the ingest queues fill and push back; at most
     /// [`MAX_WAIT_MS`]).
@@ -273,6 +277,7 @@ impl Default for StorageConfig {
             buffer_samples: 1_000_000,
             topology_queue: 100_000,
             quarantine_rows: 10_000,
+            quarantine_queue: 4096,
             wait_ms: 60_000,
         }
     }
@@ -400,6 +405,11 @@ impl Config {
             (
                 "storage.topology_queue",
                 self.storage.topology_queue,
+                MAX_TOPOLOGY_QUEUE,
+            ),
+            (
+                "storage.quarantine_queue",
+                self.storage.quarantine_queue,
                 MAX_TOPOLOGY_QUEUE,
             ),
         ] {

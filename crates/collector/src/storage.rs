@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use collector_store::topology::{
@@ -20,14 +19,17 @@ use tokio::runtime::Handle;
 use tracing::warn;
 
 use crate::config::StorageConfig;
+
+/// How long a store's queue may take to drain at shutdown.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 use crate::state::{Stores, now_ns};
 use collector_core::counters::Quarantined;
 use collector_core::metrics::{
     HistoryFuture, HistoryQuery, HistorySeries, HistoryStore, Point, PointSink, Scope, SinkFull,
 };
 use collector_core::topology::{
-    AsInfo, InterfaceInfo, InternalLink, Link, PathHop, PathInfo, PathOrigin, RouterInfo,
-    TopologyChange, TopologySink, UnknownPath,
+    AsInfo, InterfaceInfo, InternalLink, Link, NotPersisted, PathHop, PathInfo, PathOrigin,
+    RouterInfo, TopologyChange, TopologySink, UnknownPath,
 };
 
 /// Why storage could not be set up.
@@ -159,7 +161,7 @@ impl PointSink for TsSink {
         let w = self.writer.clone();
         let left = self
             .handle
-            .block_on(async move { w.close(Duration::from_secs(10)).await });
+            .block_on(async move { w.close(FLUSH_TIMEOUT).await });
         if left > 0 {
             warn!(
                 pending = left,
@@ -169,36 +171,42 @@ impl PointSink for TsSink {
     }
 }
 
-/// [`TopologySink`] over a [`WriteBehind`] queue to PostgreSQL.
+/// [`TopologySink`] over two [`WriteBehind`] queues to PostgreSQL: topology changes (an
+/// import that does not fit fails) and quarantined reports (lossy: what does not fit is
+/// dropped and counted).
 pub struct PgSink {
-    wb: Arc<WriteBehind>,
+    changes: Arc<WriteBehind>,
+    quarantine: Arc<WriteBehind>,
     handle: Handle,
-    refused: AtomicU64,
 }
 
 impl PgSink {
-    /// Changes the queue refused (full), counted.
-    pub fn refused(&self) -> u64 {
-        self.refused.load(Relaxed)
+    /// The topology changes' queue.
+    pub fn changes(&self) -> &WriteBehind {
+        &self.changes
     }
 
-    fn send(&self, c: Change) {
-        if self.wb.send(c).is_err() {
-            self.refused.fetch_add(1, Relaxed);
-            warn!("topology write-behind queue full: change not persisted");
-        }
+    /// The quarantined reports' queue.
+    pub fn quarantine(&self) -> &WriteBehind {
+        &self.quarantine
     }
 }
 
 impl TopologySink for PgSink {
-    fn changed(&self, change: &TopologyChange) {
-        if let Some(c) = to_change(change) {
-            self.send(c);
+    fn changed(&self, changes: &[TopologyChange]) -> Result<(), NotPersisted> {
+        let records: Vec<Change> = changes.iter().filter_map(to_change).collect();
+        if records.is_empty() {
+            return Ok(());
         }
+        self.changes.send_all(records).map_err(|e| {
+            warn!("topology write-behind queue full: changes not persisted");
+            NotPersisted(e.to_string())
+        })
     }
 
     fn quarantined(&self, q: &Quarantined) {
-        self.send(Change::Quarantine(QuarantineRecord {
+        // Refusals are counted by the queue (`idint_collector_store_queue_refused_total`).
+        let _ = self.quarantine.send(Change::Quarantine(QuarantineRecord {
             received_ns: q.time_ns,
             reason: q.reason.name().into(),
             detail: format!(
@@ -210,12 +218,17 @@ impl TopologySink for PgSink {
     }
 
     fn flush(&self) {
-        let wb = self.wb.clone();
-        let left = self
-            .handle
-            .block_on(async move { wb.close(Duration::from_secs(10)).await });
-        if left > 0 {
-            warn!(pending = left, "topology changes not written at shutdown");
+        for (name, wb) in [
+            ("topology changes", &self.changes),
+            ("quarantine", &self.quarantine),
+        ] {
+            let wb = wb.clone();
+            let left = self
+                .handle
+                .block_on(async move { wb.close(FLUSH_TIMEOUT).await });
+            if left > 0 {
+                warn!(pending = left, "{name} not written at shutdown");
+            }
         }
     }
 }
@@ -402,9 +415,9 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
             .map_err(|e| StorageError(format!("PostgreSQL load: {e}")))?;
         stores.restore = restore(&snap);
         stores.topology = Some(Arc::new(PgSink {
-            wb: Arc::new(WriteBehind::spawn(db, cfg.topology_queue)),
+            changes: Arc::new(WriteBehind::spawn(db.clone(), cfg.topology_queue)),
+            quarantine: Arc::new(WriteBehind::spawn(db, cfg.quarantine_queue)),
             handle: handle.clone(),
-            refused: AtomicU64::new(0),
         }));
     }
     let wcfg = WriterConfig {
