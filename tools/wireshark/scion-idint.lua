@@ -871,9 +871,10 @@ local function dissect_inner(ctx, pinfo, root)
             scmp(body, t, off, pinfo)
         elseif next == 203 then
             local n = body.tvb:len() - off
-            if n > 0 and not ctx.quoted and bfd() then
+            if n > 0 and not ctx.quoted and not mismatch and bfd() then
                 pinfo.cols.info = "BFD/SCION"
-                bfd():call(body.tvb(off, n):tvb(), pinfo, t)
+                local called, e = pcall(function() bfd():call(body.tvb(off, n):tvb(), pinfo, t) end)
+                if not called then body:fail(t, "BFD: " .. tostring(e)) end
             elseif n > 0 then
                 t:add(F.payload, body:r(off, n))
             end
