@@ -242,6 +242,11 @@ fn scan(k: &str, v: &Json, in_bfd: bool, d: &mut Dissected) {
 
 /// Runs tshark with the dissector over `frames` (Ethernet); one result per frame.
 fn tshark(frames: &[Vec<u8>], dir: &Path, name: &str) -> Vec<Dissected> {
+    tshark_with(frames, dir, name, &[])
+}
+
+/// [`tshark`] with extra command-line arguments.
+fn tshark_with(frames: &[Vec<u8>], dir: &Path, name: &str, extra: &[&str]) -> Vec<Dissected> {
     let pcap = dir.join(format!("{name}.pcap"));
     let mut w = PcapWriter::new(Vec::new(), LINKTYPE_ETHERNET).unwrap();
     for (i, f) in frames.iter().enumerate() {
@@ -256,6 +261,7 @@ fn tshark(frames: &[Vec<u8>], dir: &Path, name: &str) -> Vec<Dissected> {
         .arg("-r")
         .arg(&pcap)
         .args(["-T", "json"])
+        .args(extra)
         .env("HOME", dir)
         .output()
         .expect("running tshark");
@@ -467,13 +473,16 @@ fn idint_variants() -> Vec<Pkt> {
     out
 }
 
+/// A named idint-pktgen configuration.
+type PktgenMode = (&'static str, fn(&mut Options));
+
 /// Traffic of idint-pktgen for the router benchmark's `br1a`, frames as the generator writes
 /// them (its underlay ports 50000 and 30042 are in the dissector's default port range).
 fn pktgen() -> Vec<Pkt> {
     let dir = repo().join("testdata/scion/config_examples/router_benchmark");
     let topo = Topology::load(dir.join("topology.json")).unwrap();
     let mut out = Vec::new();
-    let modes: [(&str, fn(&mut Options)); 7] = [
+    let modes: [PktgenMode; 7] = [
         ("plain", |_| {}),
         ("idint", |o| o.idint.percent = 100),
         ("idint-encrypt-src", |o| {
@@ -704,4 +713,101 @@ fn truncated_and_corrupted_packets_are_flagged_without_lua_errors() {
     // Every cut (about 40 per packet) and the header flips idint-wire rejects.
     assert!(t.malformed >= 700, "{t:?}");
     assert!(t.valid >= 2000, "{t:?}");
+}
+
+/// The ports the dissector registers: the default range, the `scion.ports` preference,
+/// Decode As, and the (opt-in) heuristic.
+#[test]
+fn registration_follows_ports_preference_decode_as_and_heuristic() {
+    require!(Need::Tshark);
+    let scion = std::fs::read(repo().join("testdata/scion/slayers_golden/scion-udp.bin")).unwrap();
+    let frame = |src: &str, dst: &str| {
+        ethernet_ipv4_udp(src.parse().unwrap(), dst.parse().unwrap(), &scion)
+    };
+    let dir = std::env::temp_dir().join(format!("idint-dissector-{}-ports", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let default_ports: Vec<Vec<u8>> = [
+        "10.0.0.1:30041",
+        "10.0.0.1:30042",
+        "10.0.0.1:30051",
+        "10.0.0.1:50000",
+    ]
+    .iter()
+    .map(|d| frame("10.0.0.2:41000", d))
+    .collect();
+    for d in tshark(&default_ports, &dir, "default") {
+        assert!(
+            d.scion && d.malformed.is_empty() && d.errors.is_empty(),
+            "{d:?}"
+        );
+    }
+    let other = vec![frame("10.0.0.2:41000", "10.0.0.1:40000")];
+    assert!(
+        !tshark(&other, &dir, "other")[0].scion,
+        "port 40000 is not SCION by default"
+    );
+    for extra in [
+        &["-o", "scion.ports:40000"][..],
+        &["-d", "udp.port==40000,scion"][..],
+        &["-o", "scion.heuristic:TRUE"][..],
+    ] {
+        let d = &tshark_with(&other, &dir, "other", extra)[0];
+        assert!(
+            d.scion && d.malformed.is_empty() && d.errors.is_empty(),
+            "{extra:?}: {d:?}"
+        );
+        assert_eq!(
+            d.fields,
+            decode(&scion)
+                .fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<Vec<_>>()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tools/wireshark/install.sh` copies the dissector into the personal plugin folder, where
+/// tshark finds it without `-X`; a second run changes nothing; `--uninstall` removes it.
+#[test]
+fn install_script_is_idempotent_and_tshark_loads_the_plugin() {
+    require!(Need::Tshark);
+    let home = std::env::temp_dir().join(format!("idint-dissector-{}-home", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let script = repo().join("tools/wireshark/install.sh");
+    let run = |args: &[&str]| {
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let installed = home.join(".local/lib/wireshark/plugins/scion-idint.lua");
+    assert!(run(&[]).contains("installed"));
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(lua()).unwrap()
+    );
+    assert!(run(&[]).contains("up to date"));
+    let plugins = Command::new("tshark")
+        .args(["-G", "plugins"])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&plugins.stdout).contains("scion-idint.lua"),
+        "tshark does not list the plugin"
+    );
+    assert!(run(&["--uninstall"]).contains("removed"));
+    assert!(!installed.exists());
+    let _ = std::fs::remove_dir_all(&home);
 }
