@@ -534,6 +534,33 @@ fn pktgen() -> Vec<Pkt> {
     out
 }
 
+/// Probes through test-kit's chain of five real scion-dp routers, captured after each router:
+/// ID-INT stacks as routers fill, authenticate, aggregate and (on request) encrypt them, for
+/// every aggregation mode, both instruction sets, with and without encryption.
+fn router_chain() -> Vec<Pkt> {
+    use test_kit::chain::{Ask, Chain};
+    let mut out = Vec::new();
+    let mut n = 0;
+    for encrypt in [false, true] {
+        for ask in [Ask::Latency, Ask::Carbon] {
+            for mode in [AggregationMode::Off, AggregationMode::PerAs] {
+                let mut chain = Chain::with_request(1_763_800_000_123_000_000, encrypt, ask, |r| {
+                    r.mode = mode;
+                    r.inst_bitmap = if n % 2 == 0 { 0xf } else { 0x8 };
+                });
+                for probe in 0..3 {
+                    let (_, packets) = chain.probe_packets();
+                    for (r, p) in packets.into_iter().enumerate() {
+                        out.push(wrap(format!("chain/{n}/probe{probe}/after-router{r}"), p));
+                    }
+                }
+                n += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Truncated and corrupted copies of `base`: cut at many lengths (the underlay carrying only
 /// what is left) and every header byte inverted in turn.
 fn corrupted(base: &[Pkt]) -> Vec<Pkt> {
@@ -567,6 +594,9 @@ struct Tally {
     valid: usize,
     malformed: usize,
     fields: usize,
+    /// ID-INT stack entries among the compared fields, and how many of them encrypted.
+    entries: usize,
+    encrypted_entries: usize,
 }
 
 fn compare(pkts: &[Pkt], name: &str) -> (Tally, Vec<String>) {
@@ -635,6 +665,14 @@ fn compare(pkts: &[Pkt], name: &str) -> (Tally, Vec<String>) {
                     continue;
                 }
                 t.fields += want.len();
+                t.entries += want
+                    .iter()
+                    .filter(|(k, _)| k == "scion.idint.entry.source")
+                    .count();
+                t.encrypted_entries += want
+                    .iter()
+                    .filter(|(k, v)| k == "scion.idint.entry.encrypted" && v == "1")
+                    .count();
             }
         }
     }
@@ -678,11 +716,16 @@ fn golden_packets_match_idint_wire_field_by_field() {
 #[test]
 fn generated_traffic_matches_idint_wire_field_by_field() {
     require!(Need::Tshark);
-    let pkts = pktgen();
+    let mut pkts = pktgen();
+    pkts.extend(router_chain());
     let (t, problems) = compare(&pkts, "pktgen");
     assert_no_problems(&problems);
-    assert_eq!(t.packets, 7 * 36);
-    assert!(t.valid >= 230, "{t:?}");
+    assert_eq!(t.packets, 7 * 36 + 8 * 5 * 3);
+    assert!(t.valid >= 230 + 120, "{t:?}");
+    assert!(
+        t.encrypted_entries >= 50,
+        "the chain's encrypted entries: {t:?}"
+    );
     assert!(t.malformed >= 1, "the generator's truncated packets: {t:?}");
 }
 
@@ -707,6 +750,11 @@ fn truncated_and_corrupted_packets_are_flagged_without_lua_errors() {
             .unwrap_or_else(|| panic!("{want}"));
         base.push(wrap(p.name.clone(), p.scion.clone()));
     }
+    // Router-filled stacks: plain (mode 0, all bitmap items) and encrypted (per AS).
+    base.extend(router_chain().into_iter().filter(|p| {
+        p.name == "chain/0/probe0/after-router3" || p.name == "chain/5/probe0/after-router3"
+    }));
+    assert_eq!(base.len(), 15);
     let pkts = corrupted(&base);
     let (t, problems) = compare(&pkts, "corrupted");
     assert_no_problems(&problems);
