@@ -399,10 +399,11 @@ end
 
 local MAIN_BASE = 22
 
--- The ID-INT main option at `off` (type byte), `total` bytes. Returns its facts.
+-- The ID-INT main option at `off` (type byte), `total` bytes, into its option tree. Returns its
+-- facts.
 local function idint_main(ctx, tree, off, total)
     local tvb = ctx.tvb
-    local t = tree:add(ctx:r(off, total), "ID-INT main option")
+    local t = tree
     if total < MAIN_BASE then ctx:fail(t, "ID-INT main option shorter than 22 bytes") end
     local b2, b3 = tvb(off + 2, 1):uint(), tvb(off + 3, 1):uint()
     local ver = math.floor(b2 / 32)
@@ -509,7 +510,7 @@ end
 
 local function idint_entry(ctx, tree, off, total, main)
     local tvb = ctx.tvb
-    local t = tree:add(ctx:r(off, total), "ID-INT stack entry")
+    local t = tree
     local l, why = entry_layout(tvb, off, total)
     if total >= 6 then
         local ft = t:add(ctx:r(off + 2, 1), "Flags")
