@@ -365,6 +365,19 @@ impl Chain {
 
     /// Sends one probe at the chain's clock (then advances it by 1 µs); the report.
     pub fn probe(&mut self) -> v1::Report {
+        self.probe_watched(|_, _| {})
+    }
+
+    /// As [`Self::probe`], also returning the probe packet (SCION bytes) as each of the five
+    /// routers left it: ID-INT stacks as real routers fill, authenticate and encrypt them.
+    pub fn probe_packets(&mut self) -> (v1::Report, Vec<Vec<u8>>) {
+        let mut packets = Vec::new();
+        let report = self.probe_watched(|_, b| packets.push(b.to_vec()));
+        (report, packets)
+    }
+
+    /// [`Self::probe`], calling `after(router, packet)` after each router.
+    fn probe_watched(&mut self, mut after: impl FnMut(usize, &[u8])) -> v1::Report {
         let now = self.now_ns;
         self.now_ns += 1000;
         self.buf.resize(2048, 0);
@@ -393,6 +406,7 @@ impl Chain {
                 self.stages[r].source_mut().seq = probe.seq as u32;
                 p.process_with(&mut self.buf, len, ing, now, &mut self.stages[r]);
             }
+            after(r, &self.buf[..len]);
         }
         self.sink
             .exporter_mut()

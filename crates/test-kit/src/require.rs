@@ -1,5 +1,5 @@
 //! Tests that need what a developer's machine may lack (root for DPDK's EAL and network
-//! namespaces, the PostgreSQL, VictoriaMetrics and InfluxDB binaries) start with
+//! namespaces, the PostgreSQL, VictoriaMetrics and InfluxDB binaries, tshark) start with
 //! [`require!`](crate::require): under a plain `cargo test` a missing need skips the test
 //! with its reason on stderr; with [`REQUIRE_ALL_ENV`]` = 1`, which `scripts/test.sh` sets
 //! (and so CI), it fails the test instead, so nothing is ever skipped silently there.
@@ -21,6 +21,8 @@ pub enum Need {
     VictoriaMetrics,
     /// The `influxd` binary (Debian's `influxdb` package).
     InfluxDb,
+    /// The `tshark` binary (Debian's `tshark` package), for the Wireshark dissector's tests.
+    Tshark,
 }
 
 impl Need {
@@ -35,6 +37,8 @@ impl Need {
             }),
             Need::InfluxDb => (!on_path("influxd"))
                 .then(|| "needs influxd on PATH (apt install influxdb)".to_string()),
+            Need::Tshark => (!on_path("tshark"))
+                .then(|| "needs tshark on PATH (apt install tshark)".to_string()),
         }
     }
 }
