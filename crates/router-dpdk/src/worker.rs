@@ -538,7 +538,7 @@ fn untag(m: &mut Mbuf, vid: u16) -> bool {
 #[inline]
 fn send_all(tables: &Tables, out: &mut [MbufBurst], tx: &mut [Sink], io: &mut IoCounters) {
     for (p, (b, t)) in out.iter_mut().zip(tx.iter_mut()).enumerate() {
-        if let Some(vid) = tables.vlans.get(p).copied().flatten() {
+        if let Some(vid) = tables.vlan(p) {
             tag_burst(b, vid, io);
         }
         flush(t, b, io);
