@@ -9,11 +9,27 @@
 //! * [`neighbor`]: next-hop MACs learned from ARP and NDP, shared lock-free by the workers.
 //! * [`telemetry`]: configured telemetry figures, port readings shared with the workers, and
 //!   the averages and fractions the telemetry source reports.
+//! * [`telemetry_source`]: the router's ID-INT telemetry source over those readings.
+//! * [`counters`]: a worker's I/O-level counters.
+//! * [`tables`]: the forwarding tables (ports, interfaces, neighbours).
+//! * [`classify`]: what a received frame is (SCION for us, ARP/NDP answered, to drop).
+//! * [`forward`]: where a processed packet goes and its underlay rewrite.
+//! * [`resolver`]: the rate limit and frames of ARP/NDP requests for next hops.
+//! * [`export`]: ID-INT sink records and report batching for the collector.
+//!
+//! Nothing here does I/O or needs `unsafe`: the shell hands in frame bytes and readings.
 
+pub mod classify;
 pub mod clock;
 pub mod config;
+pub mod counters;
 pub mod eal_args;
+pub mod export;
+pub mod forward;
 pub mod ndp;
 pub mod neighbor;
+pub mod resolver;
+pub mod tables;
 pub mod telemetry;
+pub mod telemetry_source;
 pub mod underlay;

@@ -176,6 +176,7 @@ pub fn vlan_id(frame: &[u8]) -> Option<u16> {
 
 /// Moves the MAC addresses of a tagged frame over its 802.1Q tag (bytes 4.. then hold an
 /// untagged frame: the caller drops the first 4 bytes). `false` if `frame` is too short.
+#[inline]
 pub fn untag_in_place(frame: &mut [u8]) -> bool {
     if frame.len() < ETH_LEN + VLAN_TAG_LEN {
         return false;
@@ -186,6 +187,7 @@ pub fn untag_in_place(frame: &mut [u8]) -> bool {
 
 /// Turns `frame`, an untagged frame after 4 free bytes (the caller prepended them), into the
 /// same frame with an 802.1Q tag for `vid` (priority 0). `false` if `frame` is too short.
+#[inline]
 pub fn tag_in_place(frame: &mut [u8], vid: u16) -> bool {
     if frame.len() < ETH_LEN + VLAN_TAG_LEN {
         return false;

@@ -4,7 +4,7 @@
 //! (receive time and ingress interface first, then the SCION packet) and enqueues it on that
 //! worker's single-producer ring; no heap allocation, lock or system call. The exporter
 //! thread drains the rings, builds `idint.report.v1.Report`s, groups them into
-//! `ReportBatch`es (by count, size or age) and sends each batch as one UDP datagram to the
+//! `ReportBatch`es (by count, size or age: [`router_core::export`]) and sends each batch as one UDP datagram to the
 //! collector. The socket is connected to the collector, so that the ICMP "port unreachable"
 //! of a collector that is not running comes back as a refusal: counted as
 //! `export_unreachable` (that earlier datagram was lost), not silently taken as delivered.
@@ -15,13 +15,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use idint_report::Message;
-use idint_report::v1::{Exporter, Report, ReportBatch};
+use idint_report::v1::{Exporter, ReportBatch};
+use router_core::export::{BatchLimits, Batcher, META_LEN, Record};
 use scion_dp::idint::{ReportExporter, SinkRecord};
 
 use dpdk::{Consumer, MbufBurst, Mempool, Producer};
-
-/// Bytes of metadata in front of the packet in an export mbuf.
-const META_LEN: usize = 10;
 
 /// The worker side: record -> mbuf -> ring.
 pub struct RingExporter {
@@ -47,13 +45,15 @@ impl ReportExporter for RingExporter {
         let Some(mut m) = self.pool.alloc() else {
             return false;
         };
-        let Some(buf) = m.append(META_LEN + record.packet.len()) else {
+        let r = Record {
+            receive_ns: record.receive_ns,
+            ingress_ifid: record.ingress.ifid(),
+            packet: record.packet,
+        };
+        let Some(buf) = m.append(META_LEN + r.packet.len()) else {
             return false;
         };
-        buf[..8].copy_from_slice(&record.receive_ns.to_be_bytes());
-        buf[8..10].copy_from_slice(&record.ingress.ifid().to_be_bytes());
-        buf[META_LEN..].copy_from_slice(record.packet);
-        if self.one.push(m).is_err() {
+        if !r.write(buf) || self.one.push(m).is_err() {
             return false;
         }
         let taken = self.ring.enqueue(&mut self.one) == 1;
@@ -115,63 +115,16 @@ impl ExportStats {
     }
 }
 
-/// Bytes of `v` as a protobuf varint.
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-struct Batcher {
-    cfg: ExportConfig,
+/// The exporter thread's socket side: sends batches, counting what happened to them.
+struct Sender {
     socket: UdpSocket,
-    batch: ReportBatch,
-    /// Encoded bytes of the batch so far, its exporter and sequence number included.
-    bytes: usize,
-    oldest: Option<Instant>,
     stats: Arc<ExportStats>,
 }
 
-impl Batcher {
-    /// The encoded size of the batch without reports (the sequence number at its longest).
-    fn empty_len(&self) -> usize {
-        ReportBatch {
-            exporter: self.batch.exporter.clone(),
-            sequence: u64::MAX,
-            reports: Vec::new(),
-        }
-        .encoded_len()
-    }
-
-    /// Adds a report, sending the batch first if the report would take it past `max_bytes`
-    /// (a report larger than that on its own goes alone).
-    fn add(&mut self, r: Report) {
-        if self.bytes == 0 {
-            self.bytes = self.empty_len();
-        }
-        let body = r.encoded_len();
-        // Field tag and length prefix of the report.
-        let len = 1 + varint_len(body as u64) + body;
-        if !self.batch.reports.is_empty() && self.bytes + len > self.cfg.max_bytes {
-            self.send();
-            self.bytes = self.empty_len();
-        }
-        self.bytes += len;
-        self.batch.reports.push(r);
-        self.oldest.get_or_insert_with(Instant::now);
-        if self.batch.reports.len() >= self.cfg.max_reports {
-            self.send();
-        }
-    }
-
-    fn due(&self) -> bool {
-        self.oldest.is_some_and(|t| t.elapsed() >= self.cfg.flush)
-    }
-
-    fn send(&mut self) {
-        if self.batch.reports.is_empty() {
-            return;
-        }
-        let n = self.batch.reports.len() as u64;
-        let bytes = self.batch.encode_to_vec();
+impl Sender {
+    /// Sends one batch as one datagram.
+    fn send(&self, batch: &ReportBatch) {
+        let bytes = batch.encode_to_vec();
         // A refusal reported now is an earlier datagram's; this one was not sent: once more.
         let mut sent = self.socket.send(&bytes);
         if matches!(&sent, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused) {
@@ -180,6 +133,7 @@ impl Batcher {
         }
         match sent {
             Ok(_) => {
+                let n = batch.reports.len() as u64;
                 self.stats.reports.fetch_add(n, Ordering::Relaxed);
                 self.stats.batches.fetch_add(1, Ordering::Relaxed);
             }
@@ -187,10 +141,6 @@ impl Batcher {
                 self.stats.send_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.batch.sequence += 1;
-        self.batch.reports.clear();
-        self.bytes = 0;
-        self.oldest = None;
     }
 }
 
@@ -201,6 +151,9 @@ fn connected_socket(bind: SocketAddr, collector: SocketAddr) -> std::io::Result<
     Ok(socket)
 }
 
+/// How long the exporter thread sleeps when every ring was empty.
+const IDLE_SLEEP: Duration = Duration::from_millis(1);
+
 /// Runs the exporter until `done` is set (after the workers have stopped) and the rings are
 /// empty.
 pub fn run_exporter(
@@ -210,61 +163,46 @@ pub fn run_exporter(
     done: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let bind: SocketAddr = if cfg.collector.is_ipv4() {
-        "0.0.0.0:0".parse().expect("literal")
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
-        "[::]:0".parse().expect("literal")
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let socket = connected_socket(bind, cfg.collector)?;
-    let mut b = Batcher {
-        batch: ReportBatch {
-            exporter: Some(cfg.exporter.clone()),
-            sequence: 0,
-            reports: Vec::new(),
-        },
-        cfg,
-        socket,
-        bytes: 0,
-        oldest: None,
+    let sender = Sender {
+        socket: connected_socket(bind, cfg.collector)?,
         stats,
     };
+    let send = &mut |b: &ReportBatch| sender.send(b);
+    let mut batcher = Batcher::new(
+        cfg.exporter,
+        BatchLimits {
+            max_reports: cfg.max_reports,
+            max_bytes: cfg.max_bytes,
+            flush: cfg.flush,
+        },
+    );
     let mut burst = MbufBurst::new();
     loop {
         let stopping = done.load(Ordering::Acquire);
         let mut got = 0;
         for ring in &mut rings {
             got += ring.dequeue(&mut burst);
+            // One clock read per dequeued burst: the reports of a burst arrived together.
+            let now = Instant::now();
             for m in burst.drain() {
-                let d = m.data();
-                if d.len() < META_LEN {
-                    b.stats.bad_records.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-                let mut ns = [0u8; 8];
-                ns.copy_from_slice(&d[..8]);
-                let ifid = u16::from_be_bytes([d[8], d[9]]);
-                let exporter = b.batch.exporter.clone().unwrap_or_default();
-                match idint_report::report_from_packet(
-                    &exporter,
-                    u64::from_be_bytes(ns),
-                    ifid,
-                    &d[META_LEN..],
-                ) {
-                    Ok(r) => b.add(r),
-                    Err(_) => {
-                        b.stats.bad_records.fetch_add(1, Ordering::Relaxed);
-                    }
+                let added =
+                    Record::read(m.data()).is_some_and(|r| batcher.add_record(&r, now, send));
+                if !added {
+                    sender.stats.bad_records.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        if b.due() {
-            b.send();
-        }
+        batcher.poll(Instant::now(), send);
         if got == 0 {
             if stopping {
-                b.send();
+                batcher.flush(send);
                 return Ok(());
             }
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(IDLE_SLEEP);
         }
     }
 }
@@ -272,41 +210,32 @@ pub fn run_exporter(
 #[cfg(test)]
 mod batch_tests {
     use super::*;
+    use idint_report::v1::{Exporter, Report};
 
-    fn batcher(collector: SocketAddr, max_bytes: usize) -> Batcher {
-        Batcher {
-            cfg: ExportConfig {
-                collector,
-                exporter: Exporter {
-                    isd_as: 0x0001_ff00_0000_0110,
-                    router_id: 1,
-                    name: "br1-ff00_0_110-1".into(),
-                },
-                max_reports: 1024,
-                max_bytes,
-                flush: Duration::from_secs(10),
-            },
+    fn exporter() -> Exporter {
+        Exporter {
+            isd_as: 0x0001_ff00_0000_0110,
+            router_id: 1,
+            name: "br1-ff00_0_110-1".into(),
+        }
+    }
+
+    fn sender(collector: SocketAddr) -> Sender {
+        Sender {
             socket: connected_socket("127.0.0.1:0".parse().unwrap(), collector).unwrap(),
-            batch: ReportBatch {
-                exporter: Some(Exporter {
-                    isd_as: 0x0001_ff00_0000_0110,
-                    router_id: 1,
-                    name: "br1-ff00_0_110-1".into(),
-                }),
-                sequence: 0,
-                reports: Vec::new(),
-            },
-            bytes: 0,
-            oldest: None,
             stats: Arc::new(ExportStats::default()),
         }
     }
 
-    fn report(i: u64) -> Report {
-        Report {
-            receive_time_ns: 1_700_000_000_000_000_000 + i,
-            idint_stack: vec![0xab; 112],
-            ..Default::default()
+    fn batch(i: u64) -> ReportBatch {
+        ReportBatch {
+            exporter: Some(exporter()),
+            sequence: i,
+            reports: vec![Report {
+                receive_time_ns: 1_700_000_000_000_000_000 + i,
+                idint_stack: vec![0xab; 112],
+                ..Default::default()
+            }],
         }
     }
 
@@ -317,55 +246,28 @@ mod batch_tests {
             .unwrap()
             .local_addr()
             .unwrap();
-        let mut b = batcher(dead, 512);
+        let s = sender(dead);
         for i in 0..5 {
-            b.add(report(i));
-            b.send();
+            s.send(&batch(i));
             // Loopback answers with ICMP port unreachable at once; let it arrive.
             std::thread::sleep(Duration::from_millis(20));
         }
-        let refused = b.stats.unreachable.load(Ordering::Relaxed);
+        let refused = s.stats.unreachable.load(Ordering::Relaxed);
         // Every datagram after the first finds the previous one's refusal.
         assert!(refused >= 3, "refused {refused}");
-        // A listening collector: nothing refused.
+        // A listening collector: nothing refused, everything received.
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut ok = batcher(rx.local_addr().unwrap(), 512);
+        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let ok = sender(rx.local_addr().unwrap());
         for i in 0..5 {
-            ok.add(report(i));
-            ok.send();
+            ok.send(&batch(i));
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(ok.stats.unreachable.load(Ordering::Relaxed), 0);
         assert_eq!(ok.stats.batches.load(Ordering::Relaxed), 5);
-    }
-
-    #[test]
-    fn datagrams_stay_within_max_bytes() {
-        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        rx.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let max_bytes = 512;
-        let mut b = batcher(rx.local_addr().unwrap(), max_bytes);
-        for i in 0..20u64 {
-            b.add(report(i));
-        }
-        b.send();
-        let mut buf = [0u8; 65536];
-        let mut sizes = Vec::new();
-        let mut reports = 0;
-        while let Ok(n) = rx.recv(&mut buf) {
-            sizes.push(n);
-            reports += ReportBatch::decode(&buf[..n]).unwrap().reports.len();
-            if sizes.len() as u64 == b.stats.batches.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        assert_eq!(reports, 20);
-        assert!(
-            sizes.iter().all(|&n| n <= max_bytes),
-            "datagram over max_bytes: {sizes:?}"
-        );
-        // Full datagrams: one more report (~126 bytes) would not have fitted.
-        let full = &sizes[..sizes.len() - 1];
-        assert!(full.iter().all(|&n| n + 126 > max_bytes), "{sizes:?}");
+        assert_eq!(ok.stats.reports.load(Ordering::Relaxed), 5);
+        let mut buf = [0u8; 2048];
+        let n = rx.recv(&mut buf).unwrap();
+        assert_eq!(ReportBatch::decode(&buf[..n]).unwrap(), batch(0));
     }
 }

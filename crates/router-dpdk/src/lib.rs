@@ -5,12 +5,13 @@
 //! DPDK itself is reached through the safe [`dpdk`] crate; this crate's only `unsafe` is the
 //! final EAL clean-up in [`run`] (see there).
 //!
-//! * [`worker`]: the per-lcore run-to-completion loop and the telemetry source.
+//! * [`worker`]: the per-lcore run-to-completion loop around `router_core`'s classification,
+//!   routing and telemetry source.
 //! * [`distribute`]: software flow distribution for ports with fewer queues than workers.
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
 //! * [`stats`]: counters shared between workers and the control thread.
-//! * [`run`]: wiring it all up (ports, tables, workers, summary).
+//! * [`run`]: wiring it all up (ports, tables, workers, control thread, shutdown, summary).
 
 pub mod distribute;
 pub mod export;
@@ -19,7 +20,10 @@ pub mod run;
 pub mod stats;
 pub mod worker;
 
-pub use router_core::{config, eal_args, ndp, neighbor, underlay};
+pub use router_core::{
+    classify, config, eal_args, forward, ndp, neighbor, resolver, tables, telemetry_source,
+    underlay,
+};
 
 // The EAL checks of `router-core` assume the lcore limit of the DPDK linked here.
 const _: () = assert!(

@@ -1,355 +1,54 @@
-//! The worker loop: rx burst -> underlay parse -> scion-dp `process_burst_with` (with the
-//! ID-INT stage) -> underlay rewrite in place -> tx burst per egress port. Nothing on this
-//! path allocates, locks, logs or makes system calls.
+//! The worker loop: rx burst -> underlay classification -> scion-dp `process_burst_with`
+//! (with the ID-INT stage) -> routing and underlay rewrite in place -> tx burst per egress
+//! port. The decisions are `router_core`'s ([`classify`](router_core::classify),
+//! [`forward`](router_core::forward), [`resolver`](router_core::resolver)) on the frames'
+//! bytes; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
+//! system calls.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
-use scion_dp::telemetry::{
-    CounterKind, Direction, Environment, HopContext, QueueMetric, TelemetrySource,
-};
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 
 use crate::export::RingExporter;
-use crate::ndp;
-use crate::neighbor::Learned;
-use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
+use router_core::classify::{self, Frame};
 use router_core::clock::{SharedClock, TscClock};
-use router_core::telemetry::{EnergyFigures, PortSample, average_x16, fraction_255};
+use router_core::forward::{self, Ask, EgressMacs, PacketMeta};
+use router_core::resolver::{Resolver, Solicitation};
+use router_core::telemetry_source::{RxBuffer, Tsc};
 #[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
 
-/// Where a SCION interface of this router leaves.
-#[derive(Debug, Clone, Copy)]
-pub struct IfEgress {
-    /// Index of the port in [`Tables::ports`].
-    pub port: usize,
-    /// Local underlay address.
-    pub local: SocketAddr,
-    /// Neighbour's underlay address.
-    pub remote: SocketAddr,
-    /// Neighbour's MAC, if known.
-    pub mac: Option<[u8; 6]>,
-    /// The link's headers, built once, for an IPv4 link.
-    pub v4: Option<underlay::V4Header>,
-}
+pub use router_core::tables::{IfEgress, Tables};
 
-impl IfEgress {
-    /// The egress of a link from `local` to `remote` leaving by port `port` (MAC `port_mac`).
-    pub fn new(
-        port: usize,
-        port_mac: [u8; 6],
-        local: SocketAddr,
-        remote: SocketAddr,
-        mac: Option<[u8; 6]>,
-    ) -> Self {
-        let v4 = match (local, remote) {
-            (SocketAddr::V4(l), SocketAddr::V4(r)) => Some(underlay::V4Header::new(port_mac, l, r)),
-            _ => None,
-        };
-        IfEgress {
-            port,
-            local,
-            remote,
-            mac,
-            v4,
-        }
-    }
-}
+/// The router's telemetry source over this worker's rx sources and the CPU's TSC.
+pub type RouterTelemetry = router_core::telemetry_source::RouterTelemetry<Source, DpdkTsc>;
 
-/// The forwarding tables, shared by all workers (read-only except the learned neighbours).
-#[derive(Debug)]
-pub struct Tables {
-    /// Port MAC addresses, by port index.
-    pub ports: Vec<[u8; 6]>,
-    /// DPDK port id of each port index.
-    pub port_ids: Vec<u16>,
-    /// Underlay address -> ingress, per port index: `(local addr, ingress)`.
-    pub ingress: Vec<Vec<(SocketAddr, Ingress)>>,
-    /// Egress by interface id (index = ifid).
-    pub egress: Vec<Option<IfEgress>>,
-    /// Index of the internal port.
-    pub internal_port: usize,
-    /// This router's internal address.
-    pub internal_addr: SocketAddr,
-    /// Static next-hop MACs.
-    pub neighbors: Vec<(IpAddr, [u8; 6])>,
-    /// IPv4 next-hop MACs learned from ARP.
-    pub learned: NeighborTable,
-    /// IPv6 next-hop MACs learned from NDP.
-    pub learned6: Neighbor6Table,
-    /// Default next-hop MAC per port index.
-    pub default_macs: Vec<Option<[u8; 6]>>,
-    /// 802.1Q VLAN ID per port index (frames on the wire tagged, inside the router not).
-    pub vlans: Vec<Option<u16>>,
-    /// Sibling routers: (internal address, one interface it owns, which names its link).
-    /// Packets from them on the internal port arrive as [`Ingress::Sibling`].
-    pub siblings: Vec<(SocketAddr, u16)>,
-}
+/// The CPU's time stamp counter, read through DPDK.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DpdkTsc;
 
-impl Tables {
-    /// The MAC of next hop `ip` at `now_s` (Unix seconds): static configuration first (never
-    /// stale), then ARP- or NDP-learned. Inlined: the address is built by the caller just
-    /// before, and a call would read it back through memory.
-    #[inline(always)]
-    fn neighbor(&self, ip: &IpAddr, now_s: u32) -> Option<Learned> {
-        if let Some((_, m)) = self.neighbors.iter().find(|(a, _)| a == ip) {
-            return Some(Learned {
-                mac: *m,
-                stale: false,
-            });
-        }
-        match ip {
-            IpAddr::V4(v4) => self.learned.lookup(*v4, now_s),
-            IpAddr::V6(v6) => self.learned6.lookup(*v6, now_s),
-        }
-    }
-
-    /// Whether `ip` is one of the router's underlay addresses on port `port`.
+impl Tsc for DpdkTsc {
     #[inline]
-    fn is_mine(&self, port: usize, ip: Ipv4Addr) -> bool {
-        self.ingress
-            .get(port)
-            .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V4(ip)))
-    }
-
-    /// Whether `ip` is one of the router's IPv6 underlay addresses on port `port`.
-    #[inline]
-    fn is_mine6(&self, port: usize, ip: Ipv6Addr) -> bool {
-        self.ingress
-            .get(port)
-            .is_some_and(|l| l.iter().any(|(a, _)| a.ip() == IpAddr::V6(ip)))
+    fn read(&self) -> u64 {
+        dpdk::rdtsc()
     }
 }
 
-/// The router's measurements for ID-INT: TSC timestamps, port counters and link utilisation
-/// (sampled by the control thread), node id, uptime, configured energy figures.
-#[derive(Debug)]
-pub struct RouterTelemetry {
-    /// Clock.
-    pub clock: TscClock,
-    /// Node id.
-    pub node_id: Option<u32>,
-    /// Start time (Unix ns).
-    pub started_ns: u64,
-    /// Time the current burst was received (Unix ns).
-    pub rx_ns: u64,
-    /// Samples by port index.
-    pub ports: Arc<[PortSample]>,
-    /// Port index by interface id (0 = internal port).
-    pub tables: Arc<Tables>,
-    /// Energy figures.
-    pub energy: EnergyFigures,
-    /// The rx sources this worker polls, with their port index: the receive buffers the
-    /// buffer instructions report on (see [`RouterTelemetry::begin_burst`]). Owned here so
-    /// that a queue's depth is read on its polling thread, by its only handle.
-    pub rx: Vec<(usize, Source)>,
-    /// This worker's tx queue index on every port (with software distribution, the
-    /// distributor's: 0).
-    pub tx_queue: u16,
-    /// Index into `rx` of the burst being processed.
-    current: usize,
-    /// The current burst's buffer depth, once read.
-    depth_now: Option<Option<u32>>,
-    /// The current burst's egress time, once read: its packets leave together in one tx
-    /// burst after it is processed, so one clock read serves them all (a TSC read per packet
-    /// cost ~12 ns here).
-    tx_ns: Option<u64>,
-    /// Average depth of each buffer ×16 (exponentially weighted, 1/8 per sample), `None`
-    /// until sampled or if the buffer cannot be read.
-    depth_avg_x16: Vec<Option<u32>>,
-    /// (CPU, memory) usage as fractions of 255, from the last sample (see
-    /// [`RouterTelemetry::sample_usage`]).
-    usage: Option<(u8, u8)>,
-}
+/// Nanoseconds per second.
+const NS_PER_S: u64 = 1_000_000_000;
+/// Counter publications per second (and clock updates taken up).
+const PUBLISH_PER_S: u64 = 200;
 
-impl RouterTelemetry {
-    /// Telemetry with the given measurements; rx sources and tx queue as the worker has them.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        clock: TscClock,
-        node_id: Option<u32>,
-        started_ns: u64,
-        ports: Arc<[PortSample]>,
-        tables: Arc<Tables>,
-        energy: EnergyFigures,
-        rx: Vec<(usize, Source)>,
-        tx_queue: u16,
-    ) -> Self {
-        let n = rx.len();
-        RouterTelemetry {
-            clock,
-            node_id,
-            started_ns,
-            rx_ns: started_ns,
-            ports,
-            tables,
-            energy,
-            rx,
-            tx_queue,
-            current: 0,
-            depth_now: None,
-            tx_ns: None,
-            depth_avg_x16: vec![None; n],
-            usage: None,
-        }
-    }
-
-    /// Records usage over the last interval: the worker's busy share (cycles spent on bursts
-    /// that carried packets, of `interval_cycles`; a poll-mode core is always running, so
-    /// this is the load that matters) and the packet memory in use (mbufs of the pool).
-    pub fn sample_usage(&mut self, busy_cycles: u64, interval_cycles: u64, pool: &Mempool) {
-        let (used, free) = (u64::from(pool.in_use()), u64::from(pool.available()));
-        self.usage = Some((
-            fraction_255(busy_cycles, interval_cycles),
-            fraction_255(used, used + free),
-        ));
-    }
-
-    /// A burst received at `rx_ns` from rx source `source` (index into `rx`) is about to
-    /// be processed: timestamps and the buffer instructions refer to it.
-    #[inline]
-    pub fn begin_burst(&mut self, source: usize, rx_ns: u64) {
-        self.rx_ns = rx_ns;
-        self.current = source;
-        self.depth_now = None;
-        self.tx_ns = None;
-    }
-
-    /// Samples every buffer's depth into its average (called periodically by the worker).
-    pub fn sample_buffers(&mut self) {
-        for ((_, b), avg) in self.rx.iter().zip(self.depth_avg_x16.iter_mut()) {
-            *avg = b.depth().map(|d| match *avg {
-                None => d.saturating_mul(16),
-                Some(a) => average_x16(a, d),
-            });
-        }
-    }
-
-    #[inline]
-    fn port_of(&self, ifid: u16) -> Option<&PortSample> {
-        let i = if ifid == 0 {
-            self.tables.internal_port
-        } else {
-            self.tables.egress.get(usize::from(ifid))?.as_ref()?.port
-        };
-        self.ports.get(i)
-    }
-}
-
-impl TelemetrySource for RouterTelemetry {
-    fn node_id(&self) -> Option<u32> {
-        self.node_id
-    }
-    fn ingress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
-        Some(self.rx_ns)
-    }
-    fn egress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
-        Some(
-            *self
-                .tx_ns
-                .get_or_insert_with(|| self.clock.unix_ns(dpdk::rdtsc())),
-        )
-    }
-    fn interface_counter(&mut self, ifid: u16, dir: Direction, kind: CounterKind) -> Option<u64> {
-        self.port_of(ifid).map(|p| p.counter(dir, kind))
-    }
-    fn total_counter(&mut self, dir: Direction, kind: CounterKind) -> Option<u64> {
-        Some(self.ports.iter().map(|p| p.counter(dir, kind)).sum())
-    }
-    fn link_utilisation_kbps(&mut self, ifid: u16, dir: Direction) -> Option<u32> {
-        let p = self.port_of(ifid)?;
-        let v = match dir {
-            Direction::Rx => p.rx_kbps.load(Ordering::Relaxed),
-            Direction::Tx => p.tx_kbps.load(Ordering::Relaxed),
-        };
-        Some(v.min(u64::from(u32::MAX)) as u32)
-    }
-    /// Queue id: this worker's tx queue on the egress port. Queue length: not measured (the
-    /// drivers expose no portable tx ring occupancy). Buffer items: the receive buffer the
-    /// packet waited in (its rx queue or, with software distribution, the worker's ring):
-    /// in a run-to-completion router that is where packets queue; `ifid` does not change it.
-    fn queue(&mut self, ifid: u16, metric: QueueMetric) -> Option<u32> {
-        match metric {
-            QueueMetric::QueueId => self.port_of(ifid).map(|_| u32::from(self.tx_queue)),
-            QueueMetric::QueueLen | QueueMetric::QueueLenAvg => None,
-            QueueMetric::BufferId => self.rx.get(self.current).map(|(_, b)| u32::from(b.id())),
-            QueueMetric::BufferOccupancy => {
-                if self.depth_now.is_none() {
-                    self.depth_now = Some(self.rx.get(self.current).and_then(|(_, b)| b.depth()));
-                }
-                self.depth_now.flatten()
-            }
-            QueueMetric::BufferOccupancyAvg => self
-                .depth_avg_x16
-                .get(self.current)
-                .copied()
-                .flatten()
-                .map(|a| (a + 8) / 16),
-        }
-    }
-    fn cpu_memory_usage(&mut self) -> Option<(u8, u8)> {
-        self.usage
-    }
-    fn interface_speed_mbps(&mut self, ifid: u16) -> Option<u32> {
-        let s = self.port_of(ifid)?.speed_mbps.load(Ordering::Relaxed);
-        (s != 0).then_some(s.min(u64::from(u32::MAX)) as u32)
-    }
-    fn energy_per_packet_nj(&mut self, _ctx: &HopContext) -> Option<u32> {
-        self.energy.energy_per_packet_nj
-    }
-    fn co2_per_packet_pg(&mut self, _ctx: &HopContext) -> Option<u32> {
-        self.energy.co2_per_packet_pg
-    }
-    fn environment(&mut self, item: Environment) -> Option<u16> {
-        match item {
-            Environment::PowerDraw => self.energy.power_w,
-            _ => None,
-        }
-    }
-    fn node_ipv4(&self) -> Option<Ipv4Addr> {
-        match self.tables.internal_addr.ip() {
-            IpAddr::V4(a) => Some(a),
-            IpAddr::V6(_) => None,
-        }
-    }
-    fn node_ipv6(&self) -> Option<Ipv6Addr> {
-        match self.tables.internal_addr.ip() {
-            IpAddr::V6(a) => Some(a),
-            IpAddr::V4(_) => None,
-        }
-    }
-    fn uptime_s(&mut self) -> Option<u32> {
-        Some((self.rx_ns.saturating_sub(self.started_ns) / 1_000_000_000) as u32)
-    }
-    fn software_version(&self) -> Option<(u16, u16, u16)> {
-        let p = |s: &str| s.parse().unwrap_or(0);
-        Some((
-            p(env!("CARGO_PKG_VERSION_MAJOR")),
-            p(env!("CARGO_PKG_VERSION_MINOR")),
-            p(env!("CARGO_PKG_VERSION_PATCH")),
-        ))
-    }
-}
-
-/// One packet of a burst: the owned mbuf plus what the underlay said.
+/// One packet of a burst: the owned mbuf plus what the underlay said and scion-dp decided.
 #[derive(Debug, Default)]
 struct Slot {
     m: Option<dpdk::RoomMbuf>,
-    offset: usize,
-    len: usize,
-    ingress: Option<Ingress>,
-    /// The egress interface of a packet forwarded on an external link (the common decision,
-    /// kept apart from `disposition`: see [`BurstPacket::set_disposition`]).
-    forward: Option<u16>,
-    /// Any other decision.
-    disposition: Option<Disposition>,
+    meta: PacketMeta,
 }
 
 impl BurstPacket for Slot {
@@ -362,25 +61,19 @@ impl BurstPacket for Slot {
     }
     #[inline]
     fn len(&self) -> usize {
-        self.len
+        self.meta.len
     }
     #[inline]
     fn ingress(&self) -> Ingress {
-        self.ingress.unwrap_or(Ingress::Internal)
+        self.meta.ingress()
     }
     #[inline]
     fn disposition_mut(&mut self) -> &mut Option<Disposition> {
-        &mut self.disposition
+        self.meta.disposition_mut()
     }
     #[inline(always)]
     fn set_disposition(&mut self, d: Disposition) {
-        if let Disposition::Forward { ifid } = d {
-            self.forward = Some(ifid);
-            self.disposition = None;
-        } else {
-            self.forward = None;
-            self.disposition = Some(d);
-        }
+        self.meta.set_disposition(d);
     }
 }
 
@@ -404,9 +97,12 @@ impl Source {
             Source::Ring(r, _) => r.dequeue(burst),
         }
     }
+}
 
-    /// The buffer's identifier: the rx queue index, or the id a ring was given.
-    pub fn id(&self) -> u16 {
+impl RxBuffer for Source {
+    /// The rx queue index, or the id a ring was given.
+    #[inline]
+    fn id(&self) -> u16 {
         match self {
             Source::Queue(q) => q.queue(),
             Source::Ring(_, id) => *id,
@@ -416,7 +112,7 @@ impl Source {
     /// Packets waiting now; `None` if the driver cannot tell (virtual devices such as
     /// `net_pcap` and `net_null` do not implement the count).
     #[inline]
-    pub fn depth(&self) -> Option<u32> {
+    fn depth(&self) -> Option<u32> {
         match self {
             Source::Queue(q) => q.depth(),
             Source::Ring(r, _) => Some(r.count()),
@@ -534,7 +230,7 @@ impl Io {
         let mut burst = MbufBurst::new();
         let ports = self.tx.len();
         let clock = self.clock;
-        let publish_every = clock.hz() / 200;
+        let publish_every = clock.hz() / PUBLISH_PER_S;
         let mut last_publish = 0u64;
         while !dpdk::stop_requested() {
             for (port, q) in rx.iter_mut() {
@@ -576,13 +272,12 @@ impl Io {
         let mut out: Vec<MbufBurst> = (0..self.tx.len()).map(|_| MbufBurst::new()).collect();
         let mut burst = MbufBurst::new();
         let mut clock = self.clock;
-        let mut resolver = Resolver {
+        let mut resolver = MacRequests {
             pool: self.pool,
-            interval: clock.hz() / 10,
-            asked: [(0, 0); 64],
+            limit: Resolver::new(clock.hz()),
         };
         let tables = &*self.tables;
-        let publish_every = clock.hz() / 200;
+        let publish_every = clock.hz() / PUBLISH_PER_S;
         let mut last_publish = dpdk::rdtsc();
         // Cycles spent on bursts since the last publication (the CPU usage telemetry).
         let mut busy = 0u64;
@@ -604,7 +299,7 @@ impl Io {
                 let start = dpdk::rdtsc();
                 let now = clock.unix_ns(start);
                 stage.source_mut().begin_burst(i, now);
-                let now_s = (now / 1_000_000_000) as u32;
+                let now_s = (now / NS_PER_S) as u32;
                 let filled = classify(
                     tables, port, now_s, &mut burst, &mut slots, &mut out, &mut io,
                 );
@@ -639,9 +334,13 @@ impl Io {
                     &stage.keys().lookups(),
                 );
                 stage.source_mut().sample_buffers();
-                stage
-                    .source_mut()
-                    .sample_usage(busy, tsc.wrapping_sub(last_publish), self.pool);
+                let (used, free) = (self.pool.in_use(), self.pool.available());
+                stage.source_mut().sample_usage(
+                    busy,
+                    tsc.wrapping_sub(last_publish),
+                    used.into(),
+                    free.into(),
+                );
                 last_publish = tsc;
                 busy = 0;
                 // The control thread's corrected clock, for timestamps and time.
@@ -670,8 +369,9 @@ impl Io {
 /// How many received packets ahead of the one being classified have their headers prefetched.
 const RX_PREFETCH_AHEAD: usize = 3;
 
-/// Moves the received mbufs into slots (underlay parsed); frames that are not SCION for us
-/// are freed and counted. Returns the number of slots filled.
+/// Moves the received mbufs into slots (underlay classified by
+/// [`router_core::classify::classify`]); ARP and NDP answers are queued on the port, frames
+/// that are not SCION for us freed (counted). Returns the number of slots filled.
 #[inline]
 fn classify(
     tables: &Tables,
@@ -684,8 +384,7 @@ fn classify(
 ) -> usize {
     let mut n = 0;
     // The port's VLAN and its underlay addresses, once per burst.
-    let vlan = tables.vlans.get(port).copied().flatten();
-    let local = tables.ingress.get(port).map_or(&[][..], Vec::as_slice);
+    let view = tables.port(port);
     for m in burst.drain_prefetching(RX_PREFETCH_AHEAD) {
         io.rx_frames += 1;
         io.rx_bytes += m.pkt_len() as u64;
@@ -694,57 +393,21 @@ fn classify(
             continue;
         }
         let mut m = m;
-        if let Some(vid) = vlan
+        if let Some(vid) = view.vlan
             && !untag(&mut m, vid)
         {
             io.wrong_vlan += 1;
             continue;
         }
-        let r = match underlay::parse(m.data()) {
-            Ok(r) => r,
-            Err(underlay::NotScion::OtherEtherType) => {
-                let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
-                // An ARP packet to one of our addresses teaches its sender; any other one
-                // (a gratuitous ARP after a failover, say) updates a sender already known
-                // (RFC 826's merge), so a neighbour's new MAC is used at once.
-                if let Some((ip, mac, target)) = underlay::arp_sender(m.data())
-                    && (mine(target) || tables.learned.lookup(ip, now_s).is_some())
-                    && tables.learned.learn(ip, mac, now_s)
-                {
-                    io.arp_learned += 1;
-                }
-                if let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port))
-                    && underlay::arp_reply_in_place(m.data_mut(), mac, mine)
-                {
-                    io.arp_replies += 1;
-                    if let Err(m) = b.push(m) {
-                        drop(m);
-                        io.tx_full += 1;
-                    }
-                    continue;
-                }
-                io.not_scion += 1;
+        let c = match classify::classify(tables, &view, now_s, m.data_mut(), io) {
+            Frame::Scion(c) => c,
+            Frame::Answer => {
+                queue(out, port, m, io);
                 continue;
             }
-            Err(underlay::NotScion::NotUdp) => {
-                ndp_frame(tables, port, now_s, m, out, io);
-                continue;
-            }
-            Err(_) => {
-                io.not_scion += 1;
-                continue;
-            }
+            Frame::Drop => continue,
         };
-        let Some(mut ingress) = local.iter().find(|(a, _)| *a == r.dst).map(|(_, i)| *i) else {
-            io.not_for_us += 1;
-            continue;
-        };
-        if ingress == Ingress::Internal
-            && let Some((_, ifid)) = tables.siblings.iter().find(|(a, _)| *a == r.src)
-        {
-            ingress = Ingress::Sibling(*ifid);
-        }
-        let m = match m.with_room(r.offset) {
+        let m = match m.with_room(c.offset) {
             Ok(m) => m,
             Err(_) => {
                 io.chained += 1;
@@ -752,58 +415,29 @@ fn classify(
             }
         };
         let s = &mut slots[n];
-        s.offset = r.offset;
-        s.len = r.len;
-        s.ingress = Some(ingress);
-        s.forward = None;
-        s.disposition = None;
+        s.meta.receive(&c);
         s.m = Some(m);
         n += 1;
     }
     n
 }
 
-/// An IP frame that is not UDP: learns from an NDP message addressed to the router and
-/// answers a solicitation for one of its addresses in place (queued on `port`); anything else
-/// is freed and counted as `not_scion`.
-#[cold]
-#[inline(never)]
-fn ndp_frame(
-    tables: &Tables,
-    port: usize,
-    now_s: u32,
-    mut m: Mbuf,
-    out: &mut [MbufBurst],
-    io: &mut IoCounters,
-) {
-    let mine = |ip: Ipv6Addr| tables.is_mine6(port, ip);
-    if let Ok(msg) = ndp::parse(m.data()) {
-        // What a message to us teaches; or an unsolicited advertisement with the Override flag
-        // for a neighbour already known (RFC 4861 7.2.5: its new MAC replaces the old).
-        let learned = msg
-            .neighbor_for(mine)
-            .or_else(|| msg.update_for(|ip| tables.learned6.lookup(ip, now_s).is_some()));
-        if let Some((ip, mac)) = learned
-            && tables.learned6.learn(ip, mac, now_s)
-        {
-            io.ndp_learned += 1;
-        }
-        if msg.kind == ndp::Kind::Solicitation
-            && let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port))
-            && ndp::reply_in_place(m.data_mut(), mac, mine)
-        {
-            io.ndp_replies += 1;
+/// Queues `m` for sending on `port` (freed and counted if the burst is full).
+#[inline]
+fn queue(out: &mut [MbufBurst], port: usize, m: Mbuf, io: &mut IoCounters) {
+    match out.get_mut(port) {
+        Some(b) => {
             if let Err(m) = b.push(m) {
                 drop(m);
                 io.tx_full += 1;
             }
-            return;
         }
+        None => io.unroutable += 1,
     }
-    io.not_scion += 1;
 }
 
-/// Rewrites the underlay of a processed packet and queues it on its egress port, or frees it.
+/// Routes a processed packet ([`router_core::forward::route`]): resizes its mbuf for the new
+/// underlay headers, has them written and queues it on its egress port, or frees it.
 #[inline]
 fn route(
     tables: &Tables,
@@ -813,223 +447,82 @@ fn route(
     (out, io, resolver, macs): (
         &mut [MbufBurst],
         &mut IoCounters,
-        &mut Resolver,
+        &mut MacRequests,
         &mut EgressMacs,
     ),
 ) {
     let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
         return;
     };
-    // A forwarded packet's egress comes from its compact field; any other decision is read by
-    // reference (`classify` resets both when the slot is reused).
-    let forward;
-    let arrived;
-    let d = match (s.forward, &s.disposition) {
-        (Some(ifid), _) => {
-            forward = Disposition::Forward { ifid };
-            &forward
-        }
-        (None, Some(d)) => d,
-        (None, None) => return,
-    };
-    // (egress port, src, dst, dst mac, SCION length). The addresses stay references into the
-    // tables, the disposition and the slot: copying the large `SocketAddr` values and reading
-    // them back piecewise stalled on store forwarding.
-    #[allow(clippy::type_complexity)]
-    let (port, src, dst, mac, len, v4): (
-        usize,
-        &SocketAddr,
-        &SocketAddr,
-        _,
-        usize,
-        Option<&underlay::V4Header>,
-    ) = match d {
-        Disposition::Forward { ifid } => {
-            let Some(e) = tables
-                .egress
-                .get(usize::from(*ifid))
-                .and_then(Option::as_ref)
-            else {
-                io.unroutable += 1;
-                return;
-            };
-            let mac = match e.mac {
-                Some(mac) => Some(Learned { mac, stale: false }),
-                None => macs.get_or(*ifid, || tables.neighbor(&e.remote.ip(), now_s)),
-            };
-            (e.port, &e.local, &e.remote, mac, s.len, e.v4.as_ref())
-        }
-        Disposition::Sibling { addr, .. } | Disposition::Deliver { addr } => {
-            let mac = tables.neighbor(&addr.ip(), now_s);
-            (
-                tables.internal_port,
-                &tables.internal_addr,
-                addr,
-                mac,
-                s.len,
-                None,
-            )
-        }
-        Disposition::Reply { len, .. } => {
-            // The frame still starts with the headers it arrived with (only the SCION packet
-            // after them was rewritten): the reply goes back the way they came.
-            let Ok(r) = underlay::parse(m.data()) else {
-                io.unroutable += 1;
-                return;
-            };
-            arrived = r;
-            let mac = Learned {
-                mac: arrived.eth_src,
-                stale: false,
-            };
-            (in_port, &arrived.dst, &arrived.src, Some(mac), *len, None)
-        }
-        Disposition::Bfd | Disposition::Suppressed { .. } | Disposition::Drop(_) => return,
-    };
-    let ask = |resolver: &mut Resolver, out: &mut [MbufBurst], io: &mut IoCounters| {
-        resolver.ask(tables, port, (src.ip(), dst.ip()), out, io)
-    };
-    let mac = match mac {
-        Some(l) => {
-            // A stale entry is still used while the neighbour is asked again.
-            if l.stale {
-                ask(resolver, out, io);
-            }
-            l.mac
-        }
-        None => match tables.default_macs.get(port).copied().flatten() {
-            Some(mac) => mac,
-            None => {
-                io.no_next_hop_mac += 1;
-                ask(resolver, out, io);
-                return;
-            }
-        },
-    };
-    let (Some(src_mac), Some(b)) = (tables.ports.get(port).copied(), out.get_mut(port)) else {
-        io.unroutable += 1;
+    let mut arrived = None;
+    let r = forward::route(
+        tables,
+        in_port,
+        now_s,
+        &s.meta,
+        m.data(),
+        macs,
+        &mut arrived,
+        io,
+    );
+    if let Some(ask) = r.ask {
+        resolver.ask(tables, ask, out, io);
+    }
+    let Some(e) = r.send else {
         return;
     };
-    // Source address of the reply/forward must match the destination's family; a router
-    // address of the other family (e.g. IPv6 internal, IPv4 link) cannot be used.
-    if src.is_ipv4() != dst.is_ipv4() {
+    let offset = s.meta.offset;
+    let hl = e.header_len;
+    if !m.set_len(offset + e.len) {
         io.unroutable += 1;
         return;
     }
-    let hl = underlay::header_len(dst);
-    if !m.set_len(s.offset + len) {
-        io.unroutable += 1;
-        return;
-    }
-    let ok = if hl < s.offset {
-        m.adj((s.offset - hl) as u16)
-    } else if hl > s.offset {
-        m.prepend((hl - s.offset) as u16)
+    let ok = if hl < offset {
+        m.adj((offset - hl) as u16)
+    } else if hl > offset {
+        m.prepend((hl - offset) as u16)
     } else {
         true
     };
-    let written = match v4 {
-        // A link's headers from its template (the port's MAC is the template's source).
-        Some(t) => t.write(m.data_mut(), mac, len),
-        None => underlay::write(m.data_mut(), src_mac, mac, src, dst, len),
-    };
-    if !ok || !written {
+    if !ok || !e.write(m.data_mut()) {
         io.unroutable += 1;
         return;
     }
-    if let Err(m) = b.push(m) {
-        drop(m);
-        io.tx_full += 1;
-    }
+    queue(out, e.port, m, io);
 }
 
-/// The next-hop MACs of the last few egress interfaces looked up in one burst: packets of a
-/// burst mostly leave by a few links, and each lookup would search the static and learned
-/// neighbours again. Valid for one burst only (what the tables said then).
-#[derive(Default)]
-struct EgressMacs {
-    ifids: [u16; 4],
-    macs: [Option<Learned>; 4],
-    /// Entries filled.
-    n: usize,
-    /// Lookups so far (the next entry to replace once all are filled).
-    next: usize,
-}
-
-impl EgressMacs {
-    /// The MAC for `ifid`, from `lookup` the first time in this burst.
-    #[inline]
-    fn get_or(&mut self, ifid: u16, lookup: impl FnOnce() -> Option<Learned>) -> Option<Learned> {
-        if let Some(k) = self.ifids[..self.n].iter().position(|&i| i == ifid) {
-            return self.macs[k];
-        }
-        let mac = lookup();
-        // Round robin once full (a burst to more links than that looks some up again).
-        let k = self.next % self.ifids.len();
-        self.next += 1;
-        self.ifids[k] = ifid;
-        self.macs[k] = mac;
-        self.n = self.next.min(self.ifids.len());
-        mac
-    }
-}
-
-/// Sends ARP requests (IPv4) and neighbor solicitations (IPv6) for next hops without a MAC
-/// (the packet that needed it is dropped; later ones find the learned MAC) or with a stale
-/// one, at most one per address every 100 ms per worker.
-pub struct Resolver {
+/// Sends ARP requests and neighbour solicitations for next hops, rate-limited by
+/// [`router_core::resolver::Resolver`].
+pub struct MacRequests {
     /// Pool for the request frames.
     pub pool: &'static Mempool,
-    /// TSC ticks between two requests for the same address.
-    pub interval: u64,
-    /// (address as IPv6, IPv4 mapped; TSC of the last request), by address hash.
-    pub asked: [(u128, u64); 64],
+    /// Which addresses were asked for when.
+    pub limit: Resolver,
 }
 
-impl Resolver {
-    /// Asks for the MAC of `target` from the router's address `me` (same family) on `port`.
+impl MacRequests {
+    /// Asks for the MAC of `ask.target` from the router's address `ask.me` (same family).
     #[cold]
-    fn ask(
-        &mut self,
-        tables: &Tables,
-        port: usize,
-        (me, target): (IpAddr, IpAddr),
-        out: &mut [MbufBurst],
-        io: &mut IoCounters,
-    ) {
-        let key = match target {
-            IpAddr::V4(v4) => u128::from(v4.to_ipv6_mapped()),
-            IpAddr::V6(v6) => u128::from(v6),
-        };
-        let h = ((key >> 64) as u64 ^ key as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let slot = &mut self.asked[(h >> 58) as usize];
+    fn ask(&mut self, tables: &Tables, ask: Ask, out: &mut [MbufBurst], io: &mut IoCounters) {
         let now = dpdk::rdtsc();
-        if slot.0 == key && now.wrapping_sub(slot.1) < self.interval {
+        let Some(due) = self.limit.due(ask.target, now) else {
             return;
-        }
-        let (Some(&mac), Some(b)) = (tables.ports.get(port), out.get_mut(port)) else {
+        };
+        let (Some(&mac), Some(b)) = (tables.ports.get(ask.port), out.get_mut(ask.port)) else {
+            return;
+        };
+        // No request across families.
+        let Some(req) = Solicitation::new(ask.me, ask.target) else {
             return;
         };
         let Some(mut m) = self.pool.alloc() else {
             return;
         };
-        let (ok, counter) = match (me, target) {
-            (IpAddr::V4(me), IpAddr::V4(target)) => (
-                m.append(underlay::ARP_FRAME_LEN)
-                    .is_some_and(|f| underlay::write_arp_request(f, mac, me, target)),
-                &mut io.arp_requests,
-            ),
-            (IpAddr::V6(me), IpAddr::V6(target)) => (
-                m.append(ndp::NS_FRAME_LEN)
-                    .is_some_and(|f| ndp::write_solicitation(f, mac, me, target)),
-                &mut io.ndp_requests,
-            ),
-            // No request across families (the frame is freed).
-            _ => return,
-        };
-        if ok && b.push(m).is_ok() {
-            *slot = (key, now);
-            *counter += 1;
+        let written = m.append(req.frame_len()).is_some_and(|f| req.write(f, mac));
+        // A frame not written or not queued is freed.
+        if written && b.push(m).is_ok() {
+            self.limit.asked(due, now);
+            req.count(io);
         }
     }
 }
@@ -1038,16 +531,14 @@ impl Resolver {
 /// drop) if it is untagged, of another VLAN or too short.
 #[inline]
 fn untag(m: &mut Mbuf, vid: u16) -> bool {
-    underlay::vlan_id(m.data()) == Some(vid)
-        && underlay::untag_in_place(m.data_mut())
-        && m.adj(underlay::VLAN_TAG_LEN as u16)
+    classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN as u16)
 }
 
 /// Sends every port's queued burst, tagging the frames of VLAN ports first.
 #[inline]
 fn send_all(tables: &Tables, out: &mut [MbufBurst], tx: &mut [Sink], io: &mut IoCounters) {
     for (p, (b, t)) in out.iter_mut().zip(tx.iter_mut()).enumerate() {
-        if let Some(vid) = tables.vlans.get(p).copied().flatten() {
+        if let Some(vid) = tables.vlan(p) {
             tag_burst(b, vid, io);
         }
         flush(t, b, io);
@@ -1088,37 +579,3 @@ fn flush(t: &mut Sink, b: &mut MbufBurst, io: &mut IoCounters) {
         b.clear();
     }
 }
-
-#[cfg(test)]
-mod egress_mac_tests {
-    use super::*;
-
-    #[test]
-    fn each_interface_is_looked_up_once_per_burst_and_answers_stay_exact() {
-        let mut c = EgressMacs::default();
-        let mut asked = Vec::new();
-        let mac = |i: u16| {
-            Some(Learned {
-                mac: [i as u8; 6],
-                stale: i.is_multiple_of(2),
-            })
-        };
-        // Six interfaces, some repeated: more than the cache holds.
-        for ifid in [1u16, 2, 1, 3, 4, 2, 5, 1, 6, 6, 5] {
-            let got = c.get_or(ifid, || {
-                asked.push(ifid);
-                mac(ifid)
-            });
-            assert_eq!(got, mac(ifid), "interface {ifid}");
-        }
-        // 1..4 fill it; 5 replaces 1, so 1 is asked again (replacing 2), then 6 replaces 3.
-        assert_eq!(asked, vec![1, 2, 3, 4, 5, 1, 6]);
-        // An unknown neighbour is remembered as unknown for the burst.
-        let mut c = EgressMacs::default();
-        assert_eq!(c.get_or(9, || None), None);
-        assert_eq!(c.get_or(9, || mac(9)), None);
-    }
-}
-
-#[cfg(test)]
-mod tests {}
