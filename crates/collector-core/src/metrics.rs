@@ -187,6 +187,8 @@ pub trait PointSink: Send + Sync {
     fn write(&self, points: &[Point]) -> Result<(), SinkFull>;
     /// Writes out whatever is buffered (at shutdown); returns when done.
     fn flush(&self) {}
+    /// Appends the sink's own state to a Prometheus text exposition.
+    fn prometheus(&self, _out: &mut String) {}
 }
 
 /// A range query against the time-series store: one measurement of one scope, tags that

@@ -193,6 +193,8 @@ pub trait TopologySink: Send + Sync {
     fn quarantined(&self, _q: &crate::counters::Quarantined) {}
     /// Writes out whatever is queued (at shutdown); returns when done.
     fn flush(&self) {}
+    /// Appends the sink's own state to a Prometheus text exposition.
+    fn prometheus(&self, _out: &mut String) {}
 }
 
 /// An immutable topology snapshot.

@@ -7,13 +7,16 @@
 //!   retrying through database restarts without losing what it accepted;
 //! - [`ts`]: a [`ts::TimeSeriesStore`] trait with the VictoriaMetrics ([`victoria`]) and
 //!   InfluxDB 1.x ([`influx`]) backends, and [`writer::BufferedWriter`]: batches with a
-//!   bounded delay, retries with exponential backoff, a bounded buffer that pushes back when
-//!   the store stays down, and counters that account for every accepted sample.
+//!   bounded delay, retries with exponential backoff, a bounded memory buffer that spills to
+//!   a bounded on-disk [`spool::Spool`] and pushes back when both are full, no retry of
+//!   requests the store refuses outright, and counters that account for every accepted
+//!   sample.
 //!
 //! The services themselves run on loopback through `scripts/services.sh`.
 
 mod drain;
 pub mod influx;
+pub mod spool;
 pub mod topology;
 pub mod ts;
 pub mod victoria;

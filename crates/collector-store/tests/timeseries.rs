@@ -7,6 +7,7 @@ use std::time::Duration;
 use test_kit::require::Need;
 
 use collector_store::influx::Influx;
+use collector_store::spool::SpoolConfig;
 use collector_store::victoria::Victoria;
 use collector_store::writer::{BufferedWriter, Refused, WriterConfig};
 use collector_store::{Aggregation, RangeQuery, Sample, TimeSeriesStore};
@@ -178,8 +179,10 @@ async fn outage<T: TimeSeriesStore + Clone>(store: T, services: &Services, which
             max_delay: Duration::from_millis(20),
             backoff_min: Duration::from_millis(20),
             backoff_max: Duration::from_millis(200),
+            spool: None,
         },
-    );
+    )
+    .unwrap();
     let samples: Vec<Sample> = (0..1000u64)
         .map(|k| sample(&series, 7, k as f64, t0 + k * 1_000_000))
         .collect();
@@ -296,4 +299,71 @@ async fn bad_queries_are_typed_errors() {
         .await
         .unwrap_err();
     assert!(e.is_transient(), "{e}");
+}
+
+/// With a spool, the writer takes more than its memory holds while the store is down (on
+/// disk), keeps it across a restart of the writer, and delivers every sample once the store
+/// is back.
+async fn outage_with_spool<T: TimeSeriesStore + Clone>(store: T, services: &Services, which: &str) {
+    const MEMORY: usize = 200;
+    const SAMPLES: u64 = 3000;
+    let series = unique("spool");
+    let t0 = base_time();
+    let dir = std::env::temp_dir().join(format!("spool-{which}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = WriterConfig {
+        capacity: MEMORY,
+        batch: 100,
+        max_delay: Duration::from_millis(20),
+        backoff_min: Duration::from_millis(20),
+        backoff_max: Duration::from_millis(200),
+        spool: Some(SpoolConfig {
+            dir: dir.clone(),
+            max_bytes: 1 << 20,
+            segment_bytes: 16 << 10,
+        }),
+    };
+    services.stop(&[which]);
+    let w = BufferedWriter::spawn(store.clone(), cfg.clone()).unwrap();
+    let samples: Vec<Sample> = (0..SAMPLES)
+        .map(|k| sample(&series, 3, k as f64, t0 + k * 1_000_000))
+        .collect();
+    for chunk in samples.chunks(50) {
+        w.try_write(chunk).unwrap();
+    }
+    let st = w.stats();
+    assert_eq!(st.accepted, SAMPLES);
+    assert!(st.spilled >= SAMPLES - MEMORY as u64, "{st:?}");
+    // The writer stops while the store is down: what is in memory goes to disk too.
+    assert_eq!(w.close(Duration::from_millis(200)).await, 0);
+    drop(w);
+    // The next writer finds it and writes it once the store is back.
+    let w = BufferedWriter::<Sample>::spawn(store.clone(), cfg).unwrap();
+    assert_eq!(w.stats().spooled, SAMPLES, "{:?}", w.stats());
+    services.start(&[which]);
+    assert_eq!(w.flush(Duration::from_secs(60)).await, 0, "{:?}", w.stats());
+    let st = w.stats();
+    assert_eq!(
+        (st.written, st.spooled, st.failed),
+        (SAMPLES, 0, 0),
+        "{st:?}"
+    );
+    let got = store
+        .query_range(&query(&series, t0, t0 + 10 * S, 0, Aggregation::Avg))
+        .await
+        .unwrap();
+    let mut points: Vec<(u64, f64)> = got.iter().flat_map(|s| s.points.clone()).collect();
+    points.sort_by_key(|p| p.0);
+    assert_eq!(points.len() as u64, SAMPLES);
+    assert!(points.iter().enumerate().all(|(k, p)| p.1 == k as f64));
+    assert_eq!(w.close(Duration::from_secs(5)).await, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_outage_with_spool() {
+    test_kit::require!(Need::Root, Need::VictoriaMetrics);
+    let s = Services::private("vm-spool", 26700, &["victoria"]);
+    let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
+    outage_with_spool(vm, &s, "victoria").await;
 }

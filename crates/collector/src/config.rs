@@ -31,6 +31,8 @@ pub const MAX_UDP_RECV_BUFFER: usize = 1 << 30;
 pub const MAX_QUARANTINE: usize = 1 << 20;
 /// Upper bound of `storage.buffer_samples`.
 pub const MAX_BUFFER_SAMPLES: usize = 1 << 26;
+/// Default of `storage.spool_bytes` (1 GiB: about ten million samples).
+pub const DEFAULT_SPOOL_BYTES: u64 = 1 << 30;
 /// Upper bound of `storage.topology_queue`.
 pub const MAX_TOPOLOGY_QUEUE: usize = 1 << 24;
 /// Upper bound of `storage.wait_ms` (an hour).
@@ -50,6 +52,7 @@ const STRING_KEYS: &[&[&str]] = &[
     &["log", "format"],
     &["log", "filter"],
     &["storage", "postgres_url"],
+    &["storage", "spool_dir"],
     &["storage", "timeseries"],
     &["storage", "timeseries_url"],
     &["storage", "influx_db"],
@@ -253,6 +256,12 @@ pub struct StorageConfig {
     pub influx_db: String,
     /// Samples the time-series writer buffers at most (1 to [`MAX_BUFFER_SAMPLES`]).
     pub buffer_samples: usize,
+    /// Where the time-series writer spills samples when its memory buffer is full (the
+    /// store down or slow), and where it finds them again after a restart (none: refuse
+    /// instead, and the pipeline waits up to `wait_ms`).
+    pub spool_dir: Option<PathBuf>,
+    /// Bytes the spool holds at most (about 100 bytes a sample).
+    pub spool_bytes: u64,
     /// Topology changes the write-behind queue holds at most (1 to [`MAX_TOPOLOGY_QUEUE`]).
     pub topology_queue: usize,
     /// Quarantined reports kept in PostgreSQL.
@@ -275,6 +284,8 @@ impl Default for StorageConfig {
             timeseries_url: None,
             influx_db: "idint".into(),
             buffer_samples: 1_000_000,
+            spool_dir: None,
+            spool_bytes: DEFAULT_SPOOL_BYTES,
             topology_queue: 100_000,
             quarantine_rows: 10_000,
             quarantine_queue: 4096,

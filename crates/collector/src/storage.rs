@@ -7,9 +7,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use collector_store::spool::{DEFAULT_SEGMENT_BYTES, SpoolConfig};
 use collector_store::topology::{
     AsRecord, Change, HopRecord, InterfaceRecord, InternalLinkRecord, LinkRecord, PathRecord,
     QuarantineRecord, RouterRecord, Snapshot, TopologyDb, UnknownPathRecord, WriteBehind,
+    WriteBehindStats,
 };
 use collector_store::ts::push_field;
 use collector_store::writer::{BufferedWriter, WriterConfig};
@@ -150,7 +152,91 @@ pub struct TsSink {
     handle: Handle,
 }
 
+/// A write-behind queue metric: name, kind, help and how to read it.
+type QueueMetric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&WriteBehindStats) -> u64,
+);
+
+/// Appends one metric (`kind`: counter or gauge) to a Prometheus text exposition: one line
+/// per (labels, value).
+fn metric(out: &mut String, name: &str, kind: &str, help: &str, values: &[(&str, u64)]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        out,
+        "# HELP idint_collector_{name} {help}\n# TYPE idint_collector_{name} {kind}"
+    );
+    for (labels, v) in values {
+        let _ = writeln!(out, "idint_collector_{name}{labels} {v}");
+    }
+}
+
 impl PointSink for TsSink {
+    fn prometheus(&self, out: &mut String) {
+        let st = self.writer.stats();
+        let rows: [(&str, &str, &str, u64); 9] = [
+            (
+                "ts_accepted_total",
+                "counter",
+                "Samples the time-series writer took",
+                st.accepted,
+            ),
+            (
+                "ts_written_total",
+                "counter",
+                "Samples written to the time-series store (durable)",
+                st.written,
+            ),
+            (
+                "ts_buffered",
+                "gauge",
+                "Samples waiting in memory for the time-series store",
+                st.pending,
+            ),
+            (
+                "ts_spooled",
+                "gauge",
+                "Samples waiting on disk for the time-series store",
+                st.spooled,
+            ),
+            (
+                "ts_spooled_bytes",
+                "gauge",
+                "Bytes of samples waiting on disk",
+                st.spooled_bytes,
+            ),
+            (
+                "ts_spilled_total",
+                "counter",
+                "Samples taken to disk because memory was full",
+                st.spilled,
+            ),
+            (
+                "ts_dropped_total",
+                "counter",
+                "Samples refused: memory and spool full (lost)",
+                st.refused_full,
+            ),
+            (
+                "ts_failed_total",
+                "counter",
+                "Samples the time-series store refused outright (not retried)",
+                st.failed,
+            ),
+            (
+                "ts_retries_total",
+                "counter",
+                "Time-series writes retried after a transient failure",
+                st.retries,
+            ),
+        ];
+        for (name, kind, help, v) in rows {
+            metric(out, name, kind, help, &[("", v)]);
+        }
+    }
+
     fn write(&self, points: &[Point]) -> Result<(), SinkFull> {
         self.writer
             .try_write_as(points)
@@ -193,6 +279,51 @@ impl PgSink {
 }
 
 impl TopologySink for PgSink {
+    fn prometheus(&self, out: &mut String) {
+        let queues = [
+            ("topology", self.changes.stats()),
+            ("quarantine", self.quarantine.stats()),
+        ];
+        let rows: [QueueMetric; 5] = [
+            (
+                "store_queue_accepted_total",
+                "counter",
+                "Changes a PostgreSQL write-behind queue took",
+                |s| s.accepted,
+            ),
+            (
+                "store_queue_written_total",
+                "counter",
+                "Changes written to PostgreSQL",
+                |s| s.written,
+            ),
+            (
+                "store_queue_pending",
+                "gauge",
+                "Changes waiting for PostgreSQL",
+                |s| s.pending,
+            ),
+            (
+                "store_queue_refused_total",
+                "counter",
+                "Changes refused: queue full",
+                |s| s.refused,
+            ),
+            (
+                "store_queue_failed_total",
+                "counter",
+                "Changes PostgreSQL refused outright",
+                |s| s.failed,
+            ),
+        ];
+        for (name, kind, help, get) in rows {
+            let values = queues.map(|(queue, st)| (queue, get(&st)));
+            let values = values.map(|(queue, v)| (format!("{{queue=\"{queue}\"}}"), v));
+            let values: Vec<(&str, u64)> = values.iter().map(|(l, v)| (l.as_str(), *v)).collect();
+            metric(out, name, kind, help, &values);
+        }
+    }
+
     fn changed(&self, changes: &[TopologyChange]) -> Result<(), NotPersisted> {
         let records: Vec<Change> = changes.iter().filter_map(to_change).collect();
         if records.is_empty() {
@@ -422,8 +553,14 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
     }
     let wcfg = WriterConfig {
         capacity: cfg.buffer_samples,
+        spool: cfg.spool_dir.as_ref().map(|dir| SpoolConfig {
+            dir: dir.clone(),
+            max_bytes: cfg.spool_bytes,
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+        }),
         ..WriterConfig::default()
     };
+    let spawn_error = |e: std::io::Error| StorageError(format!("time-series spool: {e}"));
     let url = || {
         cfg.timeseries_url
             .clone()
@@ -436,7 +573,7 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
                 .map_err(|e| StorageError(format!("VictoriaMetrics: {e}")))?;
             stores.history = Some(Arc::new(History(v.clone())));
             stores.points = Some(Arc::new(TsSink {
-                writer: Arc::new(BufferedWriter::spawn(v, wcfg)),
+                writer: Arc::new(BufferedWriter::spawn(v, wcfg).map_err(spawn_error)?),
                 handle,
             }));
         }
@@ -446,7 +583,7 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
                 .map_err(|e| StorageError(format!("InfluxDB: {e}")))?;
             stores.history = Some(Arc::new(History(i.clone())));
             stores.points = Some(Arc::new(TsSink {
-                writer: Arc::new(BufferedWriter::spawn(i, wcfg)),
+                writer: Arc::new(BufferedWriter::spawn(i, wcfg).map_err(spawn_error)?),
                 handle,
             }));
         }

@@ -71,5 +71,11 @@ pub(super) async fn prometheus(State(s): State<AppState>) -> Response {
          idint_collector_quarantine_evicted_total {}",
         s.shared.quarantine.evicted()
     );
+    if let Some(sink) = &s.shared.sink {
+        sink.prometheus(&mut out);
+    }
+    if let Some(sink) = s.shared.topology.sink() {
+        sink.prometheus(&mut out);
+    }
     ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], out).into_response()
 }
