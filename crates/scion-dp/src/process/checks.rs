@@ -1,0 +1,285 @@
+//! Stage one of the general pipeline (steps 0-10 of `scion-dp.md` §2.4): everything that needs
+//! no AES. Three phases: [`Engine::decode`] (headers, path type, path fields), then
+//! [`Engine::check_hop`] (expiry, arrival interface) and [`Engine::check_addresses`] (length,
+//! AS transit, ISD-AS and host addresses); the C=0 SegID update closes the stage.
+
+use idint_wire::AddrType;
+use idint_wire::crypto::BLOCK_LEN;
+use idint_wire::path::scion::META_LEN;
+use idint_wire::scion::{DST_IA_OFFSET, PathType, SRC_IA_OFFSET, ScionHeader};
+
+use super::engine::Engine;
+use super::onehop::{BFD, final_next_header};
+use super::path::{Hop, Info, Meta, write_seg_id};
+use super::state::{EpicRole, Pending};
+use crate::bytes::read_u32;
+use crate::config::Owner;
+use crate::local;
+use crate::outcome::{Disposition, DropReason, Ingress, ScmpReason};
+use crate::reply::EPIC_PREFIX;
+
+/// The first 12 bytes of an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+const V4_MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
+
+/// What [`Engine::decode`] learned about the addresses and lengths, for the later checks.
+#[derive(Clone, Copy)]
+struct Addressing {
+    /// The source ISD-AS is this AS.
+    src_local: bool,
+    /// PayloadLen matches the packet.
+    payload_ok: bool,
+    /// The source host address type.
+    src_type: AddrType,
+}
+
+impl Engine<'_> {
+    /// Steps 0-10: decode, path sanity, expiry, ingress interface, length, transit source,
+    /// ISD-AS and source address checks, the C=0 SegID update. Returns the decision if one is
+    /// reached without the MAC; otherwise fills `out` and the MAC input `block` and returns
+    /// `None`.
+    #[inline(always)]
+    pub(super) fn stage_one(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        now_ns: u64,
+        out: &mut Pending,
+        block: &mut [u8; BLOCK_LEN],
+    ) -> Option<Disposition> {
+        let addressing = match self.decode(buf, len, ingress, out) {
+            Ok(a) => a,
+            Err(d) => return Some(d),
+        };
+        let p = out;
+        if let Some(d) = self.check_hop(buf, len, now_ns, p) {
+            return Some(d);
+        }
+        if let Some(d) = self.check_addresses(buf, len, addressing, p) {
+            return Some(d);
+        }
+        // Step 10: against construction direction, the ingress router restores the SegID.
+        let (info, hop) = (p.info, p.hop);
+        if !info.cons_dir() && p.ingress.ifid() != 0 && !p.peering {
+            p.info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
+            write_seg_id(buf, p.info_at(p.meta.curr_inf()), p.info.seg_id());
+        }
+        *block = hop.mac_input(p.info);
+        None
+    }
+
+    /// Steps 0-3: the common and extension headers, the path type (OneHop and empty paths are
+    /// decided here), the path meta header and the current info and hop fields, peering and
+    /// the EPIC-HP role. Fills `p` unless it returns a decision.
+    #[inline(always)]
+    fn decode(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        p: &mut Pending,
+    ) -> Result<Addressing, Disposition> {
+        if len > buf.len() {
+            return Err(Disposition::Drop(DropReason::Malformed));
+        }
+        let Ok(hdr) = ScionHeader::new_checked(&buf[..len]) else {
+            return Err(Disposition::Drop(DropReason::Malformed));
+        };
+        let path_off = hdr.path_offset();
+        let hl = hdr.header_len();
+        // Step 0 decodes the extension headers too (before the path type is looked at).
+        if !local::extensions_ok(&buf[..len], hl, hdr.next_header().into()) {
+            return Err(Disposition::Drop(DropReason::Malformed));
+        }
+        let (sp, epic_path) = match hdr.path_type() {
+            PathType::Scion => (path_off, false),
+            PathType::Epic if hl >= path_off + EPIC_PREFIX => (path_off + EPIC_PREFIX, true),
+            PathType::Epic => return Err(Disposition::Drop(DropReason::Malformed)),
+            PathType::OneHop => return Err(self.onehop(buf, len, ingress)),
+            PathType::Empty => {
+                return Err(if final_next_header(&buf[..len]) == Some(BFD) {
+                    Disposition::Bfd
+                } else {
+                    Disposition::Drop(DropReason::UnsupportedPath)
+                });
+            }
+            _ => return Err(Disposition::Drop(DropReason::UnsupportedPath)),
+        };
+        let local_ia = self.router.local_ia();
+        let addressing = Addressing {
+            src_local: hdr.src_ia() == local_ia,
+            payload_ok: usize::from(hdr.payload_len()) == len - hl,
+            src_type: hdr.src_addr_type(),
+        };
+        let dst_local = hdr.dst_ia() == local_ia;
+
+        // Step 2: the path and its current fields.
+        if hl < sp + META_LEN {
+            return Err(Disposition::Drop(DropReason::Malformed));
+        }
+        let meta = Meta::decode(read_u32(buf, sp));
+        if !meta.valid() || sp + meta.path_len() > hl {
+            return Err(Disposition::Drop(DropReason::Malformed));
+        }
+        if meta.curr_inf() != meta.segment_of(meta.curr_hf()) {
+            return Err(Disposition::Drop(DropReason::CurrInfMismatch));
+        }
+        *p = Pending {
+            ingress,
+            sp,
+            meta,
+            info: Info::default(),
+            hop: Hop::default(),
+            peering: false,
+            dst_local,
+            epic: EpicRole::None,
+            fast_egress: 0,
+        };
+        let info = Info::read(buf, p.info_at(meta.curr_inf()));
+        let hop = Hop::read(buf, p.hop_at(meta.curr_hf()));
+        if !info.peer() && (0..meta.num_infos()).any(|i| meta.seg_len(i) < 2) {
+            return Err(Disposition::Drop(DropReason::SingletonSegment));
+        }
+        // Step 3: peering.
+        let Some(peering) = meta.peering(info) else {
+            return Err(Disposition::Drop(DropReason::BadPeeringPath));
+        };
+        p.peering = peering;
+        p.info = info;
+        p.hop = hop;
+        if epic_path {
+            p.epic = if meta.is_last_hop() {
+                EpicRole::Last
+            } else if meta.curr_hf() + 2 == meta.num_hops() {
+                EpicRole::Penultimate
+            } else {
+                EpicRole::Transit
+            };
+        }
+        Ok(addressing)
+    }
+
+    /// Steps 4-5: the hop field has not expired and names the interface the packet arrived on.
+    #[inline(always)]
+    fn check_hop(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        now_ns: u64,
+        p: &Pending,
+    ) -> Option<Disposition> {
+        let (ingress, info, hop) = (p.ingress, p.info, p.hop);
+        // Step 4: expiry.
+        if hop.expiry_ns(info) < now_ns {
+            return Some(self.error(buf, len, ingress, ScmpReason::PathExpired, p.hop_ptr()));
+        }
+        // Step 5: the hop field names the interface the packet arrived on.
+        let in_if = ingress.ifid();
+        if in_if != 0 {
+            let (expected, reason) = if info.cons_dir() {
+                (hop.cons_ingress(), ScmpReason::UnknownHopFieldIngress)
+            } else {
+                (hop.cons_egress(), ScmpReason::UnknownHopFieldEgress)
+            };
+            if expected != in_if {
+                return Some(self.error(buf, len, ingress, reason, p.hop_ptr()));
+            }
+        }
+        None
+    }
+
+    /// Steps 6-9: payload length, AS transit over the right sibling link, source and
+    /// destination ISD-AS, and a local source's host address.
+    #[inline(always)]
+    fn check_addresses(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        a: Addressing,
+        p: &Pending,
+    ) -> Option<Disposition> {
+        let ingress = p.ingress;
+        let in_if = ingress.ifid();
+        let meta = p.meta;
+        let bad_src = ScmpReason::InvalidSourceAddress;
+        let bad_dst = ScmpReason::InvalidDestinationAddress;
+        let (src_ia_ptr, dst_ia_ptr) = (SRC_IA_OFFSET as u16, DST_IA_OFFSET as u16);
+        // Step 6: payload length.
+        if !a.payload_ok {
+            return Some(self.error(buf, len, ingress, ScmpReason::InvalidPacketSize, 0));
+        }
+        // Step 7: a packet in AS transit must come over the sibling link of the interface it
+        // entered the AS on: the link to the sibling router that owns that interface (a
+        // sibling owning several interfaces has one link, named by any of them).
+        if in_if == 0 && meta.curr_hf() != 0 {
+            let entry = self.entry_interface(buf, p);
+            let owner = |k: u16| self.router.interface(k).map(|i| i.owner);
+            let via_sibling = match (ingress, owner(entry)) {
+                (Ingress::Sibling(k), Some(o @ Owner::Sibling(_))) => {
+                    k == entry || owner(k) == Some(o)
+                }
+                _ => false,
+            };
+            if !via_sibling {
+                return Some(Disposition::Drop(DropReason::TransitNotFromSibling));
+            }
+        }
+        // Step 8: source and destination ISD-AS.
+        if in_if == 0 {
+            if meta.curr_hf() == 0 && !a.src_local {
+                return Some(self.error(buf, len, ingress, bad_src, src_ia_ptr));
+            }
+            if p.dst_local {
+                return Some(self.error(buf, len, ingress, bad_dst, dst_ia_ptr));
+            }
+        } else {
+            if a.src_local {
+                return Some(self.error(buf, len, ingress, bad_src, src_ia_ptr));
+            }
+            if meta.is_last_hop() != p.dst_local {
+                return Some(self.error(buf, len, ingress, bad_dst, dst_ia_ptr));
+            }
+        }
+        // Step 9: a local source must have a valid host address.
+        if a.src_local && !valid_source_host(a.src_type, &buf[..len]) {
+            return Some(self.error(buf, len, ingress, bad_src, 0));
+        }
+        None
+    }
+
+    /// The interface the packet entered this AS on, read from the path (step 7): for the first
+    /// hop after a non-peering segment change, the previous hop in its own segment's direction.
+    #[cold]
+    #[inline(never)]
+    fn entry_interface(&self, buf: &[u8], p: &Pending) -> u16 {
+        let (info, hop) = if !p.peering && p.meta.curr_hf() > 0 && p.meta.is_first_hop_of_segment()
+        {
+            // CurrINF > 0 here: the previous hop is in an earlier segment.
+            let i = Info::read(buf, p.info_at(p.meta.curr_inf() - 1));
+            let h = Hop::read(buf, p.hop_at(p.meta.curr_hf() - 1));
+            (i, h)
+        } else {
+            (p.info, p.hop)
+        };
+        if info.cons_dir() {
+            hop.cons_ingress()
+        } else {
+            hop.cons_egress()
+        }
+    }
+}
+
+/// Whether a local source host address is usable (step 9): a known type, and not an
+/// IPv4-mapped IPv6 address.
+#[inline]
+fn valid_source_host(t: AddrType, pkt: &[u8]) -> bool {
+    match t {
+        AddrType::IPV4 | AddrType::SVC => true,
+        AddrType::IPV6 => {
+            let hdr = ScionHeader::new_unchecked(pkt);
+            let a = hdr.src_host_bytes();
+            a[..V4_MAPPED_PREFIX.len()] != V4_MAPPED_PREFIX
+        }
+        _ => false,
+    }
+}
