@@ -12,6 +12,7 @@ use crate::telemetry::{HopContext, TelemetrySource};
 
 use super::IdIntStage;
 use super::keys::VerifierKeys;
+use super::layout::{EXT_LEN_AT, WORD};
 use super::nonces::NonceSource;
 use super::roles::{Role, Skip};
 use super::sink::ReportExporter;
@@ -55,7 +56,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 _ => return,
             }
         };
-        let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
+        // ExtLen counts the header's 4-byte words after the first.
+        let Some(hbh_len) = pkt
+            .get(hl + EXT_LEN_AT)
+            .map(|&l| (usize::from(l) + 1) * WORD)
+        else {
             return;
         };
         if hl + hbh_len > len {
