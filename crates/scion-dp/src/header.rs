@@ -22,6 +22,19 @@ pub(crate) const DST_ADDR_TYPE_SHIFT: u32 = 4;
 /// Address-type byte: the DL (or SL) bits of a nibble; the address is `LEN_UNIT * (L + 1)`
 /// bytes long.
 pub(crate) const ADDR_LEN_MASK: u8 = 0x3;
+/// Extension header: offset of NextHdr.
+pub(crate) const EXT_NEXT_HDR_AT: usize = 0;
+/// Extension header: offset of ExtLen (the length in 4-byte units after the first).
+pub(crate) const EXT_LEN_AT: usize = 1;
+/// Extension header: the bytes that lead to the next header (NextHdr and ExtLen).
+pub(crate) const EXT_FIXED_LEN: usize = 2;
+
+/// Length in bytes of an extension header whose ExtLen is `ext_len`.
+#[inline(always)]
+pub(crate) fn ext_header_len(ext_len: u8) -> usize {
+    (usize::from(ext_len) + 1) * LEN_UNIT
+}
+
 /// EPIC-HP fields before the SCION path: offset of the PktID (EpicTS, then Counter; 8 bytes).
 pub(crate) const EPIC_PKT_ID_AT: usize = 0;
 /// EPIC-HP PktID read as a `u64`: the shift of EpicTS (its high 32 bits).

@@ -29,11 +29,13 @@ use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET};
 
 use crate::burst::MAX_BURST;
 use crate::config::Router;
-use crate::header::{ADDR_TYPES_AT, DST_ADDR_TYPE_SHIFT, HDR_LEN_AT, LEN_UNIT, NEXT_HDR_AT};
+use crate::header::{
+    ADDR_TYPES_AT, DST_ADDR_TYPE_SHIFT, EXT_LEN_AT, HDR_LEN_AT, LEN_UNIT, NEXT_HDR_AT,
+    ext_header_len,
+};
 use crate::idint::layout::mode::{VERIFIER_DESTINATION, VERIFIER_MASK, VERIFIER_SHIFT};
 use crate::idint::layout::{
-    EXT_LEN_AT, MAIN, MAIN_DATA_LEN, MAIN_MODE, OPT_DATA_LEN, OPT_HDR, REQUEST_END, STACK_LEN, TOS,
-    WORD,
+    MAIN, MAIN_DATA_LEN, MAIN_MODE, OPT_DATA_LEN, OPT_HDR, REQUEST_END, STACK_LEN, TOS, WORD,
 };
 use crate::idint::{
     Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
@@ -194,8 +196,7 @@ fn hbh_of(buf: &[u8], len: usize) -> Option<(usize, usize)> {
         return None;
     }
     let hl = usize::from(buf[HDR_LEN_AT]) * LEN_UNIT;
-    // ExtLen counts the header's 4-byte words after the first.
-    let n = (usize::from(*buf.get(hl + EXT_LEN_AT)?) + 1) * WORD;
+    let n = ext_header_len(*buf.get(hl + EXT_LEN_AT)?);
     (hl + n <= len && buf.get(hl + MAIN) == Some(&opt_type::IDINT_MAIN)).then_some((hl, n))
 }
 

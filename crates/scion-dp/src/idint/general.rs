@@ -12,7 +12,7 @@ use idint_wire::{AddrType, IsdAsn};
 
 use crate::bytes::read_u64;
 use crate::config::Router;
-use crate::header::{HDR_LEN_AT, LEN_UNIT};
+use crate::header::{EXT_LEN_AT, HDR_LEN_AT, LEN_UNIT, ext_header_len};
 use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
@@ -21,8 +21,7 @@ use super::IdIntStage;
 use super::aggregation::{aggregate, fit, hop_of_this_as};
 use super::emit::{emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
-use super::layout::EXT_LEN_AT;
-use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA, WORD, item};
+use super::layout::{MAIN, OPT_VERIFIER_HOST, OPT_VERIFIER_IA, item};
 use super::nonces::NonceSource;
 use super::roles::{Out, Role, Skip};
 use super::sealing::{Seal, seal_or_defer};
@@ -43,11 +42,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let len = f.len;
         let pkt = &mut buf[..len];
         let hl = usize::from(pkt[HDR_LEN_AT]) * LEN_UNIT;
-        // ExtLen counts the header's 4-byte words after the first.
-        let Some(hbh_len) = pkt
-            .get(hl + EXT_LEN_AT)
-            .map(|&l| (usize::from(l) + 1) * WORD)
-        else {
+        let Some(hbh_len) = pkt.get(hl + EXT_LEN_AT).map(|&l| ext_header_len(l)) else {
             return;
         };
         if hl + hbh_len > len {

@@ -6,13 +6,12 @@ use idint_wire::idint::IdInt;
 use idint_wire::path::epic::EPIC_PREFIX_LEN;
 use idint_wire::scion::ScionHeader;
 
-use crate::header::CURR_HF_MASK;
+use crate::header::{CURR_HF_MASK, EXT_LEN_AT, ext_header_len};
 
 use crate::telemetry::{HopContext, TelemetrySource};
 
 use super::IdIntStage;
 use super::keys::VerifierKeys;
-use super::layout::{EXT_LEN_AT, WORD};
 use super::nonces::NonceSource;
 use super::roles::{Role, Skip};
 use super::sink::ReportExporter;
@@ -56,11 +55,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 _ => return,
             }
         };
-        // ExtLen counts the header's 4-byte words after the first.
-        let Some(hbh_len) = pkt
-            .get(hl + EXT_LEN_AT)
-            .map(|&l| (usize::from(l) + 1) * WORD)
-        else {
+        let Some(hbh_len) = pkt.get(hl + EXT_LEN_AT).map(|&l| ext_header_len(l)) else {
             return;
         };
         if hl + hbh_len > len {

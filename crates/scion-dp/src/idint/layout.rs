@@ -6,8 +6,6 @@
 use idint_wire::IsdAsn;
 use idint_wire::idint::main_option::BASE_LEN;
 
-/// Within an extension header: offset of ExtLen (the length in 4-byte words after the first).
-pub(crate) const EXT_LEN_AT: usize = 1;
 /// Bytes before an option's data: its type and its data length.
 pub(crate) const OPT_HDR: usize = 2;
 /// Within an option: offset of its data length byte (after the type).
