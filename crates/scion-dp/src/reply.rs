@@ -128,54 +128,12 @@ pub(crate) fn build(
         }
     }
     let (id, seq) = if is_traceroute {
-        // A whole traceroute request: header, identifier, sequence, IA and interface, as the
-        // reference router decodes it before it answers.
-        if proto != scmp::PROTOCOL
-            || l4.len() < TRACEROUTE_LEN
-            || l4[field::TYPE] != msg_type::TRACEROUTE_REQUEST
-            || l4[field::CODE] != TRACEROUTE_REQUEST_CODE
-        {
-            return Err(DropReason::AlertNotTraceroute);
-        }
-        let block = &l4[scmp::HEADER_LEN..];
-        let read = |f: field::Field| u16::from_be_bytes([block[f.start], block[f.start + 1]]);
-        (
-            read(field::traceroute::IDENTIFIER),
-            read(field::traceroute::SEQUENCE),
-        )
+        traceroute_ids(proto, l4)?
     } else {
         (0, 0)
     };
 
-    // Reply path: the current path reversed, then moved to where this router sends it from.
-    let path_bytes = match hdr.path_type() {
-        PathType::Scion => &pkt[hdr.path_offset()..hl],
-        PathType::Epic => pkt
-            .get(hdr.path_offset() + EPIC_PREFIX..hl)
-            .ok_or(DropReason::ScmpUnbuildable)?,
-        _ => return Err(DropReason::ScmpUnbuildable),
-    };
-    let mut path = ScionPathRepr::parse(path_bytes)
-        .and_then(|p| p.reversed())
-        .map_err(|_| DropReason::ScmpUnbuildable)?;
-    let ci = usize::from(path.meta.curr_inf);
-    let peering = peering_of(&path.meta, &path.infos[ci]).ok_or(DropReason::ScmpUnbuildable)?;
-    if path.meta.is_xover() && !peering {
-        path.meta
-            .increment()
-            .map_err(|_| DropReason::ScmpUnbuildable)?;
-    }
-    if let Ingress::External(_) = ingress {
-        let ci = usize::from(path.meta.curr_inf);
-        let hf = usize::from(path.meta.curr_hf);
-        if path.infos[ci].cons_dir && !peering {
-            let m = path.hops[hf].mac;
-            path.infos[ci].seg_id ^= u16::from_be_bytes([m[0], m[1]]);
-        }
-        path.meta
-            .increment()
-            .map_err(|_| DropReason::ScmpUnbuildable)?;
-    }
+    let path = reply_path(&hdr, pkt, ingress)?;
 
     let dst_host = HostAddr::parse(hdr.src_addr_type(), hdr.src_host_bytes())
         .map_err(|_| DropReason::ScmpUnbuildable)?;
@@ -217,8 +175,75 @@ pub(crate) fn build(
     m[field::TYPE] = t;
     m[field::CODE] = code;
     m[field::CHECKSUM].fill(0);
-    let ia = router.local_ia().to_bytes();
     let block = &mut m[scmp::HEADER_LEN..body_at - new_hl];
+    write_block(block, &req, router.local_ia().to_bytes(), (id, seq));
+    ScmpPacket::new_unchecked(m).fill_checksum(&ScionHeader::new_unchecked(&head[..]));
+    Ok(total)
+}
+
+/// The identifier and sequence number of the traceroute request `l4` (the upper layer, of
+/// protocol `proto`) that carried a router alert. Only a whole traceroute request is answered,
+/// as the reference router decodes it before it answers.
+fn traceroute_ids(proto: u8, l4: &[u8]) -> Result<(u16, u16), DropReason> {
+    if proto != scmp::PROTOCOL
+        || l4.len() < TRACEROUTE_LEN
+        || l4[field::TYPE] != msg_type::TRACEROUTE_REQUEST
+        || l4[field::CODE] != TRACEROUTE_REQUEST_CODE
+    {
+        return Err(DropReason::AlertNotTraceroute);
+    }
+    let block = &l4[scmp::HEADER_LEN..];
+    let read = |f: field::Field| u16::from_be_bytes([block[f.start], block[f.start + 1]]);
+    Ok((
+        read(field::traceroute::IDENTIFIER),
+        read(field::traceroute::SEQUENCE),
+    ))
+}
+
+/// The reply's path: the packet's current path reversed, then moved to where this router
+/// sends the reply from (past a segment crossover, and past its own hop when the packet came
+/// in over an external link).
+fn reply_path(
+    hdr: &ScionHeader<&[u8]>,
+    pkt: &[u8],
+    ingress: Ingress,
+) -> Result<ScionPathRepr, DropReason> {
+    let hl = hdr.header_len();
+    let path_bytes = match hdr.path_type() {
+        PathType::Scion => &pkt[hdr.path_offset()..hl],
+        PathType::Epic => pkt
+            .get(hdr.path_offset() + EPIC_PREFIX..hl)
+            .ok_or(DropReason::ScmpUnbuildable)?,
+        _ => return Err(DropReason::ScmpUnbuildable),
+    };
+    let mut path = ScionPathRepr::parse(path_bytes)
+        .and_then(|p| p.reversed())
+        .map_err(|_| DropReason::ScmpUnbuildable)?;
+    let ci = usize::from(path.meta.curr_inf);
+    let peering = peering_of(&path.meta, &path.infos[ci]).ok_or(DropReason::ScmpUnbuildable)?;
+    if path.meta.is_xover() && !peering {
+        path.meta
+            .increment()
+            .map_err(|_| DropReason::ScmpUnbuildable)?;
+    }
+    if let Ingress::External(_) = ingress {
+        let ci = usize::from(path.meta.curr_inf);
+        let hf = usize::from(path.meta.curr_hf);
+        if path.infos[ci].cons_dir && !peering {
+            // The SegID update with the MAC's first two bytes, as a forwarding router does.
+            let m = path.hops[hf].mac;
+            path.infos[ci].seg_id ^= u16::from_be_bytes([m[0], m[1]]);
+        }
+        path.meta
+            .increment()
+            .map_err(|_| DropReason::ScmpUnbuildable)?;
+    }
+    Ok(path)
+}
+
+/// Writes the type-specific block of the reply `req` asks for; `ia` is this router's ISD-AS,
+/// `(id, seq)` the traceroute request's identifier and sequence number.
+fn write_block(block: &mut [u8], req: &ReplyRequest, ia: [u8; 8], (id, seq): (u16, u16)) {
     // Interfaces are 64-bit fields in SCMP.
     let ifid = |i: u16| u64::from(i).to_be_bytes();
     match req.reason {
@@ -246,6 +271,4 @@ pub(crate) fn build(
             block[POINTER].copy_from_slice(&req.pointer.to_be_bytes());
         }
     }
-    ScmpPacket::new_unchecked(m).fill_checksum(&ScionHeader::new_unchecked(&head[..]));
-    Ok(total)
 }
