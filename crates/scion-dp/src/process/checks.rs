@@ -150,7 +150,7 @@ impl Engine<'_> {
         if epic_path {
             p.epic = if meta.is_last_hop() {
                 EpicRole::Last
-            } else if meta.curr_hf() + 2 == meta.num_hops() {
+            } else if meta.is_penultimate_hop() {
                 EpicRole::Penultimate
             } else {
                 EpicRole::Transit

@@ -244,6 +244,11 @@ impl Meta {
     pub(super) fn is_last_hop(self) -> bool {
         self.hf + 1 == self.n_hops
     }
+    /// Whether the current hop field is the last but one of the path.
+    #[inline(always)]
+    pub(super) fn is_penultimate_hop(self) -> bool {
+        self.curr_hf() + 2 == self.num_hops()
+    }
     /// Whether the next hop field is in another segment.
     #[inline(always)]
     pub(super) fn is_xover(self) -> bool {
@@ -407,8 +412,8 @@ impl Hop {
 
 /// Writes SegID into the info field at `buf[info_at..]`.
 pub(super) fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
-    let at = info_at + info::SEG_ID.start;
-    buf[at..at + 2].copy_from_slice(&seg_id.to_be_bytes());
+    let (from, to) = (info_at + info::SEG_ID.start, info_at + info::SEG_ID.end);
+    buf[from..to].copy_from_slice(&seg_id.to_be_bytes());
 }
 
 /// Writes the meta header of the path at `buf[sp..]`.
