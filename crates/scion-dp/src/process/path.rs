@@ -68,7 +68,7 @@ pub(super) mod field {
     }
 
     /// A hop field: `Flags(1) ExpTime(1) ConsIngress(2) ConsEgress(2) MAC(6)`, read as its
-    /// first 8 bytes ([`HI`]) and its last 4 ([`LO`]).
+    /// first 8 bytes ([`HI`](hop::HI)) and its last 4 ([`LO`](hop::LO)).
     pub(crate) mod hop {
         use super::{Field, shift};
 
