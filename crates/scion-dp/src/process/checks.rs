@@ -1,7 +1,11 @@
 //! Stage one of the general pipeline (steps 0-10 of `scion-dp.md` §2.4): everything that needs
-//! no AES. Three phases: [`Engine::decode`] (headers, path type, path fields), then
-//! [`Engine::check_hop`] (expiry, arrival interface) and [`Engine::check_addresses`] (length,
-//! AS transit, ISD-AS and host addresses); the C=0 SegID update closes the stage.
+//! no AES. Headers, path type and path fields (steps 0-3), then expiry and arrival interface
+//! (4-5), length, AS transit, ISD-AS and host addresses (6-9); the C=0 SegID update (10)
+//! closes the stage.
+//!
+//! [`Engine::stage_one`] stays one function on purpose: split into phase functions that hand
+//! back `Result<_, Disposition>`, local deliveries measured about 10% slower, even with every
+//! phase `#[inline(always)]`.
 
 use idint_wire::AddrType;
 use idint_wire::crypto::BLOCK_LEN;
@@ -21,16 +25,10 @@ use crate::reply::EPIC_PREFIX;
 /// The first 12 bytes of an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
 const V4_MAPPED_PREFIX: [u8; 12] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];
 
-/// What [`Engine::decode`] learned about the addresses and lengths, for the later checks.
-#[derive(Clone, Copy)]
-struct Addressing {
-    /// The source ISD-AS is this AS.
-    src_local: bool,
-    /// PayloadLen matches the packet.
-    payload_ok: bool,
-    /// The source host address type.
-    src_type: AddrType,
-}
+/// SCMP pointer to the source ISD-AS (step 8).
+const SRC_IA_PTR: u16 = SRC_IA_OFFSET as u16;
+/// SCMP pointer to the destination ISD-AS (step 8).
+const DST_IA_PTR: u16 = DST_IA_OFFSET as u16;
 
 impl Engine<'_> {
     /// Steps 0-10: decode, path sanity, expiry, ingress interface, length, transit source,
@@ -47,83 +45,51 @@ impl Engine<'_> {
         out: &mut Pending,
         block: &mut [u8; BLOCK_LEN],
     ) -> Option<Disposition> {
-        let addressing = match self.decode(buf, len, ingress, out) {
-            Ok(a) => a,
-            Err(d) => return Some(d),
-        };
-        let p = out;
-        if let Some(d) = self.check_hop(buf, len, now_ns, p) {
-            return Some(d);
-        }
-        if let Some(d) = self.check_addresses(buf, len, addressing, p) {
-            return Some(d);
-        }
-        // Step 10: against construction direction, the ingress router restores the SegID.
-        let (info, hop) = (p.info, p.hop);
-        if !info.cons_dir() && p.ingress.ifid() != 0 && !p.peering {
-            p.info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
-            write_seg_id(buf, p.info_at(p.meta.curr_inf()), p.info.seg_id());
-        }
-        *block = hop.mac_input(p.info);
-        None
-    }
-
-    /// Steps 0-3: the common and extension headers, the path type (OneHop and empty paths are
-    /// decided here), the path meta header and the current info and hop fields, peering and
-    /// the EPIC-HP role. Fills `p` unless it returns a decision.
-    #[inline(always)]
-    fn decode(
-        &self,
-        buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        p: &mut Pending,
-    ) -> Result<Addressing, Disposition> {
+        let done = Some;
         if len > buf.len() {
-            return Err(Disposition::Drop(DropReason::Malformed));
+            return done(Disposition::Drop(DropReason::Malformed));
         }
         let Ok(hdr) = ScionHeader::new_checked(&buf[..len]) else {
-            return Err(Disposition::Drop(DropReason::Malformed));
+            return done(Disposition::Drop(DropReason::Malformed));
         };
         let path_off = hdr.path_offset();
         let hl = hdr.header_len();
         // Step 0 decodes the extension headers too (before the path type is looked at).
         if !local::extensions_ok(&buf[..len], hl, hdr.next_header().into()) {
-            return Err(Disposition::Drop(DropReason::Malformed));
+            return done(Disposition::Drop(DropReason::Malformed));
         }
         let (sp, epic_path) = match hdr.path_type() {
             PathType::Scion => (path_off, false),
             PathType::Epic if hl >= path_off + EPIC_PREFIX => (path_off + EPIC_PREFIX, true),
-            PathType::Epic => return Err(Disposition::Drop(DropReason::Malformed)),
-            PathType::OneHop => return Err(self.onehop(buf, len, ingress)),
+            PathType::Epic => return done(Disposition::Drop(DropReason::Malformed)),
+            PathType::OneHop => return done(self.onehop(buf, len, ingress)),
             PathType::Empty => {
-                return Err(if final_next_header(&buf[..len]) == Some(BFD) {
+                return done(if final_next_header(&buf[..len]) == Some(BFD) {
                     Disposition::Bfd
                 } else {
                     Disposition::Drop(DropReason::UnsupportedPath)
                 });
             }
-            _ => return Err(Disposition::Drop(DropReason::UnsupportedPath)),
+            _ => return done(Disposition::Drop(DropReason::UnsupportedPath)),
         };
         let local_ia = self.router.local_ia();
-        let addressing = Addressing {
-            src_local: hdr.src_ia() == local_ia,
-            payload_ok: usize::from(hdr.payload_len()) == len - hl,
-            src_type: hdr.src_addr_type(),
-        };
+        let src_local = hdr.src_ia() == local_ia;
         let dst_local = hdr.dst_ia() == local_ia;
+        let payload_ok = usize::from(hdr.payload_len()) == len - hl;
+        let src_type = hdr.src_addr_type();
 
         // Step 2: the path and its current fields.
         if hl < sp + META_LEN {
-            return Err(Disposition::Drop(DropReason::Malformed));
+            return done(Disposition::Drop(DropReason::Malformed));
         }
         let meta = Meta::decode(read_u32(buf, sp));
         if !meta.valid() || sp + meta.path_len() > hl {
-            return Err(Disposition::Drop(DropReason::Malformed));
+            return done(Disposition::Drop(DropReason::Malformed));
         }
         if meta.curr_inf() != meta.segment_of(meta.curr_hf()) {
-            return Err(Disposition::Drop(DropReason::CurrInfMismatch));
+            return done(Disposition::Drop(DropReason::CurrInfMismatch));
         }
+        let p = out;
         *p = Pending {
             ingress,
             sp,
@@ -135,14 +101,14 @@ impl Engine<'_> {
             epic: EpicRole::None,
             fast_egress: 0,
         };
-        let info = Info::read(buf, p.info_at(meta.curr_inf()));
+        let mut info = Info::read(buf, p.info_at(meta.curr_inf()));
         let hop = Hop::read(buf, p.hop_at(meta.curr_hf()));
         if !info.peer() && (0..meta.num_infos()).any(|i| meta.seg_len(i) < 2) {
-            return Err(Disposition::Drop(DropReason::SingletonSegment));
+            return done(Disposition::Drop(DropReason::SingletonSegment));
         }
         // Step 3: peering.
         let Some(peering) = meta.peering(info) else {
-            return Err(Disposition::Drop(DropReason::BadPeeringPath));
+            return done(Disposition::Drop(DropReason::BadPeeringPath));
         };
         p.peering = peering;
         p.info = info;
@@ -156,22 +122,10 @@ impl Engine<'_> {
                 EpicRole::Transit
             };
         }
-        Ok(addressing)
-    }
 
-    /// Steps 4-5: the hop field has not expired and names the interface the packet arrived on.
-    #[inline(always)]
-    fn check_hop(
-        &self,
-        buf: &mut [u8],
-        len: usize,
-        now_ns: u64,
-        p: &Pending,
-    ) -> Option<Disposition> {
-        let (ingress, info, hop) = (p.ingress, p.info, p.hop);
         // Step 4: expiry.
         if hop.expiry_ns(info) < now_ns {
-            return Some(self.error(buf, len, ingress, ScmpReason::PathExpired, p.hop_ptr()));
+            return done(self.error(buf, len, ingress, ScmpReason::PathExpired, p.hop_ptr()));
         }
         // Step 5: the hop field names the interface the packet arrived on.
         let in_if = ingress.ifid();
@@ -182,31 +136,12 @@ impl Engine<'_> {
                 (hop.cons_egress(), ScmpReason::UnknownHopFieldEgress)
             };
             if expected != in_if {
-                return Some(self.error(buf, len, ingress, reason, p.hop_ptr()));
+                return done(self.error(buf, len, ingress, reason, p.hop_ptr()));
             }
         }
-        None
-    }
-
-    /// Steps 6-9: payload length, AS transit over the right sibling link, source and
-    /// destination ISD-AS, and a local source's host address.
-    #[inline(always)]
-    fn check_addresses(
-        &self,
-        buf: &mut [u8],
-        len: usize,
-        a: Addressing,
-        p: &Pending,
-    ) -> Option<Disposition> {
-        let ingress = p.ingress;
-        let in_if = ingress.ifid();
-        let meta = p.meta;
-        let bad_src = ScmpReason::InvalidSourceAddress;
-        let bad_dst = ScmpReason::InvalidDestinationAddress;
-        let (src_ia_ptr, dst_ia_ptr) = (SRC_IA_OFFSET as u16, DST_IA_OFFSET as u16);
         // Step 6: payload length.
-        if !a.payload_ok {
-            return Some(self.error(buf, len, ingress, ScmpReason::InvalidPacketSize, 0));
+        if !payload_ok {
+            return done(self.error(buf, len, ingress, ScmpReason::InvalidPacketSize, 0));
         }
         // Step 7: a packet in AS transit must come over the sibling link of the interface it
         // entered the AS on: the link to the sibling router that owns that interface (a
@@ -221,29 +156,60 @@ impl Engine<'_> {
                 _ => false,
             };
             if !via_sibling {
-                return Some(Disposition::Drop(DropReason::TransitNotFromSibling));
+                return done(Disposition::Drop(DropReason::TransitNotFromSibling));
             }
         }
         // Step 8: source and destination ISD-AS.
         if in_if == 0 {
-            if meta.curr_hf() == 0 && !a.src_local {
-                return Some(self.error(buf, len, ingress, bad_src, src_ia_ptr));
+            if meta.curr_hf() == 0 && !src_local {
+                return done(self.error(
+                    buf,
+                    len,
+                    ingress,
+                    ScmpReason::InvalidSourceAddress,
+                    SRC_IA_PTR,
+                ));
             }
-            if p.dst_local {
-                return Some(self.error(buf, len, ingress, bad_dst, dst_ia_ptr));
+            if dst_local {
+                return done(self.error(
+                    buf,
+                    len,
+                    ingress,
+                    ScmpReason::InvalidDestinationAddress,
+                    DST_IA_PTR,
+                ));
             }
         } else {
-            if a.src_local {
-                return Some(self.error(buf, len, ingress, bad_src, src_ia_ptr));
+            if src_local {
+                return done(self.error(
+                    buf,
+                    len,
+                    ingress,
+                    ScmpReason::InvalidSourceAddress,
+                    SRC_IA_PTR,
+                ));
             }
-            if meta.is_last_hop() != p.dst_local {
-                return Some(self.error(buf, len, ingress, bad_dst, dst_ia_ptr));
+            if meta.is_last_hop() != dst_local {
+                return done(self.error(
+                    buf,
+                    len,
+                    ingress,
+                    ScmpReason::InvalidDestinationAddress,
+                    DST_IA_PTR,
+                ));
             }
         }
         // Step 9: a local source must have a valid host address.
-        if a.src_local && !valid_source_host(a.src_type, &buf[..len]) {
-            return Some(self.error(buf, len, ingress, bad_src, 0));
+        if src_local && !valid_source_host(src_type, &buf[..len]) {
+            return done(self.error(buf, len, ingress, ScmpReason::InvalidSourceAddress, 0));
         }
+        // Step 10: against construction direction, the ingress router restores the SegID.
+        if !info.cons_dir() && in_if != 0 && !peering {
+            info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
+            write_seg_id(buf, p.info_at(meta.curr_inf()), info.seg_id());
+            p.info = info;
+        }
+        *block = hop.mac_input(info);
         None
     }
 
