@@ -114,13 +114,7 @@ impl Engine<'_> {
         p.info = info;
         p.hop = hop;
         if epic_path {
-            p.epic = if meta.is_last_hop() {
-                EpicRole::Last
-            } else if meta.is_penultimate_hop() {
-                EpicRole::Penultimate
-            } else {
-                EpicRole::Transit
-            };
+            p.epic = EpicRole::at(meta);
         }
 
         // Step 4: expiry.
@@ -146,18 +140,8 @@ impl Engine<'_> {
         // Step 7: a packet in AS transit must come over the sibling link of the interface it
         // entered the AS on: the link to the sibling router that owns that interface (a
         // sibling owning several interfaces has one link, named by any of them).
-        if in_if == 0 && meta.curr_hf() != 0 {
-            let entry = self.entry_interface(buf, p);
-            let owner = |k: u16| self.router.interface(k).map(|i| i.owner);
-            let via_sibling = match (ingress, owner(entry)) {
-                (Ingress::Sibling(k), Some(o @ Owner::Sibling(_))) => {
-                    k == entry || owner(k) == Some(o)
-                }
-                _ => false,
-            };
-            if !via_sibling {
-                return done(Disposition::Drop(DropReason::TransitNotFromSibling));
-            }
+        if in_if == 0 && meta.curr_hf() != 0 && !self.via_entry_sibling(buf, p) {
+            return done(Disposition::Drop(DropReason::TransitNotFromSibling));
         }
         // Step 8: source and destination ISD-AS.
         if in_if == 0 {
@@ -211,6 +195,18 @@ impl Engine<'_> {
         }
         *block = hop.mac_input(info);
         None
+    }
+
+    /// Whether a packet in AS transit came over the sibling link of the interface it entered
+    /// the AS on (step 7).
+    #[inline(always)]
+    fn via_entry_sibling(&self, buf: &[u8], p: &Pending) -> bool {
+        let entry = self.entry_interface(buf, p);
+        let owner = |k: u16| self.router.interface(k).map(|i| i.owner);
+        match (p.ingress, owner(entry)) {
+            (Ingress::Sibling(k), Some(o @ Owner::Sibling(_))) => k == entry || owner(k) == Some(o),
+            _ => false,
+        }
     }
 
     /// The interface the packet entered this AS on, read from the path (step 7): for the first

@@ -21,6 +21,20 @@ pub(super) enum EpicRole {
     Last,
 }
 
+impl EpicRole {
+    /// The role of the router at the current hop of an EPIC-HP path.
+    #[inline(always)]
+    pub(super) fn at(meta: Meta) -> EpicRole {
+        if meta.is_last_hop() {
+            EpicRole::Last
+        } else if meta.is_penultimate_hop() {
+            EpicRole::Penultimate
+        } else {
+            EpicRole::Transit
+        }
+    }
+}
+
 /// What stage one learned about a SCION-path packet.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Pending {

@@ -14,7 +14,7 @@ use super::path::{Hop, Info, write_meta, write_seg_id};
 use super::state::{EpicRole, Pending};
 use crate::config::{LinkType, Owner};
 use crate::header::{HOP_EGRESS_ALERT, HOP_INGRESS_ALERT};
-use crate::outcome::{Disposition, DropReason, ScmpReason};
+use crate::outcome::{Disposition, DropReason, Ingress, ScmpReason};
 use crate::reply::ReplyRequest;
 
 impl Engine<'_> {
@@ -103,24 +103,11 @@ impl Engine<'_> {
                 return Disposition::Drop(DropReason::UnknownIngress);
             };
             let pair = (inc.link_type, out.link_type);
-            if xover {
-                if !matches!(
-                    pair,
-                    (LinkType::Core, LinkType::Child)
-                        | (LinkType::Child, LinkType::Core)
-                        | (LinkType::Child, LinkType::Child)
-                ) {
-                    let ptr = q.info_at(q.meta.curr_inf()) as u16;
-                    return self.error(buf, len, ingress, ScmpReason::InvalidSegmentChange, ptr);
-                }
-            } else if !matches!(
-                pair,
-                (LinkType::Core, LinkType::Core)
-                    | (LinkType::Child, LinkType::Parent)
-                    | (LinkType::Parent, LinkType::Child)
-                    | (LinkType::Child, LinkType::Peer)
-                    | (LinkType::Peer, LinkType::Child)
-            ) {
+            if xover && !segment_change_allowed(pair) {
+                let ptr = q.info_at(q.meta.curr_inf()) as u16;
+                return self.error(buf, len, ingress, ScmpReason::InvalidSegmentChange, ptr);
+            }
+            if !xover && !transit_allowed(pair) {
                 return self.error(buf, len, ingress, ScmpReason::InvalidPath, q.hop_ptr());
             }
         }
@@ -131,18 +118,7 @@ impl Engine<'_> {
         }
         // Step 19: the egress link must be up.
         if !router.link_up(egress) {
-            let (reason, ifid, eg) = if owned {
-                (ScmpReason::ExternalInterfaceDown, egress, 0)
-            } else {
-                (ScmpReason::InternalConnectivityDown, in_if, egress)
-            };
-            let req = ReplyRequest {
-                reason,
-                pointer: 0,
-                ifid,
-                egress: eg,
-            };
-            return self.reply(buf, len, ingress, req);
+            return self.link_down(buf, len, ingress, owned, egress);
         }
         // Step 20-21: leave through this router's link, or hand over to the sibling.
         let d = match out.owner {
@@ -164,6 +140,60 @@ impl Engine<'_> {
         }
         self.epic_gate(buf, len, p, &last_mac, now_ns, d)
     }
+}
+
+impl Engine<'_> {
+    /// The reply when the egress link is down (step 19): External Interface Down for this
+    /// router's own link, Internal Connectivity Down for a sibling's.
+    #[cold]
+    #[inline(never)]
+    fn link_down(
+        &self,
+        buf: &mut [u8],
+        len: usize,
+        ingress: Ingress,
+        owned: bool,
+        egress: u16,
+    ) -> Disposition {
+        let (reason, ifid, eg) = if owned {
+            (ScmpReason::ExternalInterfaceDown, egress, 0)
+        } else {
+            (ScmpReason::InternalConnectivityDown, ingress.ifid(), egress)
+        };
+        let req = ReplyRequest {
+            reason,
+            pointer: 0,
+            ifid,
+            egress: eg,
+        };
+        self.reply(buf, len, ingress, req)
+    }
+}
+
+/// Link-type pairs (ingress, egress) allowed without a segment change (§2.5): core-core,
+/// child-parent, parent-child, child-peer, peer-child.
+#[inline(always)]
+fn transit_allowed(pair: (LinkType, LinkType)) -> bool {
+    matches!(
+        pair,
+        (LinkType::Core, LinkType::Core)
+            | (LinkType::Child, LinkType::Parent)
+            | (LinkType::Parent, LinkType::Child)
+            | (LinkType::Child, LinkType::Peer)
+            | (LinkType::Peer, LinkType::Child)
+    )
+}
+
+/// Link-type pairs (ingress, egress) allowed at a segment change (§2.5): core-child,
+/// child-core, child-child.
+#[inline(always)]
+fn segment_change_allowed(pair: (LinkType, LinkType)) -> bool {
+    matches!(
+        pair,
+        (LinkType::Core, LinkType::Child)
+            | (LinkType::Child, LinkType::Core)
+            | (LinkType::Child, LinkType::Child)
+    )
 }
 
 /// Whether the hop carries a router alert for the router where the packet enters the AS.
