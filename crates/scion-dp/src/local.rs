@@ -6,19 +6,34 @@ use core::net::{IpAddr, SocketAddr};
 
 use idint_wire::ext::{E2E, HBH};
 use idint_wire::scmp::{self, msg_type};
-use idint_wire::udp::PROTOCOL as UDP;
+use idint_wire::udp::{self, PROTOCOL as UDP};
 use idint_wire::{AddrType, HostAddr};
 
 use crate::config::{DispatchedPorts, Router};
+use crate::header::{
+    EXT_FIXED_LEN, EXT_LEN_AT, EXT_NEXT_HDR_AT, HDR_LEN_AT, LEN_UNIT, NEXT_HDR_AT, ext_header_len,
+};
 use crate::outcome::{DropReason, ScmpReason};
 
 /// IP protocol number of TCP.
 const TCP: u8 = 6;
-/// Bytes of an SCMP echo message up to its data: header (4), identifier and sequence (4).
-const ECHO_LEN: usize = 8;
-/// Bytes of an SCMP traceroute message: header (4), identifier and sequence (4), IA (8),
-/// interface (8).
-pub(crate) const TRACEROUTE_LEN: usize = 24;
+/// Length of a TCP header without options.
+const TCP_HEADER_LEN: usize = 20;
+/// UDP and TCP: offset of the source port.
+const SRC_PORT_AT: usize = 0;
+/// UDP and TCP: offset of the destination port.
+const DST_PORT_AT: usize = 2;
+/// SCMP echo and traceroute messages: offset of the identifier (after the SCMP header).
+const SCMP_IDENTIFIER_AT: usize = scmp::HEADER_LEN;
+/// Bytes of an SCMP echo message up to its data: header, identifier and sequence.
+const ECHO_LEN: usize = scmp::HEADER_LEN + scmp::block_len(msg_type::ECHO_REQUEST);
+/// Bytes of an SCMP traceroute message: header, identifier and sequence, IA, interface.
+pub(crate) const TRACEROUTE_LEN: usize =
+    scmp::HEADER_LEN + scmp::block_len(msg_type::TRACEROUTE_REQUEST);
+/// SCION allows at most two extension headers: hop-by-hop, then end-to-end.
+const MAX_EXT_HEADERS: usize = 2;
+
+const _: () = assert!(ECHO_LEN == 8 && TRACEROUTE_LEN == 24);
 
 /// Why local delivery failed: an SCMP answer or a silent drop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +47,13 @@ pub(crate) enum LocalError {
 pub(crate) fn upper_layer(pkt: &[u8], hdr_len: usize, next: u8) -> Option<(u8, usize)> {
     let mut proto = next;
     let mut off = hdr_len;
-    for _ in 0..2 {
+    for _ in 0..MAX_EXT_HEADERS {
         if proto != HBH && proto != E2E {
             break;
         }
-        let h = pkt.get(off..off + 2)?;
-        proto = h[0];
-        off += (usize::from(h[1]) + 1) * 4;
+        let h = pkt.get(off..off + EXT_FIXED_LEN)?;
+        proto = h[EXT_NEXT_HDR_AT];
+        off += ext_header_len(h[EXT_LEN_AT]);
     }
     Some((proto, off))
 }
@@ -55,9 +70,9 @@ pub(crate) fn extensions_ok(pkt: &[u8], hdr_len: usize, next: u8) -> bool {
     }
     // The end of the extension header at `at` and the header after it, if it is whole.
     let header = |at: usize| -> Option<(usize, u8)> {
-        let h = pkt.get(at..at + 2)?;
-        let end = at + (usize::from(h[1]) + 1) * 4;
-        (end <= pkt.len()).then_some((end, h[0]))
+        let h = pkt.get(at..at + EXT_FIXED_LEN)?;
+        let end = at + ext_header_len(h[EXT_LEN_AT]);
+        (end <= pkt.len()).then_some((end, h[EXT_NEXT_HDR_AT]))
     };
     let Some((end, after)) = header(hdr_len) else {
         return false;
@@ -107,8 +122,8 @@ fn port_at(b: &[u8], at: usize) -> Option<u16> {
 /// The destination port of an upper layer, as the reference router picks it.
 fn l4_port(proto: u8, l4: &[u8]) -> Option<u16> {
     match proto {
-        UDP if l4.len() >= 8 => port_at(l4, 2),
-        TCP if l4.len() >= 20 => port_at(l4, 2),
+        UDP if l4.len() >= udp::HEADER_LEN => port_at(l4, DST_PORT_AT),
+        TCP if l4.len() >= TCP_HEADER_LEN => port_at(l4, DST_PORT_AT),
         UDP | TCP => None,
         scmp::PROTOCOL => scmp_port(l4),
         _ => Some(DispatchedPorts::ENDHOST_PORT),
@@ -125,8 +140,8 @@ fn scmp_port(m: &[u8]) -> Option<u16> {
         }
         // The identifier of a whole reply (a cut one is dropped, as the reference router
         // does when it cannot decode it).
-        msg_type::ECHO_REPLY if m.len() >= ECHO_LEN => port_at(m, 4),
-        msg_type::TRACEROUTE_REPLY if m.len() >= TRACEROUTE_LEN => port_at(m, 4),
+        msg_type::ECHO_REPLY if m.len() >= ECHO_LEN => port_at(m, SCMP_IDENTIFIER_AT),
+        msg_type::TRACEROUTE_REPLY if m.len() >= TRACEROUTE_LEN => port_at(m, SCMP_IDENTIFIER_AT),
         msg_type::ECHO_REPLY | msg_type::TRACEROUTE_REPLY => None,
         msg_type::DEST_UNREACHABLE
         | msg_type::PACKET_TOO_BIG
@@ -143,15 +158,17 @@ fn scmp_port(m: &[u8]) -> Option<u16> {
 /// The port the sender of a quoted packet listens on: its UDP source port, or the identifier
 /// of a quoted echo/traceroute request.
 fn quoted_port(q: &[u8]) -> Option<u16> {
-    let hdr_len = usize::from(*q.get(5)?) * 4;
-    let (proto, off) = upper_layer(q, hdr_len, *q.get(4)?)?;
+    let hdr_len = usize::from(*q.get(HDR_LEN_AT)?) * LEN_UNIT;
+    let (proto, off) = upper_layer(q, hdr_len, *q.get(NEXT_HDR_AT)?)?;
     let l4 = q.get(off..)?;
     // Only whole headers count: a quote cut inside them names no port.
     match proto {
-        UDP if l4.len() >= 8 => port_at(l4, 0).filter(|&p| p != 0),
+        UDP if l4.len() >= udp::HEADER_LEN => port_at(l4, SRC_PORT_AT).filter(|&p| p != 0),
         scmp::PROTOCOL => match *l4.first()? {
-            msg_type::ECHO_REQUEST if l4.len() >= ECHO_LEN => port_at(l4, 4),
-            msg_type::TRACEROUTE_REQUEST if l4.len() >= TRACEROUTE_LEN => port_at(l4, 4),
+            msg_type::ECHO_REQUEST if l4.len() >= ECHO_LEN => port_at(l4, SCMP_IDENTIFIER_AT),
+            msg_type::TRACEROUTE_REQUEST if l4.len() >= TRACEROUTE_LEN => {
+                port_at(l4, SCMP_IDENTIFIER_AT)
+            }
             _ => None,
         },
         _ => None,

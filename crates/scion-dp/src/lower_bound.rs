@@ -29,8 +29,14 @@ use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET};
 
 use crate::burst::MAX_BURST;
 use crate::config::Router;
-use crate::header::{ADDR_TYPES_AT, HDR_LEN_AT, NEXT_HDR_AT};
-use crate::idint::layout::{MAIN, MAIN_DATA_LEN, MAIN_MODE, OPT_HDR, REQUEST_END, STACK_LEN, TOS};
+use crate::header::{
+    ADDR_TYPES_AT, DST_ADDR_TYPE_SHIFT, EXT_LEN_AT, HDR_LEN_AT, LEN_UNIT, NEXT_HDR_AT,
+    ext_header_len,
+};
+use crate::idint::layout::mode::{VERIFIER_DESTINATION, VERIFIER_MASK, VERIFIER_SHIFT};
+use crate::idint::layout::{
+    MAIN, MAIN_DATA_LEN, MAIN_MODE, OPT_DATA_LEN, OPT_HDR, REQUEST_END, STACK_LEN, TOS, WORD,
+};
 use crate::idint::{
     Forwarded, ForwardingHook, IdIntStage, NonceSource, ReportExporter, VerifierKeys,
 };
@@ -189,9 +195,23 @@ fn hbh_of(buf: &[u8], len: usize) -> Option<(usize, usize)> {
     if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
         return None;
     }
-    let hl = usize::from(buf[HDR_LEN_AT]) * 4;
-    let n = (usize::from(*buf.get(hl + 1)?) + 1) * 4;
+    let hl = usize::from(buf[HDR_LEN_AT]) * LEN_UNIT;
+    let n = ext_header_len(*buf.get(hl + EXT_LEN_AT)?);
     (hl + n <= len && buf.get(hl + MAIN) == Some(&opt_type::IDINT_MAIN)).then_some((hl, n))
+}
+
+/// Address-type byte: one DT/DL or ST/SL nibble after its shift.
+const ADDR_TYPE_NIBBLE: u8 = 0xf;
+/// Address-type byte: DT/DL (or ST/SL) of a 4-byte IPv4 host address.
+const ADDR_TYPE_IPV4: u8 = 0x0;
+
+/// Whether the request names the packet's destination as verifier and the destination host is
+/// IPv4, the only case templated (no key lookup, perhaps a derivation, for anything else).
+/// `before`: the HBH header; `buf`: the packet.
+#[inline(always)]
+fn destination_verifier_v4(before: &[u8], buf: &[u8]) -> bool {
+    (before[MAIN_MODE] >> VERIFIER_SHIFT) & VERIFIER_MASK == VERIFIER_DESTINATION
+        && (buf[ADDR_TYPES_AT] >> DST_ADDR_TYPE_SHIFT) & ADDR_TYPE_NIBBLE == ADDR_TYPE_IPV4
 }
 
 impl Template {
@@ -207,14 +227,14 @@ impl Template {
     ) -> Option<Self> {
         let hbh = buf.get(hl..hl + before.len())?;
         let mlen = usize::from(before[MAIN_DATA_LEN]) + OPT_HDR;
-        let s = 2 + mlen;
-        let top_at = s + usize::from(before[TOS]) * 4;
-        let free = s + usize::from(hbh[TOS]) * 4;
-        let end = s + usize::from(before[STACK_LEN]) * 4;
-        let len = usize::from(*hbh.get(free + 1)?) + 2;
+        let s = MAIN + mlen;
+        let top_at = s + usize::from(before[TOS]) * WORD;
+        let free = s + usize::from(hbh[TOS]) * WORD;
+        let end = s + usize::from(before[STACK_LEN]) * WORD;
+        let len = usize::from(*hbh.get(free + OPT_DATA_LEN)?) + OPT_HDR;
         let blocks = len.div_ceil(16);
-        let pad = [*before.get(free)?, *before.get(free + 1)?];
-        let pad_end = free + 2 + usize::from(pad[1]);
+        let pad = [*before.get(free)?, *before.get(free + OPT_DATA_LEN)?];
+        let pad_end = free + OPT_HDR + usize::from(pad[1]);
         // Whole blocks are written: they must stay within the padding option at `free` (one
         // PadN, at most 257 bytes), itself within the stack.
         if hbh.get(free) != Some(&opt_type::IDINT_ENTRY)
@@ -226,7 +246,7 @@ impl Template {
             return None;
         }
         // Destination verifier (kind 1), IPv4 destination host.
-        if (before[MAIN_MODE] >> 4) & 3 != 1 || (buf[ADDR_TYPES_AT] >> 4) & 0xf != 0 {
+        if !destination_verifier_v4(before, buf) {
             return None;
         }
         let mut flat = [0u8; ENTRY_MAX];
@@ -393,7 +413,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 let r = r?;
                 // Only a destination verifier with an IPv4 host is templated: no key lookup
                 // (perhaps a derivation) for anything else.
-                if (before[MAIN_MODE] >> 4) & 3 != 1 || (buf[ADDR_TYPES_AT] >> 4) & 0xf != 0 {
+                if !destination_verifier_v4(&before, buf) {
                     return None;
                 }
                 let (ia, host) = (

@@ -5,6 +5,33 @@ use core::net::SocketAddr;
 
 use idint_wire::scmp::msg_type;
 
+/// The SCMP codes the router sends. `idint_wire::scmp::ParamProblemCode` names the Parameter
+/// Problem codes too, but its conversion to the wire value is not `const`.
+mod scmp_code {
+    /// The code of a type that defines a single one.
+    pub(super) const ONLY: u8 = 0;
+    /// Destination Unreachable: no route to the destination.
+    pub(super) const NO_ROUTE: u8 = 0;
+    /// Parameter Problem: invalid packet size.
+    pub(super) const INVALID_PACKET_SIZE: u8 = 19;
+    /// Parameter Problem: invalid source address.
+    pub(super) const INVALID_SOURCE_ADDRESS: u8 = 33;
+    /// Parameter Problem: invalid destination address.
+    pub(super) const INVALID_DESTINATION_ADDRESS: u8 = 34;
+    /// Parameter Problem: invalid path.
+    pub(super) const INVALID_PATH: u8 = 48;
+    /// Parameter Problem: unknown ConsIngress interface in the current hop field.
+    pub(super) const UNKNOWN_HOP_FIELD_INGRESS: u8 = 49;
+    /// Parameter Problem: unknown ConsEgress interface in the current hop field.
+    pub(super) const UNKNOWN_HOP_FIELD_EGRESS: u8 = 50;
+    /// Parameter Problem: invalid hop field MAC.
+    pub(super) const INVALID_HOP_FIELD_MAC: u8 = 51;
+    /// Parameter Problem: path expired.
+    pub(super) const PATH_EXPIRED: u8 = 52;
+    /// Parameter Problem: invalid segment change.
+    pub(super) const INVALID_SEGMENT_CHANGE: u8 = 53;
+}
+
 /// Where a packet came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Ingress {
@@ -129,20 +156,23 @@ impl ScmpReason {
     /// SCMP type and code.
     pub const fn type_code(self) -> (u8, u8) {
         use msg_type::*;
+        use scmp_code::*;
         match self {
-            ScmpReason::NoRoute => (DEST_UNREACHABLE, 0),
-            ScmpReason::InvalidPacketSize => (PARAMETER_PROBLEM, 19),
-            ScmpReason::InvalidSourceAddress => (PARAMETER_PROBLEM, 33),
-            ScmpReason::InvalidDestinationAddress => (PARAMETER_PROBLEM, 34),
-            ScmpReason::InvalidPath => (PARAMETER_PROBLEM, 48),
-            ScmpReason::UnknownHopFieldIngress => (PARAMETER_PROBLEM, 49),
-            ScmpReason::UnknownHopFieldEgress => (PARAMETER_PROBLEM, 50),
-            ScmpReason::InvalidHopFieldMac => (PARAMETER_PROBLEM, 51),
-            ScmpReason::PathExpired => (PARAMETER_PROBLEM, 52),
-            ScmpReason::InvalidSegmentChange => (PARAMETER_PROBLEM, 53),
-            ScmpReason::ExternalInterfaceDown => (EXTERNAL_INTERFACE_DOWN, 0),
-            ScmpReason::InternalConnectivityDown => (INTERNAL_CONNECTIVITY_DOWN, 0),
-            ScmpReason::TracerouteReply => (TRACEROUTE_REPLY, 0),
+            ScmpReason::NoRoute => (DEST_UNREACHABLE, NO_ROUTE),
+            ScmpReason::InvalidPacketSize => (PARAMETER_PROBLEM, INVALID_PACKET_SIZE),
+            ScmpReason::InvalidSourceAddress => (PARAMETER_PROBLEM, INVALID_SOURCE_ADDRESS),
+            ScmpReason::InvalidDestinationAddress => {
+                (PARAMETER_PROBLEM, INVALID_DESTINATION_ADDRESS)
+            }
+            ScmpReason::InvalidPath => (PARAMETER_PROBLEM, INVALID_PATH),
+            ScmpReason::UnknownHopFieldIngress => (PARAMETER_PROBLEM, UNKNOWN_HOP_FIELD_INGRESS),
+            ScmpReason::UnknownHopFieldEgress => (PARAMETER_PROBLEM, UNKNOWN_HOP_FIELD_EGRESS),
+            ScmpReason::InvalidHopFieldMac => (PARAMETER_PROBLEM, INVALID_HOP_FIELD_MAC),
+            ScmpReason::PathExpired => (PARAMETER_PROBLEM, PATH_EXPIRED),
+            ScmpReason::InvalidSegmentChange => (PARAMETER_PROBLEM, INVALID_SEGMENT_CHANGE),
+            ScmpReason::ExternalInterfaceDown => (EXTERNAL_INTERFACE_DOWN, ONLY),
+            ScmpReason::InternalConnectivityDown => (INTERNAL_CONNECTIVITY_DOWN, ONLY),
+            ScmpReason::TracerouteReply => (TRACEROUTE_REPLY, ONLY),
         }
     }
 

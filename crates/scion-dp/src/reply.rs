@@ -14,6 +14,83 @@ use crate::outcome::{DropReason, Ingress, ScmpReason};
 /// Length of the EPIC-HP fields before the embedded SCION path.
 pub(crate) const EPIC_PREFIX: usize = idint_wire::path::epic::EPIC_PREFIX_LEN;
 
+/// The SCION version the replies carry.
+const SCION_VERSION: u8 = 0;
+/// SCMP types below this are errors, from it on informational messages.
+const FIRST_INFORMATIONAL: u8 = msg_type::ECHO_REQUEST;
+/// The code of a traceroute request.
+const TRACEROUTE_REQUEST_CODE: u8 = 0;
+
+/// Where the fields of an SCMP message sit (smoltcp style): the common header from the start
+/// of the message, the type-specific blocks from the end of that header.
+mod field {
+    /// A byte range.
+    pub(super) type Field = core::ops::Range<usize>;
+
+    /// Type.
+    pub(super) const TYPE: usize = 0;
+    /// Code.
+    pub(super) const CODE: usize = 1;
+    /// Checksum.
+    pub(super) const CHECKSUM: Field = 2..4;
+
+    /// Traceroute request and reply block.
+    pub(super) mod traceroute {
+        use super::Field;
+        /// Identifier.
+        pub(crate) const IDENTIFIER: Field = 0..2;
+        /// Sequence number.
+        pub(crate) const SEQUENCE: Field = 2..4;
+        /// ISD-AS of the answering router.
+        pub(crate) const IA: Field = 4..12;
+        /// Interface the alert was for.
+        pub(crate) const INTERFACE: Field = 12..20;
+    }
+
+    /// External Interface Down block.
+    pub(super) mod external_down {
+        use super::Field;
+        /// ISD-AS of the router.
+        pub(crate) const IA: Field = 0..8;
+        /// The interface that is down.
+        pub(crate) const INTERFACE: Field = 8..16;
+    }
+
+    /// Internal Connectivity Down block.
+    pub(super) mod internal_down {
+        use super::Field;
+        /// ISD-AS of the router.
+        pub(crate) const IA: Field = 0..8;
+        /// The ingress interface.
+        pub(crate) const INGRESS: Field = 8..16;
+        /// The egress interface that cannot be reached.
+        pub(crate) const EGRESS: Field = 16..24;
+    }
+
+    /// Parameter Problem block.
+    pub(super) mod param_problem {
+        use super::Field;
+        /// Reserved.
+        pub(crate) const RESERVED: Field = 0..2;
+        /// Pointer to the offending byte.
+        pub(crate) const POINTER: Field = 2..4;
+    }
+
+    const _: () = assert!(CHECKSUM.end == idint_wire::scmp::HEADER_LEN);
+    const _: () = assert!(
+        traceroute::INTERFACE.end
+            == idint_wire::scmp::block_len(idint_wire::scmp::msg_type::TRACEROUTE_REPLY)
+    );
+    const _: () = assert!(
+        external_down::INTERFACE.end
+            == idint_wire::scmp::block_len(idint_wire::scmp::msg_type::EXTERNAL_INTERFACE_DOWN)
+    );
+    const _: () = assert!(
+        internal_down::EGRESS.end
+            == idint_wire::scmp::block_len(idint_wire::scmp::msg_type::INTERNAL_CONNECTIVITY_DOWN)
+    );
+}
+
 /// What the fast path asks the reply builder for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ReplyRequest {
@@ -46,62 +123,22 @@ pub(crate) fn build(
     let l4 = pkt.get(l4_off..).unwrap_or(&[]);
     if proto == scmp::PROTOCOL {
         let t = *l4.first().ok_or(DropReason::ScmpUnbuildable)?;
-        if t < 128 {
+        if t < FIRST_INFORMATIONAL {
             return Err(DropReason::ScmpSuppressed);
         }
     }
     let (id, seq) = if is_traceroute {
-        // A whole traceroute request, code 0: header (4), identifier, sequence, IA and
-        // interface (20), as the reference router decodes it before it answers.
-        if proto != scmp::PROTOCOL
-            || l4.len() < TRACEROUTE_LEN
-            || l4[0] != msg_type::TRACEROUTE_REQUEST
-            || l4[1] != 0
-        {
-            return Err(DropReason::AlertNotTraceroute);
-        }
-        (
-            u16::from_be_bytes([l4[4], l4[5]]),
-            u16::from_be_bytes([l4[6], l4[7]]),
-        )
+        traceroute_ids(proto, l4)?
     } else {
         (0, 0)
     };
 
-    // Reply path: the current path reversed, then moved to where this router sends it from.
-    let path_bytes = match hdr.path_type() {
-        PathType::Scion => &pkt[hdr.path_offset()..hl],
-        PathType::Epic => pkt
-            .get(hdr.path_offset() + EPIC_PREFIX..hl)
-            .ok_or(DropReason::ScmpUnbuildable)?,
-        _ => return Err(DropReason::ScmpUnbuildable),
-    };
-    let mut path = ScionPathRepr::parse(path_bytes)
-        .and_then(|p| p.reversed())
-        .map_err(|_| DropReason::ScmpUnbuildable)?;
-    let ci = usize::from(path.meta.curr_inf);
-    let peering = peering_of(&path.meta, &path.infos[ci]).ok_or(DropReason::ScmpUnbuildable)?;
-    if path.meta.is_xover() && !peering {
-        path.meta
-            .increment()
-            .map_err(|_| DropReason::ScmpUnbuildable)?;
-    }
-    if let Ingress::External(_) = ingress {
-        let ci = usize::from(path.meta.curr_inf);
-        let hf = usize::from(path.meta.curr_hf);
-        if path.infos[ci].cons_dir && !peering {
-            let m = path.hops[hf].mac;
-            path.infos[ci].seg_id ^= u16::from_be_bytes([m[0], m[1]]);
-        }
-        path.meta
-            .increment()
-            .map_err(|_| DropReason::ScmpUnbuildable)?;
-    }
+    let path = reply_path(&hdr, pkt, ingress)?;
 
     let dst_host = HostAddr::parse(hdr.src_addr_type(), hdr.src_host_bytes())
         .map_err(|_| DropReason::ScmpUnbuildable)?;
     let mut repr = ScionRepr {
-        version: 0,
+        version: SCION_VERSION,
         traffic_class: hdr.traffic_class(),
         flow_id: hdr.flow_id(),
         next_header: NextHdr::Scmp,
@@ -135,32 +172,103 @@ pub(crate) fn build(
 
     let (head, rest) = buf.split_at_mut(new_hl);
     let m = &mut rest[..total - new_hl];
-    m[0] = t;
-    m[1] = code;
-    m[2..4].fill(0);
-    let ia = router.local_ia().to_bytes();
+    m[field::TYPE] = t;
+    m[field::CODE] = code;
+    m[field::CHECKSUM].fill(0);
     let block = &mut m[scmp::HEADER_LEN..body_at - new_hl];
-    match req.reason {
-        ScmpReason::TracerouteReply => {
-            block[0..2].copy_from_slice(&id.to_be_bytes());
-            block[2..4].copy_from_slice(&seq.to_be_bytes());
-            block[4..12].copy_from_slice(&ia);
-            block[12..20].copy_from_slice(&u64::from(req.ifid).to_be_bytes());
-        }
-        ScmpReason::ExternalInterfaceDown => {
-            block[0..8].copy_from_slice(&ia);
-            block[8..16].copy_from_slice(&u64::from(req.ifid).to_be_bytes());
-        }
-        ScmpReason::InternalConnectivityDown => {
-            block[0..8].copy_from_slice(&ia);
-            block[8..16].copy_from_slice(&u64::from(req.ifid).to_be_bytes());
-            block[16..24].copy_from_slice(&u64::from(req.egress).to_be_bytes());
-        }
-        _ => {
-            block[0..2].fill(0);
-            block[2..4].copy_from_slice(&req.pointer.to_be_bytes());
-        }
-    }
+    write_block(block, &req, router.local_ia().to_bytes(), (id, seq));
     ScmpPacket::new_unchecked(m).fill_checksum(&ScionHeader::new_unchecked(&head[..]));
     Ok(total)
+}
+
+/// The identifier and sequence number of the traceroute request `l4` (the upper layer, of
+/// protocol `proto`) that carried a router alert. Only a whole traceroute request is answered,
+/// as the reference router decodes it before it answers.
+fn traceroute_ids(proto: u8, l4: &[u8]) -> Result<(u16, u16), DropReason> {
+    if proto != scmp::PROTOCOL
+        || l4.len() < TRACEROUTE_LEN
+        || l4[field::TYPE] != msg_type::TRACEROUTE_REQUEST
+        || l4[field::CODE] != TRACEROUTE_REQUEST_CODE
+    {
+        return Err(DropReason::AlertNotTraceroute);
+    }
+    let block = &l4[scmp::HEADER_LEN..];
+    let read = |f: field::Field| u16::from_be_bytes([block[f.start], block[f.start + 1]]);
+    Ok((
+        read(field::traceroute::IDENTIFIER),
+        read(field::traceroute::SEQUENCE),
+    ))
+}
+
+/// The reply's path: the packet's current path reversed, then moved to where this router
+/// sends the reply from (past a segment crossover, and past its own hop when the packet came
+/// in over an external link).
+fn reply_path(
+    hdr: &ScionHeader<&[u8]>,
+    pkt: &[u8],
+    ingress: Ingress,
+) -> Result<ScionPathRepr, DropReason> {
+    let hl = hdr.header_len();
+    let path_bytes = match hdr.path_type() {
+        PathType::Scion => &pkt[hdr.path_offset()..hl],
+        PathType::Epic => pkt
+            .get(hdr.path_offset() + EPIC_PREFIX..hl)
+            .ok_or(DropReason::ScmpUnbuildable)?,
+        _ => return Err(DropReason::ScmpUnbuildable),
+    };
+    let mut path = ScionPathRepr::parse(path_bytes)
+        .and_then(|p| p.reversed())
+        .map_err(|_| DropReason::ScmpUnbuildable)?;
+    let ci = usize::from(path.meta.curr_inf);
+    let peering = peering_of(&path.meta, &path.infos[ci]).ok_or(DropReason::ScmpUnbuildable)?;
+    if path.meta.is_xover() && !peering {
+        path.meta
+            .increment()
+            .map_err(|_| DropReason::ScmpUnbuildable)?;
+    }
+    if let Ingress::External(_) = ingress {
+        let ci = usize::from(path.meta.curr_inf);
+        let hf = usize::from(path.meta.curr_hf);
+        if path.infos[ci].cons_dir && !peering {
+            // The SegID update with the MAC's first two bytes, as a forwarding router does.
+            let m = path.hops[hf].mac;
+            path.infos[ci].seg_id ^= u16::from_be_bytes([m[0], m[1]]);
+        }
+        path.meta
+            .increment()
+            .map_err(|_| DropReason::ScmpUnbuildable)?;
+    }
+    Ok(path)
+}
+
+/// Writes the type-specific block of the reply `req` asks for; `ia` is this router's ISD-AS,
+/// `(id, seq)` the traceroute request's identifier and sequence number.
+fn write_block(block: &mut [u8], req: &ReplyRequest, ia: [u8; 8], (id, seq): (u16, u16)) {
+    // Interfaces are 64-bit fields in SCMP.
+    let ifid = |i: u16| u64::from(i).to_be_bytes();
+    match req.reason {
+        ScmpReason::TracerouteReply => {
+            use field::traceroute::*;
+            block[IDENTIFIER].copy_from_slice(&id.to_be_bytes());
+            block[SEQUENCE].copy_from_slice(&seq.to_be_bytes());
+            block[IA].copy_from_slice(&ia);
+            block[INTERFACE].copy_from_slice(&ifid(req.ifid));
+        }
+        ScmpReason::ExternalInterfaceDown => {
+            use field::external_down::*;
+            block[IA].copy_from_slice(&ia);
+            block[INTERFACE].copy_from_slice(&ifid(req.ifid));
+        }
+        ScmpReason::InternalConnectivityDown => {
+            use field::internal_down::*;
+            block[IA].copy_from_slice(&ia);
+            block[INGRESS].copy_from_slice(&ifid(req.ifid));
+            block[EGRESS].copy_from_slice(&ifid(req.egress));
+        }
+        _ => {
+            use field::param_problem::*;
+            block[RESERVED].fill(0);
+            block[POINTER].copy_from_slice(&req.pointer.to_be_bytes());
+        }
+    }
 }

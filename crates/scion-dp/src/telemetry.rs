@@ -66,14 +66,15 @@ pub enum QueueMetric {
     BufferOccupancyAvg,
 }
 
-/// Device description items (instructions 0x03, 0x41, 0x42).
+/// Device description items (instructions [`code::DEVICE_TYPE_ROLE`], [`code::DEVICE_VENDOR`],
+/// [`code::DEVICE_MODEL`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceItem {
-    /// Role (high byte) and type (low byte), instruction 0x03.
+    /// Role (high byte) and type (low byte), instruction [`code::DEVICE_TYPE_ROLE`].
     TypeRole,
-    /// Vendor OUI, instruction 0x41.
+    /// Vendor OUI, instruction [`code::DEVICE_VENDOR`].
     Vendor,
-    /// Vendor-assigned model, instruction 0x42.
+    /// Vendor-assigned model, instruction [`code::DEVICE_MODEL`].
     Model,
 }
 
@@ -184,6 +185,24 @@ pub trait TelemetrySource {
 pub struct NoTelemetry;
 
 impl TelemetrySource for NoTelemetry {}
+
+/// How [`read_instruction`] packs the values made of several parts.
+mod value {
+    /// [`super::code::CPU_MEMORY_USAGE`]: CPU usage in the byte above memory usage.
+    pub(super) const CPU_USAGE_SHIFT: u32 = 8;
+    /// [`super::code::SOFTWARE_VERSION`]: major version, 10 bits from bit 22.
+    pub(super) const MAJOR_SHIFT: u32 = 22;
+    /// The major version's bits.
+    pub(super) const MAJOR_MASK: u16 = 0x3ff;
+    /// Minor version, 10 bits from bit 12.
+    pub(super) const MINOR_SHIFT: u32 = 12;
+    /// The minor version's bits.
+    pub(super) const MINOR_MASK: u16 = 0x3ff;
+    /// Patch level, the low 12 bits.
+    pub(super) const PATCH_MASK: u16 = 0xfff;
+    /// [`super::code::NODE_IPV6_HIGH`]: the high 64 bits of the address.
+    pub(super) const IPV6_HIGH_SHIFT: u32 = 64;
+}
 
 /// ID-INT instruction codes (`idint.md` §6.1), the values of Inst1..Inst4 this router
 /// answers in [`read_instruction`].
@@ -297,7 +316,7 @@ pub fn read_instruction<S: TelemetrySource + ?Sized>(
         code::DEVICE_TYPE_ROLE => u64::from(source.device(DeviceItem::TypeRole)?),
         code::CPU_MEMORY_USAGE => {
             let (cpu, mem) = source.cpu_memory_usage()?;
-            (u64::from(cpu) << 8) | u64::from(mem)
+            (u64::from(cpu) << value::CPU_USAGE_SHIFT) | u64::from(mem)
         }
         code::CPU_TEMPERATURE => u64::from(source.environment(Environment::CpuTemperature)?),
         code::ASIC_TEMPERATURE => u64::from(source.environment(Environment::AsicTemperature)?),
@@ -308,7 +327,10 @@ pub fn read_instruction<S: TelemetrySource + ?Sized>(
         code::DEVICE_MODEL => u64::from(source.device(DeviceItem::Model)?),
         code::SOFTWARE_VERSION => {
             let (ma, mi, pa) = source.software_version()?;
-            (u64::from(ma & 0x3ff) << 22) | (u64::from(mi & 0x3ff) << 12) | u64::from(pa & 0xfff)
+            use value::*;
+            (u64::from(ma & MAJOR_MASK) << MAJOR_SHIFT)
+                | (u64::from(mi & MINOR_MASK) << MINOR_SHIFT)
+                | u64::from(pa & PATCH_MASK)
         }
         code::NODE_IPV4 => u64::from(u32::from(source.node_ipv4()?)),
         code::INGRESS_IF_SPEED => u64::from(source.interface_speed_mbps(i)?),
@@ -341,9 +363,9 @@ pub fn read_instruction<S: TelemetrySource + ?Sized>(
         code::EGRESS_TOTAL_DROPS => source.total_counter(Tx, Drops)?,
         code::INGRESS_TOTAL_BYTES => source.total_counter(Rx, Bytes)?,
         code::EGRESS_TOTAL_BYTES => source.total_counter(Tx, Bytes)?,
-        code::NODE_IPV6_HIGH => (u128::from(source.node_ipv6()?) >> 64) as u64,
+        code::NODE_IPV6_HIGH => (u128::from(source.node_ipv6()?) >> value::IPV6_HIGH_SHIFT) as u64,
         code::NODE_IPV6_LOW => u128::from(source.node_ipv6()?) as u64,
-        // 0x02 (BR link type) has no agreed encoding; NOP and unassigned codes carry nothing.
+        // `code::BR_LINK_TYPE` has no agreed encoding; NOP and unassigned codes carry nothing.
         _ => return None,
     };
     Some(v)
@@ -352,7 +374,7 @@ pub fn read_instruction<S: TelemetrySource + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use idint_wire::idint::INSTRUCTIONS;
+    use idint_wire::idint::{INSTRUCTIONS, Instruction};
 
     struct Everything;
     impl TelemetrySource for Everything {
@@ -389,22 +411,32 @@ mod tests {
             }
         }
         let mut s = Everything;
-        assert_eq!(read_instruction(&mut s, ia, 0x82, &ctx), Some(77));
-        assert_eq!(read_instruction(&mut s, ia, 0x84, &ctx), Some(100));
-        assert_eq!(read_instruction(&mut s, ia, 0x89, &ctx), Some(211));
         assert_eq!(
-            read_instruction(&mut s, ia, 0xc1, &ctx),
+            read_instruction(&mut s, ia, code::INGRESS_TIMESTAMP, &ctx),
+            Some(77)
+        );
+        assert_eq!(
+            read_instruction(&mut s, ia, code::INGRESS_IF_PACKETS, &ctx),
+            Some(100)
+        );
+        assert_eq!(
+            read_instruction(&mut s, ia, code::EGRESS_IF_BYTES, &ctx),
+            Some(211)
+        );
+        assert_eq!(
+            read_instruction(&mut s, ia, code::NODE_IPV6_HIGH, &ctx),
             Some(0xfd00_0001_0002_0003)
         );
         assert_eq!(
-            read_instruction(&mut s, ia, 0xc2, &ctx),
+            read_instruction(&mut s, ia, code::NODE_IPV6_LOW, &ctx),
             Some(0x0004_0005_0006_0007)
         );
         assert_eq!(
-            read_instruction(&mut s, ia, 0x43, &ctx),
+            read_instruction(&mut s, ia, code::SOFTWARE_VERSION, &ctx),
             Some((1 << 22) | (2 << 12) | 3)
         );
-        assert_eq!(read_instruction(&mut s, ia, 0x00, &ctx), None);
-        assert_eq!(read_instruction(&mut s, ia, 0x3f, &ctx), None);
+        assert_eq!(read_instruction(&mut s, ia, Instruction::NOP.0, &ctx), None);
+        const UNASSIGNED: u8 = 0x3f;
+        assert_eq!(read_instruction(&mut s, ia, UNASSIGNED, &ctx), None);
     }
 }

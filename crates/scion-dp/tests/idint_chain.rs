@@ -31,7 +31,7 @@ use idint_wire::udp::UdpRepr;
 use idint_wire::{HostAddr, IsdAsn};
 use scion_dp::config::{DispatchedPorts, InterfaceConfig, LinkType, Owner, Router, RouterConfig};
 use scion_dp::idint::{DrkeyKeys, IdIntStage, KeyHandle, NonceSource, VerifierKeys};
-use scion_dp::telemetry::{CounterKind, Direction, HopContext, QueueMetric, TelemetrySource};
+use scion_dp::telemetry::{CounterKind, Direction, HopContext, QueueMetric, TelemetrySource, code};
 use scion_dp::{Disposition, Ingress, Processor};
 
 const NOW_S: u64 = 1_763_800_000;
@@ -40,10 +40,10 @@ const EPOCH: u32 = 3600;
 const SRC_HOST: Ipv4Addr = Ipv4Addr::new(10, 1, 0, 1);
 const DST_HOST: Ipv4Addr = Ipv4Addr::new(10, 4, 0, 9);
 const INSTRUCTIONS: [Instruction; 4] = [
-    Instruction(0x82), // ingress timestamp, 6 bytes
-    Instruction(0x83), // egress timestamp, 6 bytes
-    Instruction(0x4f), // instantaneous queue length, 4 bytes
-    Instruction(0x8b), // egress total packet count, 6 bytes
+    Instruction(code::INGRESS_TIMESTAMP),    // 6 bytes
+    Instruction(code::EGRESS_TIMESTAMP),     // 6 bytes
+    Instruction(code::QUEUE_LEN),            // instantaneous, 4 bytes
+    Instruction(code::EGRESS_TOTAL_PACKETS), // 6 bytes
 ];
 
 fn ia(s: &str) -> IsdAsn {
@@ -259,23 +259,23 @@ impl TelemetrySource for Recorder {
     }
     fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
         let v = (c.now_ns + u64::from(self.node) * 1000) & 0xffff_ffff_ffff;
-        Some(self.give(0x82, v))
+        Some(self.give(code::INGRESS_TIMESTAMP, v))
     }
     fn egress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
         let v = (c.now_ns + u64::from(self.node) * 1000 + 250) & 0xffff_ffff_ffff;
-        Some(self.give(0x83, v))
+        Some(self.give(code::EGRESS_TIMESTAMP, v))
     }
     fn queue(&mut self, _ifid: u16, m: QueueMetric) -> Option<u32> {
         // Router 3 (RB2) cannot measure its queue: the slot must stay empty.
         if m != QueueMetric::QueueLen || self.node == 3 {
             return None;
         }
-        Some(self.give(0x4f, u64::from(self.node * 7)) as u32)
+        Some(self.give(code::QUEUE_LEN, u64::from(self.node * 7)) as u32)
     }
     fn total_counter(&mut self, d: Direction, k: CounterKind) -> Option<u64> {
         assert_eq!((d, k), (Direction::Tx, CounterKind::Packets));
         let v = self.total_tx;
-        Some(self.give(0x8b, v))
+        Some(self.give(code::EGRESS_TOTAL_PACKETS, v))
     }
 }
 
@@ -1347,8 +1347,16 @@ fn internal_nodes_per_aggregation_mode() {
     assert_eq!(m.node_id, Some(101), "the newer node");
     assert_eq!((m.ingress_if, m.egress_if), (Some(11), Some(12)));
     let ts = |n: &Recorder, code: u8| n.given.iter().find(|g| g.0 == code).unwrap().1;
-    assert_eq!(m.slots[0].unwrap().value, ts(&nodes[0], 0x82), "first");
-    assert_eq!(m.slots[1].unwrap().value, ts(&nodes[1], 0x83), "last");
+    assert_eq!(
+        m.slots[0].unwrap().value,
+        ts(&nodes[0], code::INGRESS_TIMESTAMP),
+        "first"
+    );
+    assert_eq!(
+        m.slots[1].unwrap().value,
+        ts(&nodes[1], code::EGRESS_TIMESTAMP),
+        "last"
+    );
     assert_eq!(m.slots[3].unwrap().value, 14, "sum of 7 + 7");
     assert!(
         entries[4].egress && !entries[4].aggregated,

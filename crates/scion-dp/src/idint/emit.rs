@@ -9,7 +9,9 @@ use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
 
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
-use super::layout::item;
+use super::layout::{
+    ENTRY_FLAGS, ENTRY_HOP, ENTRY_MD, OPT_DATA_LEN, OPT_HDR, OPT_TYPE, entry_hop, entry_md, item,
+};
 use super::roles::Role;
 
 /// The values of a new entry, gathered before its length is known (kept as integers: no
@@ -106,15 +108,20 @@ pub(super) fn emit_entry(
     prev_mac: [u8; 4],
 ) {
     let len = e.len();
-    e[0] = opt_type::IDINT_ENTRY;
-    e[1] = (len - 2) as u8;
-    e[2] = (u8::from(role.first) * eflags::I)
+    e[OPT_TYPE] = opt_type::IDINT_ENTRY;
+    e[OPT_DATA_LEN] = (len - OPT_HDR) as u8;
+    e[ENTRY_FLAGS] = (u8::from(role.first) * eflags::I)
         | (u8::from(role.egress) * eflags::E)
         | (u8::from(nonce.is_some()) * eflags::C);
-    e[3] = (hop & 0x3f) << 2;
-    let ml = g.widths.map(|w| (w / 2) as u16);
-    let word = (u16::from(g.mask) << 12) | (ml[0] << 9) | (ml[1] << 6) | (ml[2] << 3) | ml[3];
-    e[4..6].copy_from_slice(&word.to_be_bytes());
+    e[ENTRY_HOP] = (hop & entry_hop::MASK) << entry_hop::SHIFT;
+    let ml = g.widths.map(|w| (w / entry_md::ML_UNIT) as u16);
+    let [s1, s2, s3, s4] = entry_md::ML_SHIFT;
+    let word = (u16::from(g.mask) << entry_md::MASK_SHIFT)
+        | (ml[0] << s1)
+        | (ml[1] << s2)
+        | (ml[2] << s3)
+        | (ml[3] << s4);
+    e[ENTRY_MD..ENTRY_MD + 2].copy_from_slice(&word.to_be_bytes());
     let mut p = NONCE_OFFSET;
     if let Some(n) = nonce {
         e[p..p + NONCE_LEN].copy_from_slice(&n);

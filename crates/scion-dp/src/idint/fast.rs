@@ -5,7 +5,7 @@
 use idint_wire::AddrType;
 use idint_wire::ext::opt_type;
 use idint_wire::idint::Entry;
-use idint_wire::idint::entry::{entry_len, flags as eflags};
+use idint_wire::idint::entry::{MAC_LEN, entry_len, flags as eflags};
 use idint_wire::idint::main_option::BASE_LEN;
 use idint_wire::scion::{DST_HOST_OFFSET, DST_IA_OFFSET, SRC_IA_OFFSET, ScionHeader};
 
@@ -19,9 +19,14 @@ use crate::telemetry::{HopContext, TelemetrySource};
 use super::IdIntStage;
 use super::emit::{EntryPlan, emit_entry, gather};
 use super::keys::{VerifierId, VerifierKeys};
+use super::layout::mode::{
+    MODE_OFF, MODE_PER_AS, MODE_SHIFT, VERIFIER_ADDR_IPV4, VERIFIER_ADDR_IPV6, VERIFIER_ADDR_MASK,
+    VERIFIER_DESTINATION, VERIFIER_MASK, VERIFIER_SHIFT, VERIFIER_SOURCE, VERIFIER_THIRD_PARTY,
+};
 use super::layout::{
-    DELAY_HOPS, INST_BITMAP, INSTRUCTIONS, MAIN, MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4,
-    MAIN_LEN_V6, MAIN_MODE, OPT_HDR, STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK,
+    DELAY_HOPS, DELAY_HOPS_SHIFT, ENTRY_FLAGS, INST_BITMAP, INST_BITMAP_SHIFT, INSTRUCTIONS, MAIN,
+    MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4, MAIN_LEN_V6, MAIN_MODE, OPT_DATA_LEN, OPT_HDR,
+    STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK, WORD,
 };
 use super::nonces::NonceSource;
 use super::plan::{FlowPlan, NO_BURST, VerifierAt};
@@ -64,29 +69,35 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         {
             return false;
         }
-        let (vrf, vtl) = ((f1 >> 4) & 3, f1 & 0xf);
+        let (vrf, vtl) = (
+            (f1 >> VERIFIER_SHIFT) & VERIFIER_MASK,
+            f1 & VERIFIER_ADDR_MASK,
+        );
         let want = match (vrf, vtl) {
-            (0, 0) => MAIN_LEN_V4,
-            (0, 3) => MAIN_LEN_V6,
-            (1 | 2, 0) => BASE_LEN,
+            (VERIFIER_THIRD_PARTY, VERIFIER_ADDR_IPV4) => MAIN_LEN_V4,
+            (VERIFIER_THIRD_PARTY, VERIFIER_ADDR_IPV6) => MAIN_LEN_V6,
+            (VERIFIER_DESTINATION | VERIFIER_SOURCE, VERIFIER_ADDR_IPV4) => BASE_LEN,
             _ => return false,
         };
-        let mode = f1 >> 6;
+        let mode = f1 >> MODE_SHIFT;
         let first = matches!(f.ingress, Ingress::External(_));
-        if mlen != want || (mode == 1 && !first) || hbh[DELAY_HOPS] >> 2 != 0 {
+        if mlen != want
+            || (mode == MODE_PER_AS && !first)
+            || hbh[DELAY_HOPS] >> DELAY_HOPS_SHIFT != 0
+        {
             return false;
         }
         let s = MAIN + mlen;
-        let end = s + usize::from(hbh[STACK_LEN]) * 4;
-        let tos = usize::from(hbh[TOS]) * 4;
+        let end = s + usize::from(hbh[STACK_LEN]) * WORD;
+        let tos = usize::from(hbh[TOS]) * WORD;
         let t = s + tos;
         if end > n || t + entry_len(false, 0) > end || hbh[s] != opt_type::IDINT_ENTRY {
             return false;
         }
-        let free = t + usize::from(hbh[t + 1]) + 2;
+        let free = t + usize::from(hbh[t + OPT_DATA_LEN]) + OPT_HDR;
         if hbh[t] != opt_type::IDINT_ENTRY
             || free > end
-            || (hbh[t + 2] & eflags::S != 0) != (tos == 0)
+            || (hbh[t + ENTRY_FLAGS] & eflags::S != 0) != (tos == 0)
             || Entry::new_unchecked(&hbh[t..free]).check_len().is_err()
         {
             return false;
@@ -95,7 +106,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         while p < end {
             p += match hbh[p] {
                 opt_type::PAD1 => 1,
-                opt_type::PADN if p + 1 < end => 2 + usize::from(hbh[p + 1]),
+                opt_type::PADN if p + OPT_DATA_LEN < end => {
+                    OPT_HDR + usize::from(hbh[p + OPT_DATA_LEN])
+                }
                 _ => return false,
             };
         }
@@ -103,8 +116,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         let (id, at) = match vrf {
-            0 => {
-                let t = if vtl == 0 {
+            VERIFIER_THIRD_PARTY => {
+                let t = if vtl == VERIFIER_ADDR_IPV4 {
                     AddrType::IPV4
                 } else {
                     AddrType::IPV6
@@ -113,7 +126,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                     types: None,
                     ia_at: VERIFIER_IA as u8,
                     host_at: VERIFIER_HOST as u8,
-                    v6: vtl != 0,
+                    v6: vtl != VERIFIER_ADDR_IPV4,
                 };
                 (
                     VerifierId::new(
@@ -178,7 +191,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             Some(_) => batch.recall(&id),
             None => None,
         };
-        let close = out.last || mode == 0;
+        let close = out.last || mode == MODE_OFF;
         let encrypt = close && f0 & mflags::E != 0;
         let i = INSTRUCTIONS;
         let instructions =
@@ -186,7 +199,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let g = gather(
             source,
             router.local_ia(),
-            hbh[INST_BITMAP] >> 4,
+            hbh[INST_BITMAP] >> INST_BITMAP_SHIFT,
             &instructions,
             &ctx,
         );
@@ -207,21 +220,24 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         };
         // One padding option from the top entry to the end of the stack: the plan for the next
         // packets of the flow checks its header instead of walking the padding.
-        let pad = [hbh[free], hbh.get(free + 1).copied().unwrap_or(0)];
-        let single_pad = pad[0] == opt_type::PADN && free + 2 + usize::from(pad[1]) == end;
+        let pad = [
+            hbh[free],
+            hbh.get(free + OPT_DATA_LEN).copied().unwrap_or(0),
+        ];
+        let single_pad = pad[0] == opt_type::PADN && free + OPT_HDR + usize::from(pad[1]) == end;
         // Re-cover the rest of the first padding option the entry overlaps (headers only).
         let mut q = free;
         while q < e_end {
             q += if hbh[q] == opt_type::PAD1 {
                 1
             } else {
-                2 + usize::from(hbh[q + 1])
+                OPT_HDR + usize::from(hbh[q + OPT_DATA_LEN])
             };
         }
         idint_wire::ext::write_padding_headers(&mut hbh[e_end..q.min(end)]);
-        hbh[TOS] = ((free - s) / 4) as u8;
-        let mut prev_mac = [0u8; 4];
-        prev_mac.copy_from_slice(&hbh[free - 4..free]);
+        hbh[TOS] = ((free - s) / WORD) as u8;
+        let mut prev_mac = [0u8; MAC_LEN];
+        prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
         let role = Role {
             first,
             egress: out.egress,

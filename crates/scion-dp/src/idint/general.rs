@@ -12,7 +12,7 @@ use idint_wire::{AddrType, IsdAsn};
 
 use crate::bytes::read_u64;
 use crate::config::Router;
-use crate::header::HDR_LEN_AT;
+use crate::header::{EXT_LEN_AT, HDR_LEN_AT, LEN_UNIT, ext_header_len};
 use crate::hook::Forwarded;
 use crate::outcome::{Disposition, Ingress};
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
@@ -41,8 +41,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     ) {
         let len = f.len;
         let pkt = &mut buf[..len];
-        let hl = usize::from(pkt[HDR_LEN_AT]) * 4;
-        let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
+        let hl = usize::from(pkt[HDR_LEN_AT]) * LEN_UNIT;
+        let Some(hbh_len) = pkt.get(hl + EXT_LEN_AT).map(|&l| ext_header_len(l)) else {
             return;
         };
         if hl + hbh_len > len {

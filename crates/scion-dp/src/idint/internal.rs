@@ -6,7 +6,7 @@ use idint_wire::idint::IdInt;
 use idint_wire::path::epic::EPIC_PREFIX_LEN;
 use idint_wire::scion::ScionHeader;
 
-use crate::header::CURR_HF_MASK;
+use crate::header::{CURR_HF_MASK, EXT_LEN_AT, ext_header_len};
 
 use crate::telemetry::{HopContext, TelemetrySource};
 
@@ -55,7 +55,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 _ => return,
             }
         };
-        let Some(hbh_len) = pkt.get(hl + 1).map(|&l| (usize::from(l) + 1) * 4) else {
+        let Some(hbh_len) = pkt.get(hl + EXT_LEN_AT).map(|&l| ext_header_len(l)) else {
             return;
         };
         if hl + hbh_len > len {

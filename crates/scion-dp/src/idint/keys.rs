@@ -6,6 +6,9 @@
 use idint_wire::crypto::Aes128Enc;
 use idint_wire::{AddrType, HostAddr, IsdAsn};
 
+/// A verifier's IPv4 host held as a `u128` sits in the top 32 bits: this shift.
+pub(crate) const V4_HOST_SHIFT: u32 = 128 - 32;
+
 /// A key found by [`VerifierKeys::find`]: a name the implementation gives out (for a cache,
 /// the slot and the insertion that filled it), meaningless to anyone else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +40,7 @@ pub trait VerifierKeys {
         let h = if v6 {
             HostAddr::V6(core::net::Ipv6Addr::from(host))
         } else {
-            HostAddr::V4(core::net::Ipv4Addr::from((host >> 96) as u32))
+            HostAddr::V4(core::net::Ipv4Addr::from((host >> V4_HOST_SHIFT) as u32))
         };
         self.find(ia, &h, now_ns)
     }
@@ -104,7 +107,7 @@ impl VerifierKeys for DrkeyKeys {
     /// The packed id straight from the integers (no [`HostAddr`] built and taken apart).
     #[inline(always)]
     fn find_ip(&mut self, ia: IsdAsn, v6: bool, host: u128, now_ns: u64) -> Option<KeyHandle> {
-        let addr = if v6 { host } else { host >> 96 };
+        let addr = if v6 { host } else { host >> V4_HOST_SHIFT };
         let id = drkey::cache::PackedKeyId::ip(drkey::Protocol::IDINT, self.local, ia, v6, addr);
         let h = self.cache.find_packed(&id, now_ns / 1_000_000_000).ok()?;
         Some(KeyHandle {
@@ -147,7 +150,7 @@ impl VerifierId {
         let host = if let Ok(b) = <[u8; 16]>::try_from(raw) {
             u128::from_be_bytes(b)
         } else if let Ok(b) = <[u8; 4]>::try_from(raw) {
-            u128::from(u32::from_be_bytes(b)) << 96
+            u128::from(u32::from_be_bytes(b)) << V4_HOST_SHIFT
         } else {
             0
         };

@@ -8,7 +8,7 @@ use idint_wire::AddrType;
 use crate::header::ADDR_TYPES_AT;
 
 use super::emit::EntryPlan;
-use super::keys::{KeyHandle, VerifierId};
+use super::keys::{KeyHandle, V4_HOST_SHIFT, VerifierId};
 use super::roles::Role;
 
 /// Plans kept.
@@ -110,7 +110,9 @@ impl VerifierAt {
             }
         } else {
             match bytes.get(host_at..host_at + 4) {
-                Some(h) => u128::from(u32::from_be_bytes(h.try_into().unwrap_or([0; 4]))) << 96,
+                Some(h) => {
+                    u128::from(u32::from_be_bytes(h.try_into().unwrap_or([0; 4]))) << V4_HOST_SHIFT
+                }
                 None => return false,
             }
         };

@@ -14,7 +14,7 @@ use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 use super::IdIntStage;
 use super::emit::{BITMAP_BYTES, Gathered, emit_entry, emit_planned};
 use super::keys::VerifierKeys;
-use super::layout::{INST_BITMAP, REQUEST_END, TOS, item};
+use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS, item};
 use super::nonces::NonceSource;
 use super::plan::NO_BURST;
 use super::roles::Out;
@@ -143,7 +143,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         };
         // The values, asked for as `gather` asks (node id, then the slots in order).
-        let node_id = if hbh[INST_BITMAP] & (item::NODE_ID << 4) != 0 {
+        let node_id = if hbh[INST_BITMAP] & (item::NODE_ID << INST_BITMAP_SHIFT) != 0 {
             source.node_id()
         } else {
             None
@@ -168,7 +168,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 node_id: node_id.unwrap_or(0),
                 ingress_if: ctx.ingress_if,
                 egress_if: ctx.egress_if,
-                mask: ((hbh[INST_BITMAP] >> 4) & item::ALWAYS)
+                mask: ((hbh[INST_BITMAP] >> INST_BITMAP_SHIFT) & item::ALWAYS)
                     | if node_id.is_some() { item::NODE_ID } else { 0 },
                 values: [0; 4],
                 widths: [0; 4],
