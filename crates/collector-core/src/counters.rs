@@ -51,6 +51,8 @@ pub enum RejectReason {
     ReplayFull,
     /// The source holds its whole share of the replay memory.
     SourceQuota,
+    /// The source belongs to another collector instance (its replay memory is there).
+    OtherInstance,
     /// The source timestamp precedes this collector's replay memory (the report may have
     /// been accepted before a restart).
     PredatesReplayMemory,
@@ -58,7 +60,7 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in counter order.
-    pub const ALL: [RejectReason; 20] = [
+    pub const ALL: [RejectReason; 21] = [
         RejectReason::MalformedOptions,
         RejectReason::BadPath,
         RejectReason::BadHost,
@@ -78,6 +80,7 @@ impl RejectReason {
         RejectReason::Replayed,
         RejectReason::ReplayFull,
         RejectReason::SourceQuota,
+        RejectReason::OtherInstance,
         RejectReason::PredatesReplayMemory,
     ];
 
@@ -103,6 +106,7 @@ impl RejectReason {
             RejectReason::Replayed => "replayed",
             RejectReason::ReplayFull => "replay_full",
             RejectReason::SourceQuota => "source_quota",
+            RejectReason::OtherInstance => "other_instance",
             RejectReason::PredatesReplayMemory => "predates_replay_memory",
         }
     }

@@ -37,6 +37,51 @@ impl Source {
     }
 }
 
+/// Which of several collector instances owns a source: the one whose replay memory holds its
+/// (timestamp, port) pairs. Sources are spread over instances by a fixed hash of their
+/// ISD-AS and host (the same in every instance, unlike the per-worker spread), so a report
+/// replayed to another instance than the one that accepted it is refused there as foreign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// This instance, `0..instances`.
+    pub index: u32,
+    /// Instances in the cluster (at least 1).
+    pub instances: u32,
+}
+
+impl Share {
+    /// A cluster of one: every source is this instance's.
+    pub const ALONE: Share = Share {
+        index: 0,
+        instances: 1,
+    };
+
+    /// The instance that owns source `host` in `ia`.
+    pub fn owner(instances: u32, ia: IsdAsn, host: &HostAddr) -> u32 {
+        // FNV-1a over the ISD-AS, the address type and the address.
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let (bytes, len) = host.to_bytes();
+        let mut h = OFFSET;
+        let kind = [host.addr_type().nibble()];
+        for b in ia
+            .to_u64()
+            .to_be_bytes()
+            .iter()
+            .chain(&kind)
+            .chain(&bytes[..len])
+        {
+            h = (h ^ u64::from(*b)).wrapping_mul(PRIME);
+        }
+        (h % u64::from(instances.max(1))) as u32
+    }
+
+    /// Whether this instance owns source `host` in `ia`.
+    pub fn owns(&self, ia: IsdAsn, host: &HostAddr) -> bool {
+        self.instances <= 1 || Self::owner(self.instances, ia, host) == self.index
+    }
+}
+
 /// A source plus its (full timestamp, port) pair.
 type Pair = (Source, u64, u16);
 

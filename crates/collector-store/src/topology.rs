@@ -184,11 +184,38 @@ pub struct Snapshot {
     pub unknown_paths: Vec<UnknownPathRecord>,
 }
 
+/// The PostgreSQL channel on which committed topology changes are announced (the payload is
+/// the announcing [`TopologyDb`]'s origin tag), so that other processes on the same database
+/// can load them.
+pub const TOPOLOGY_CHANNEL: &str = "idint_topology";
+
 /// The topology database.
 #[derive(Debug, Clone)]
 pub struct TopologyDb {
     pool: PgPool,
     quarantine_cap: u64,
+    /// Tags this process's announcements (random per connection).
+    origin: String,
+}
+
+/// A subscription to other processes' topology changes ([`TopologyDb::listen`]).
+pub struct TopologyListener {
+    listener: sqlx::postgres::PgListener,
+    origin: String,
+}
+
+impl TopologyListener {
+    /// Waits until another process has committed topology changes. Reconnects by itself
+    /// when the connection drops (changes missed meanwhile are announced by the next one;
+    /// callers load the whole topology, so nothing is lost for long).
+    pub async fn changed(&mut self) -> Result<(), DbError> {
+        loop {
+            let n = self.listener.recv().await?;
+            if n.payload() != self.origin {
+                return Ok(());
+            }
+        }
+    }
 }
 
 fn ia(v: u64) -> i64 {
@@ -209,9 +236,26 @@ impl TopologyDb {
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
+        let origin = {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::hash::RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            format!("{:016x}", h.finish())
+        };
         Ok(TopologyDb {
             pool,
             quarantine_cap,
+            origin,
+        })
+    }
+
+    /// Subscribes to topology changes committed by other processes on this database.
+    pub async fn listen(&self) -> Result<TopologyListener, DbError> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(TOPOLOGY_CHANNEL).await?;
+        Ok(TopologyListener {
+            listener,
+            origin: self.origin.clone(),
         })
     }
 
@@ -224,9 +268,19 @@ impl TopologyDb {
     pub async fn apply(&self, changes: &[Change]) -> Result<(), DbError> {
         let mut tx = self.pool.begin().await?;
         let mut quarantined = false;
+        let mut topology = false;
         for c in changes {
             quarantined |= matches!(c, Change::Quarantine(_));
+            topology |= !matches!(c, Change::Quarantine(_));
             apply_one(&mut tx, c).await?;
+        }
+        if topology {
+            // Delivered when the transaction commits, and only then.
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(TOPOLOGY_CHANNEL)
+                .bind(&self.origin)
+                .execute(&mut *tx)
+                .await?;
         }
         if quarantined {
             sqlx::query("DELETE FROM quarantine WHERE id <= (SELECT max(id) FROM quarantine) - $1")

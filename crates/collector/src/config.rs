@@ -85,6 +85,31 @@ pub struct Config {
     /// PostgreSQL and the time-series store.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// Several instances sharing the stores.
+    #[serde(default)]
+    pub cluster: ClusterSection,
+}
+
+/// Several collector instances on one PostgreSQL and one time-series store: each owns the
+/// sources that [`collector_core::replay::Share`] assigns to it and refuses the others'
+/// reports (so a report replayed to another instance is refused); topology changes made
+/// through one reach the others through PostgreSQL's LISTEN/NOTIFY.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSection {
+    /// Instances in the cluster (at least 1).
+    pub instances: u32,
+    /// This instance, `0..instances`.
+    pub index: u32,
+}
+
+impl Default for ClusterSection {
+    fn default() -> Self {
+        ClusterSection {
+            instances: 1,
+            index: 0,
+        }
+    }
 }
 
 /// Identity and keys.
@@ -365,6 +390,13 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        let c = &self.cluster;
+        if c.instances == 0 || c.index >= c.instances {
+            return Err(ConfigError(format!(
+                "cluster.index = {} with cluster.instances = {}: needs 0 <= index < instances",
+                c.index, c.instances
+            )));
+        }
         self.collector
             .isd_as
             .parse::<idint_wire::IsdAsn>()

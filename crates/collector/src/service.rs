@@ -21,6 +21,7 @@ use collector_core::counters::{Counters, Transport};
 use collector_core::keys::{CollectorProvider, ImportedKeys, KeyResolver};
 use collector_core::pipeline::{Format, Pipeline, ReplayConfig, Shared, decode_batch};
 use collector_core::remote_keys::{RemoteKeys, RemoteKeysConfig};
+use collector_core::replay::Share;
 use collector_core::topology::PathDescription;
 
 pub use crate::state::{AppState, DispatchError, Dispatcher, Job, Stores, now_ns};
@@ -145,6 +146,10 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
         skew_ns: cfg.replay.skew_ms.saturating_mul(1_000_000),
         capacity: cfg.replay.capacity,
         per_source: cfg.replay.source_quota(),
+        share: Share {
+            index: cfg.cluster.index,
+            instances: cfg.cluster.instances,
+        },
         // The replay memory starts empty now: a report stamped earlier may have been accepted
         // by the process before a restart.
         memory_since_ns: started_ns,
@@ -181,6 +186,10 @@ pub async fn start(cfg: Config, stores: Stores) -> Result<Running, StartError> {
     }
     let (stop, stop_rx) = watch::channel(false);
     let mut tasks = Vec::new();
+    if let Some(db) = stores.topology_db.clone() {
+        let follow = crate::storage::follow_topology(db, shared.topology.clone(), stop_rx.clone());
+        tasks.push(tokio::spawn(follow));
+    }
     let udp_addr = match cfg.ingest.udp_listen {
         Some(a) => {
             let sock = udp_socket(a, cfg.ingest.udp_recv_buffer)

@@ -197,6 +197,8 @@ pub struct Stores {
     pub restore: Vec<TopologyChange>,
     /// How long a worker waits for a full time-series buffer, ms (0: the default 60 s).
     pub wait_ms: u64,
+    /// The topology database, to follow changes other instances make.
+    pub topology_db: Option<collector_store::topology::TopologyDb>,
 }
 
 /// What the API handlers share.

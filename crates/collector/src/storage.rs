@@ -31,7 +31,7 @@ use collector_core::metrics::{
 };
 use collector_core::topology::{
     AsInfo, InterfaceInfo, InternalLink, Link, NotPersisted, PathHop, PathInfo, PathOrigin,
-    RouterInfo, TopologyChange, TopologySink, UnknownPath,
+    RouterInfo, TopologyChange, TopologyHandle, TopologySink, UnknownPath,
 };
 
 /// Why storage could not be set up.
@@ -531,6 +531,50 @@ pub fn restore(s: &Snapshot) -> Vec<TopologyChange> {
     out
 }
 
+/// Follows topology changes that other collector instances commit to the database: after
+/// each announcement (several within [`RELOAD_DEBOUNCE`] count as one) the stored topology is
+/// loaded and merged into `topology`. Runs until `stop` turns true.
+pub async fn follow_topology(
+    db: TopologyDb,
+    topology: Arc<TopologyHandle>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut listener = loop {
+        match db.listen().await {
+            Ok(l) => break l,
+            Err(e) => {
+                warn!(error = %e, "cannot listen for topology changes; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(RELOAD_RETRY) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+    };
+    loop {
+        tokio::select! {
+            r = listener.changed() => {
+                if let Err(e) = r {
+                    warn!(error = %e, "topology listener failed");
+                    tokio::time::sleep(RELOAD_RETRY).await;
+                    continue;
+                }
+            }
+            _ = stop.changed() => return,
+        }
+        tokio::time::sleep(RELOAD_DEBOUNCE).await;
+        match db.load().await {
+            Ok(snap) => topology.restore(restore(&snap).iter()),
+            Err(e) => warn!(error = %e, "loading the topology other instances changed failed"),
+        }
+    }
+}
+
+/// Announcements within this time after the first cause one reload.
+const RELOAD_DEBOUNCE: Duration = Duration::from_millis(200);
+/// Wait before listening again after a failure.
+const RELOAD_RETRY: Duration = Duration::from_secs(1);
+
 /// Connects the configured stores (on the current tokio runtime): PostgreSQL with migrations
 /// applied and the stored topology loaded, the time-series store with its buffered writer.
 pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
@@ -545,6 +589,7 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
             .await
             .map_err(|e| StorageError(format!("PostgreSQL load: {e}")))?;
         stores.restore = restore(&snap);
+        stores.topology_db = Some(db.clone());
         stores.topology = Some(Arc::new(PgSink {
             changes: Arc::new(WriteBehind::spawn(db.clone(), cfg.topology_queue)),
             quarantine: Arc::new(WriteBehind::spawn(db, cfg.quarantine_queue)),

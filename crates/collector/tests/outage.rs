@@ -53,30 +53,6 @@ async fn metric(r: &Running, name: &str) -> u64 {
         .unwrap()
 }
 
-/// Samples VictoriaMetrics holds, by its export API (asked in HTTP/1.0, so that the answer
-/// is not chunked).
-async fn points_in_store(vm: SocketAddr) -> u64 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let path = "/api/v1/export?match[]=%7B__name__%3D~%22.%2B%22%7D";
-    let mut c = tokio::net::TcpStream::connect(vm).await.unwrap();
-    c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut answer = String::new();
-    c.read_to_string(&mut answer).await.unwrap();
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
-    assert!(
-        head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
-        "{head}"
-    );
-    body.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["timestamps"].as_array().unwrap().len() as u64
-        })
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_outage_of_minutes_under_load_loses_nothing_accepted() {
     test_kit::require!(Need::Root, Need::VictoriaMetrics);
@@ -186,7 +162,7 @@ spool_dir = "{}"
     // Count them in the store itself (it makes new data searchable within seconds).
     let start = Instant::now();
     loop {
-        let stored = points_in_store(vm).await;
+        let stored = kit::points_in_victoria(vm).await;
         if stored == written {
             break;
         }

@@ -108,3 +108,23 @@ pub async fn settle(r: &Running, n: u64, tries: usize) {
         r.shared.counters.reports.load(Relaxed)
     );
 }
+
+/// Samples a VictoriaMetrics instance holds, all series, by its export API (asked in HTTP/1.0
+/// so that the answer is not chunked).
+pub async fn points_in_victoria(vm: SocketAddr) -> u64 {
+    const EXPORT_ALL: &str = "/api/v1/export?match[]=%7B__name__%3D~%22.%2B%22%7D";
+    let mut c = TcpStream::connect(vm).await.unwrap();
+    c.write_all(format!("GET {EXPORT_ALL} HTTP/1.0\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    c.read_to_string(&mut answer).await.unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.contains(" 200 "), "{head}");
+    body.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["timestamps"].as_array().unwrap().len() as u64
+        })
+        .sum()
+}

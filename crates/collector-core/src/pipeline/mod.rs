@@ -29,7 +29,7 @@ use crate::keys::{KeyError, KeyResolver};
 use crate::metrics::{
     DetectionConfig, Measurement, MetricKey, MetricStore, NO_SLOT, Point, PointSink,
 };
-use crate::replay::{RecordError, ReplayFilter, Source};
+use crate::replay::{RecordError, ReplayFilter, Share, Source};
 use crate::topology::{
     HopLayout, InternalLink, LayoutError, MAX_HOPS, Mapping, PathHop, PathInfo, PathOrigin,
     Topology, TopologyHandle, add_internal_link, add_path, add_router,
@@ -151,6 +151,8 @@ pub struct ReplayConfig {
     pub capacity: usize,
     /// Pairs one source may hold at most (a share of `capacity`).
     pub per_source: usize,
+    /// Which sources this collector instance owns (see [`Share`]); others are refused.
+    pub share: Share,
     /// Source time (Unix ns) before which reports are refused as possibly accepted by an
     /// earlier process (the replay memory starts empty): the service's start. 0: none.
     pub memory_since_ns: u64,
@@ -168,6 +170,7 @@ impl Default for ReplayConfig {
             skew_ns: 1_000_000_000,
             capacity: DEFAULT_REPLAY_CAPACITY,
             per_source: DEFAULT_REPLAY_CAPACITY / DEFAULT_SOURCE_SHARE,
+            share: Share::ALONE,
             memory_since_ns: 0,
         }
     }
@@ -189,6 +192,8 @@ pub struct Pipeline {
     /// How far a report's receive time may lie before and after the collector's clock (the
     /// replay window and skew).
     receive_bounds: (u64, u64),
+    /// The sources this instance owns.
+    share: Share,
     topo: Arc<Topology>,
     topo_gen: u64,
     hbh: Vec<u8>,
@@ -259,6 +264,7 @@ impl Pipeline {
                 .with_source_quota(replay.per_source)
                 .remembers_since(replay.memory_since_ns),
             receive_bounds: (replay.window_ns, replay.skew_ns),
+            share: replay.share,
             topo,
             topo_gen,
             hbh: Vec::with_capacity(1024),
@@ -488,6 +494,13 @@ impl Pipeline {
             IsdAsn::from_u64(r.dst_isd_as),
         );
         let src_host = host_of(r.src_host)?;
+        if !self.share.owns(src, &src_host) {
+            let owner = Share::owner(self.share.instances, src, &src_host);
+            return Err(reject(
+                RejectReason::OtherInstance,
+                format!("source {src} {src_host} belongs to collector instance {owner}"),
+            ));
+        }
 
         let mut idint = rebuild_options(&mut self.hbh, r.main_option, r.stack)?;
         let (ts48, port, verifier) = {
