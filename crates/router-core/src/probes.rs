@@ -292,7 +292,7 @@ fn hex(s: &str) -> Result<Vec<u8>, String> {
         .bytes()
         .filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b':'))
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     let val = |d: u8| -> Result<u8, String> {

@@ -159,7 +159,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         std::mem::take(&mut rings.workers),
         export_in,
     )?;
-    let distributor = launch_distributor(&mut s, &mut rings, &shared)?;
+    let distributor = launch_distributor(&mut s, config.idle_sleep_us, &mut rings, &shared)?;
     let control = match s.control.take() {
         None => None,
         Some(listener) => {
@@ -471,6 +471,7 @@ fn probe_source(
 /// port and the distributor's ends of the rings.
 fn launch_distributor(
     s: &mut Setup,
+    idle_sleep_us: u32,
     rings: &mut DistRings,
     shared: &Shared,
 ) -> Result<Option<LcoreHandle>, RunError> {
@@ -496,6 +497,7 @@ fn launch_distributor(
         from_workers: std::mem::take(&mut rings.from_workers),
         stats: shared.dist_stats.clone(),
         done: shared.dist_done.clone(),
+        idle_sleep_us,
     };
     Ok(Some(dpdk::launch(&s.eal, lcore, move || {
         d.run();
