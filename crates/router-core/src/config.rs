@@ -1154,6 +1154,37 @@ mod tests {
     }
 
     #[test]
+    fn idle_sleep_and_probes_are_checked() {
+        assert_eq!(
+            example(|t| t.to_string(), "").unwrap().idle_sleep_us,
+            DEFAULT_IDLE_SLEEP_US
+        );
+        let c = example(|t| t.to_string(), "[dataplane]\nidle_sleep_us = 0").unwrap();
+        assert_eq!(c.idle_sleep_us, 0, "busy polling");
+        refused(
+            "[dataplane]\nidle_sleep_us = 20000",
+            "dataplane.idle_sleep_us: 20000 is outside 0 ..= 10000",
+        );
+        assert!(example(|t| t.to_string(), "").unwrap().probes.is_none());
+        refused("[probes]\npaths = \"p.toml\"", "probes.verifier: missing");
+        refused(
+            "[probes]\npaths = \"nope.toml\"\nverifier = \"10.0.0.5\"",
+            "probes.paths: /x/nope.toml: cannot read",
+        );
+        refused(
+            "[export]\ncollector = \"127.0.0.1:4740\"\n[probes]\npaths = \"nope.toml\"",
+            "probes.paths: /x/nope.toml",
+        );
+        let e = example(
+            |t| t.to_string(),
+            "[probes]\npaths = \"p.toml\"\ncolour = 1",
+        )
+        .expect_err("unknown key")
+        .to_string();
+        assert!(e.contains("unknown field") && e.contains("colour"), "{e}");
+    }
+
+    #[test]
     fn export_values_are_checked_not_clamped() {
         let export = |rest: &str| format!("[export]\ncollector = \"127.0.0.1:4740\"\n{rest}");
         refused(
