@@ -377,6 +377,8 @@ impl Io {
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
+                // Due probes (checked at this rate): each is processed as a packet from the
+                // internal network (the router's own entry), routed and sent like any other.
                 if let Some(p) = probes.as_mut() {
                     let now = clock.unix_ns(tsc);
                     let mut slot = Slot::default();
