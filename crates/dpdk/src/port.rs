@@ -300,7 +300,7 @@ impl Port {
             return None;
         }
         *t = true;
-        Some(TxQueue::new(self.started.clone(), q))
+        Some(TxQueue::new(self.started.clone(), q, self.setup.tx_desc))
     }
 
     /// A handle that reads this port's counters and link state from any thread and keeps the

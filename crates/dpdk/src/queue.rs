@@ -107,6 +107,8 @@ impl RxQueue {
 pub struct TxQueue {
     port: u16,
     queue: u16,
+    /// Descriptors of the queue's ring.
+    desc: u16,
     _started: Arc<Started>,
     /// `Send` but not `Sync`.
     _not_sync: PhantomData<Cell<()>>,
@@ -114,10 +116,11 @@ pub struct TxQueue {
 
 impl TxQueue {
     /// The handle of tx queue `queue` of the started port.
-    pub(crate) fn new(started: Arc<Started>, queue: u16) -> Self {
+    pub(crate) fn new(started: Arc<Started>, queue: u16, desc: u16) -> Self {
         TxQueue {
             port: started.id,
             queue,
+            desc,
             _started: started,
             _not_sync: PhantomData,
         }
@@ -126,6 +129,44 @@ impl TxQueue {
     /// Port id.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The status of the descriptor `offset` places after the one the next packet takes.
+    #[inline]
+    fn status(&self, offset: u16) -> i32 {
+        // SAFETY: the port is started and kept so by `_started`, the queue index was set up;
+        // the driver only reads the queue's descriptor ring, and this runs on the queue's
+        // only sending thread (the handle is unique, not `Sync`; `&self` of that thread).
+        unsafe { sys::rte_eth_tx_descriptor_status(self.port, self.queue, offset) }
+    }
+
+    /// Packets waiting in the queue now: descriptors handed to the NIC and not yet sent
+    /// (`RTE_ETH_TX_DESC_FULL`), found by a binary search over the ring from the next free
+    /// descriptor (the oldest are sent first, so the waiting ones are the last before it;
+    /// drivers report in steps of their free threshold). `None` if the driver cannot tell
+    /// (virtual devices such as `net_pcap`, `net_null`, `net_ring` and `net_af_packet` have
+    /// no descriptor status).
+    pub fn depth(&self) -> Option<u32> {
+        let full = sys::RTE_ETH_TX_DESC_FULL as i32;
+        let last = self.desc.checked_sub(1)?;
+        let s = self.status(last);
+        if s < 0 {
+            return None;
+        }
+        if s != full {
+            return Some(0);
+        }
+        // The smallest offset that is FULL: every one from it to `last` is waiting.
+        let (mut lo, mut hi) = (0u16, last);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.status(mid) == full {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Some(u32::from(self.desc - lo))
     }
 
     /// Sends the burst's mbufs. The sent ones leave the burst (the driver owns them); the

@@ -24,6 +24,8 @@
 //!                                   # packet (scion_dp::lower_bound)
 //! neighbor_refresh_secs = 60        # ARP/NDP-learned MACs: re-asked from this age on (>= 1)
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
+//! idle_sleep_us = 100               # 0 ..= 10000: longest pause of an idle worker between
+//!                                   # polls (0: pure busy polling)
 //!
 //! [drkey]
 //! epoch_secs = 86400                # 360 ..= 259200
@@ -42,6 +44,15 @@
 //! max_reports = 32                  # 1 ..= 1024 reports per batch
 //! max_bytes = 1400                  # 512 ..= 65000 bytes per datagram
 //! flush_ms = 50                     # 1 ..= 10000: longest wait before a partial batch is sent
+//!
+//! [probes]                          # optional: infrastructure-mode probes (crate::probes)
+//! paths = "probe-paths.toml"        # the probed paths (format: docs/router.md)
+//! interval_ms = 1000                # 10 ..= 3600000 per path
+//! instructions = [0x82, 0x83, 0x4f, 0x4d]  # up to 4 instruction codes
+//! bitmap = 0x0b                     # InstF items (node id 0x8, ingress 0x2 and egress 0x1 IF)
+//! encrypt = false                   # ask routers to encrypt their entries
+//! stack_words = 240                 # ID-INT stack, 4-byte words
+//! verifier = "10.123.10.5"          # the AS's collector (default: [export] collector's IP)
 //!
 //! [control]                         # optional
 //! http = "127.0.0.1:9101"           # /metrics and /health; loopback only (port 0: any)
@@ -114,6 +125,7 @@ struct RawConfig {
     drkey: Option<RawDrkey>,
     idint: Option<RawIdInt>,
     export: Option<RawExport>,
+    probes: Option<crate::probes::RawProbes>,
     #[serde(default)]
     control: RawControl,
     #[serde(default)]
@@ -133,6 +145,7 @@ struct RawDataplane {
     idint_lower_bound: Option<String>,
     neighbor_refresh_secs: Option<u32>,
     neighbor_expire_secs: Option<u32>,
+    idle_sleep_us: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -265,6 +278,11 @@ pub struct Config {
     pub energy: crate::telemetry::EnergyFigures,
     /// Infrastructure-mode sink: report export to a collector.
     pub export: Option<ExportSettings>,
+    /// Infrastructure-mode source: probes on configured paths (`[probes]`).
+    pub probes: Option<crate::probes::ProbeSettings>,
+    /// Longest pause of an idle worker between polls, µs (`[dataplane] idle_sleep_us`; 0:
+    /// pure busy polling). See [`IDLE_SLEEP_US_RANGE`].
+    pub idle_sleep_us: u32,
     /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
     /// the router names the bound address on stderr at start).
     pub http: Option<SocketAddr>,
@@ -468,6 +486,24 @@ impl Config {
             ));
         }
         let export = at.export(raw.export.as_ref())?;
+        let probes = match &raw.probes {
+            None => None,
+            Some(p) => Some(
+                crate::probes::settings(
+                    p,
+                    base,
+                    router.local_ia,
+                    export.as_ref().map(|e| e.collector.ip()),
+                )
+                .map_err(|e| item(&e.item, e.reason))?,
+            ),
+        };
+        let idle_sleep_us = raw.dataplane.idle_sleep_us.unwrap_or(DEFAULT_IDLE_SLEEP_US);
+        at.within(
+            "dataplane.idle_sleep_us",
+            idle_sleep_us,
+            IDLE_SLEEP_US_RANGE,
+        )?;
         let http = at.control_http(&raw.control)?;
         let distribution = at.distribution(&raw.dataplane)?;
         #[cfg(feature = "measurement-aids")]
@@ -480,6 +516,8 @@ impl Config {
         Ok(Config {
             distribution,
             export,
+            probes,
+            idle_sleep_us,
             http,
             energy: crate::telemetry::EnergyFigures {
                 power_w: idint.power_w,
@@ -514,6 +552,11 @@ const EPOCH_SECS_RANGE: std::ops::RangeInclusive<u32> = 360..=259_200;
 const DEFAULT_CACHE_KEYS: u32 = 4096;
 /// Verifier keys a worker may cache (4-way sets: at least one set).
 const CACHE_KEYS_RANGE: std::ops::RangeInclusive<u32> = 4..=1 << 20;
+/// Default longest idle pause of a worker, µs: an idle router sleeps most of the time, a
+/// loaded one never pauses (see `router_dpdk::worker`'s back-off).
+pub const DEFAULT_IDLE_SLEEP_US: u32 = 100;
+/// Allowed longest idle pauses, µs (0: busy polling; at most 10 ms).
+pub const IDLE_SLEEP_US_RANGE: std::ops::RangeInclusive<u32> = 0..=10_000;
 /// Default mbufs in the pool.
 const DEFAULT_MBUFS: u32 = 8191;
 /// Fewest mbufs in the pool.
@@ -1108,6 +1151,37 @@ mod tests {
             "[dataplane]\nio_only = true\nidint_lower_bound = \"sealed\"",
             "dataplane.idint_lower_bound: io_only = true does no ID-INT processing",
         );
+    }
+
+    #[test]
+    fn idle_sleep_and_probes_are_checked() {
+        assert_eq!(
+            example(|t| t.to_string(), "").unwrap().idle_sleep_us,
+            DEFAULT_IDLE_SLEEP_US
+        );
+        let c = example(|t| t.to_string(), "[dataplane]\nidle_sleep_us = 0").unwrap();
+        assert_eq!(c.idle_sleep_us, 0, "busy polling");
+        refused(
+            "[dataplane]\nidle_sleep_us = 20000",
+            "dataplane.idle_sleep_us: 20000 is outside 0 ..= 10000",
+        );
+        assert!(example(|t| t.to_string(), "").unwrap().probes.is_none());
+        refused("[probes]\npaths = \"p.toml\"", "probes.verifier: missing");
+        refused(
+            "[probes]\npaths = \"nope.toml\"\nverifier = \"10.0.0.5\"",
+            "probes.paths: /x/nope.toml: cannot read",
+        );
+        refused(
+            "[export]\ncollector = \"127.0.0.1:4740\"\n[probes]\npaths = \"nope.toml\"",
+            "probes.paths: /x/nope.toml",
+        );
+        let e = example(
+            |t| t.to_string(),
+            "[probes]\npaths = \"p.toml\"\ncolour = 1",
+        )
+        .expect_err("unknown key")
+        .to_string();
+        assert!(e.contains("unknown field") && e.contains("colour"), "{e}");
     }
 
     #[test]

@@ -38,10 +38,14 @@ pub struct IoCounters {
     pub ndp_learned: u64,
     /// Frames on a VLAN port that were untagged or tagged with another VLAN.
     pub wrong_vlan: u64,
+    /// Infrastructure-mode probes this router originated and processed.
+    pub probes_sent: u64,
+    /// Probes that could not be built or had no mbuf.
+    pub probe_errors: u64,
 }
 
 /// Number of [`IoCounters`] fields (the length of [`IoCounters::to_array`]).
-pub const IO_FIELDS: usize = 16;
+pub const IO_FIELDS: usize = 18;
 
 impl IoCounters {
     /// The counters in field order.
@@ -64,6 +68,8 @@ impl IoCounters {
             self.ndp_requests,
             self.ndp_learned,
             self.wrong_vlan,
+            self.probes_sent,
+            self.probe_errors,
         ]
     }
 
@@ -87,6 +93,8 @@ impl IoCounters {
             ndp_requests: a[13],
             ndp_learned: a[14],
             wrong_vlan: a[15],
+            probes_sent: a[16],
+            probe_errors: a[17],
         }
     }
 
@@ -110,6 +118,8 @@ impl IoCounters {
             ("ndp_requests", a[13]),
             ("ndp_learned", a[14]),
             ("wrong_vlan", a[15]),
+            ("probes_sent", a[16]),
+            ("probe_errors", a[17]),
         ]
     }
 

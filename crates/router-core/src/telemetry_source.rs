@@ -29,6 +29,14 @@ pub trait RxBuffer {
     fn depth(&self) -> Option<u32>;
 }
 
+/// A transmit buffer a worker sends into for one port (a tx queue, or a ring a distributor
+/// drains): where a forwarded packet waits before it leaves.
+pub trait TxBuffer {
+    /// Packets waiting in it now (not yet sent on the wire); `None` if it cannot be read
+    /// (a driver without descriptor status): never estimated.
+    fn depth(&self) -> Option<u32>;
+}
+
 /// The time stamp counter the [`TscClock`] converts.
 pub trait Tsc {
     /// The counter now.
@@ -38,7 +46,7 @@ pub trait Tsc {
 /// The router's measurements for ID-INT: TSC timestamps, port counters and link utilisation
 /// (sampled by the control thread), node id, uptime, configured energy figures.
 #[derive(Debug)]
-pub struct RouterTelemetry<B, T> {
+pub struct RouterTelemetry<B, T, S> {
     /// Clock (replaced by the worker with the control thread's corrected one).
     pub clock: TscClock,
     /// Node id.
@@ -57,6 +65,10 @@ pub struct RouterTelemetry<B, T> {
     /// buffer instructions report on (see [`RouterTelemetry::begin_burst`]). Owned here so
     /// that a buffer's depth is read on its polling thread, by its only handle.
     pub rx: Vec<(usize, B)>,
+    /// This worker's transmit buffer of every port, by port index: where its forwarded
+    /// packets wait (the queue items report their depth; see [`RouterTelemetry::queue`]).
+    /// Owned here, like `rx`, so that a depth is read by the only thread sending into it.
+    pub tx: Vec<S>,
     /// This worker's tx queue index on every port (with software distribution, the
     /// distributor's: 0).
     pub tx_queue: u16,
@@ -73,6 +85,10 @@ pub struct RouterTelemetry<B, T> {
     /// Average depth of each buffer ×16 (exponentially weighted, 1/8 per sample), `None`
     /// until sampled or if the buffer cannot be read.
     depth_avg_x16: Vec<Option<u32>>,
+    /// The depth of one transmit buffer read during the current burst: (port, depth).
+    tx_depth_now: Option<(usize, Option<u32>)>,
+    /// Average depth of each transmit buffer ×16, as `depth_avg_x16`.
+    tx_avg_x16: Vec<Option<u32>>,
     /// (CPU, memory) usage as fractions of 255, from the last sample (see
     /// [`RouterTelemetry::sample_usage`]).
     usage: Option<(u8, u8)>,
@@ -95,11 +111,12 @@ pub struct Measurements {
     pub energy: EnergyFigures,
 }
 
-impl<B: RxBuffer, T: Tsc> RouterTelemetry<B, T> {
-    /// Telemetry with the given measurements, rx sources and tx queue as the worker has
-    /// them, timestamps from `tsc`.
-    pub fn new(m: Measurements, rx: Vec<(usize, B)>, tx_queue: u16, tsc: T) -> Self {
+impl<B: RxBuffer, T: Tsc, S: TxBuffer> RouterTelemetry<B, T, S> {
+    /// Telemetry with the given measurements, rx sources, transmit buffers (by port) and tx
+    /// queue index as the worker has them, timestamps from `tsc`.
+    pub fn new(m: Measurements, rx: Vec<(usize, B)>, tx: Vec<S>, tx_queue: u16, tsc: T) -> Self {
         let n = rx.len();
+        let ntx = tx.len();
         RouterTelemetry {
             clock: m.clock,
             node_id: m.node_id,
@@ -109,12 +126,15 @@ impl<B: RxBuffer, T: Tsc> RouterTelemetry<B, T> {
             tables: m.tables,
             energy: m.energy,
             rx,
+            tx,
             tx_queue,
             tsc,
             current: 0,
             depth_now: None,
             tx_ns: None,
             depth_avg_x16: vec![None; n],
+            tx_depth_now: None,
+            tx_avg_x16: vec![None; ntx],
             usage: None,
         }
     }
@@ -138,26 +158,62 @@ impl<B: RxBuffer, T: Tsc> RouterTelemetry<B, T> {
         self.current = source;
         self.depth_now = None;
         self.tx_ns = None;
+        self.tx_depth_now = None;
     }
 
-    /// Samples every buffer's depth into its average (called periodically by the worker).
+    /// A packet this router originated (an infrastructure-mode probe) at `now_ns` is about
+    /// to be processed: it waited in no receive buffer, so the buffer items stay empty.
+    pub fn begin_originated(&mut self, now_ns: u64) {
+        self.begin_burst(usize::MAX, now_ns);
+    }
+
+    /// Samples every receive and transmit buffer's depth into its average (called
+    /// periodically by the worker).
     pub fn sample_buffers(&mut self) {
-        for ((_, b), avg) in self.rx.iter().zip(self.depth_avg_x16.iter_mut()) {
-            *avg = b.depth().map(|d| match *avg {
+        let avg = |avg: &mut Option<u32>, depth: Option<u32>| {
+            *avg = depth.map(|d| match *avg {
                 None => d.saturating_mul(AVG_SCALE),
                 Some(a) => average_x16(a, d),
             });
+        };
+        for ((_, b), a) in self.rx.iter().zip(self.depth_avg_x16.iter_mut()) {
+            avg(a, b.depth());
+        }
+        for (b, a) in self.tx.iter().zip(self.tx_avg_x16.iter_mut()) {
+            avg(a, b.depth());
+        }
+    }
+
+    /// Port index of interface `ifid` (0: the internal port).
+    #[inline]
+    fn port_index(&self, ifid: u16) -> Option<usize> {
+        if ifid == 0 {
+            Some(self.tables.internal_port)
+        } else {
+            self.tables
+                .egress
+                .get(usize::from(ifid))?
+                .as_ref()
+                .map(|e| e.port)
+        }
+    }
+
+    /// The depth of the transmit buffer of `port` now, read once per burst and port.
+    #[inline]
+    fn tx_depth(&mut self, port: usize) -> Option<u32> {
+        match self.tx_depth_now {
+            Some((p, d)) if p == port => d,
+            _ => {
+                let d = self.tx.get(port).and_then(TxBuffer::depth);
+                self.tx_depth_now = Some((port, d));
+                d
+            }
         }
     }
 
     #[inline]
     fn port_of(&self, ifid: u16) -> Option<&PortSample> {
-        let i = if ifid == 0 {
-            self.tables.internal_port
-        } else {
-            self.tables.egress.get(usize::from(ifid))?.as_ref()?.port
-        };
-        self.ports.get(i)
+        self.ports.get(self.port_index(ifid)?)
     }
 }
 
@@ -167,7 +223,7 @@ fn saturate_u32(v: u64) -> u32 {
     v.min(u64::from(u32::MAX)) as u32
 }
 
-impl<B: RxBuffer, T: Tsc> TelemetrySource for RouterTelemetry<B, T> {
+impl<B: RxBuffer, T: Tsc, S: TxBuffer> TelemetrySource for RouterTelemetry<B, T, S> {
     fn node_id(&self) -> Option<u32> {
         self.node_id
     }
@@ -195,14 +251,29 @@ impl<B: RxBuffer, T: Tsc> TelemetrySource for RouterTelemetry<B, T> {
         };
         Some(saturate_u32(v))
     }
-    /// Queue id: this worker's tx queue on the egress port. Queue length: not measured (the
-    /// drivers expose no portable tx ring occupancy). Buffer items: the receive buffer the
-    /// packet waited in (its rx queue or, with software distribution, the worker's ring):
-    /// in a run-to-completion router that is where packets queue; `ifid` does not change it.
+    /// Queue id: this worker's tx queue on the egress port. Queue length: the packets
+    /// waiting in the transmit buffer of the egress port this packet joins (the tx queue's
+    /// descriptors still held by the NIC, or with software distribution the worker's ring
+    /// to the distributor), read once per burst; its average from periodic samples; `None`
+    /// where the buffer cannot be read (drivers without descriptor status). Buffer items:
+    /// the receive buffer the packet waited in (its rx queue or, with software
+    /// distribution, the worker's ring); `ifid` does not change them; none for packets the
+    /// router originated.
     fn queue(&mut self, ifid: u16, metric: QueueMetric) -> Option<u32> {
         match metric {
             QueueMetric::QueueId => self.port_of(ifid).map(|_| u32::from(self.tx_queue)),
-            QueueMetric::QueueLen | QueueMetric::QueueLenAvg => None,
+            QueueMetric::QueueLen => {
+                let port = self.port_index(ifid)?;
+                self.tx_depth(port)
+            }
+            QueueMetric::QueueLenAvg => {
+                let port = self.port_index(ifid)?;
+                self.tx_avg_x16
+                    .get(port)
+                    .copied()
+                    .flatten()
+                    .map(|a| (a + AVG_SCALE / 2) / AVG_SCALE)
+            }
             QueueMetric::BufferId => self.rx.get(self.current).map(|(_, b)| u32::from(b.id())),
             QueueMetric::BufferOccupancy => {
                 if self.depth_now.is_none() {
@@ -280,6 +351,14 @@ mod tests {
             self.1.get()
         }
     }
+    /// A transmit buffer with a settable depth that counts its reads.
+    struct FakeTx(Cell<Option<u32>>, Cell<u32>);
+    impl TxBuffer for FakeTx {
+        fn depth(&self) -> Option<u32> {
+            self.1.set(self.1.get() + 1);
+            self.0.get()
+        }
+    }
     /// A TSC that counts its reads (one tick per ns from 0).
     #[derive(Default)]
     struct FakeTsc(Cell<u64>);
@@ -293,7 +372,7 @@ mod tests {
     const HZ: u64 = 1_000_000_000;
     const START_NS: u64 = 1_700_000_000 * NS_PER_S;
 
-    fn telemetry() -> RouterTelemetry<FakeBuffer, FakeTsc> {
+    fn telemetry() -> RouterTelemetry<FakeBuffer, FakeTsc, FakeTx> {
         let ports: Arc<[PortSample]> = (0..3).map(|_| PortSample::default()).collect();
         let m = Measurements {
             clock: TscClock::new(HZ, 0, START_NS),
@@ -310,7 +389,13 @@ mod tests {
             (0, FakeBuffer(3, Cell::new(Some(10)))),
             (1, FakeBuffer(3, Cell::new(None))),
         ];
-        RouterTelemetry::new(m, rx, 2, FakeTsc::default())
+        // Port 0 cannot be read, ports 1 and 2 have packets waiting.
+        let tx = vec![
+            FakeTx(Cell::new(None), Cell::new(0)),
+            FakeTx(Cell::new(Some(4)), Cell::new(0)),
+            FakeTx(Cell::new(Some(9)), Cell::new(0)),
+        ];
+        RouterTelemetry::new(m, rx, tx, 2, FakeTsc::default())
     }
 
     fn ctx() -> HopContext {
@@ -374,7 +459,38 @@ mod tests {
         assert_eq!(t.interface_speed_mbps(2), None, "speed unknown");
         assert_eq!(t.queue(1, QueueMetric::QueueId), Some(2));
         assert_eq!(t.queue(5, QueueMetric::QueueId), None);
-        assert_eq!(t.queue(1, QueueMetric::QueueLen), None);
+    }
+
+    #[test]
+    fn queue_length_is_the_egress_ports_transmit_buffer() {
+        let mut t = telemetry();
+        t.begin_burst(0, START_NS);
+        // Interface 1 is on port 1, the internal interface (0) on port 0.
+        assert_eq!(t.queue(1, QueueMetric::QueueLen), Some(4));
+        t.tx[1].0.set(Some(5));
+        assert_eq!(t.queue(1, QueueMetric::QueueLen), Some(4), "once per burst");
+        assert_eq!(t.tx[1].1.get(), 1);
+        assert_eq!(t.queue(0, QueueMetric::QueueLen), None, "cannot be read");
+        assert_eq!(t.queue(5, QueueMetric::QueueLen), None, "unknown interface");
+        t.begin_burst(0, START_NS);
+        assert_eq!(t.queue(1, QueueMetric::QueueLen), Some(5));
+        assert_eq!(t.queue(1, QueueMetric::QueueLenAvg), None, "not sampled");
+        t.sample_buffers();
+        assert_eq!(t.queue(1, QueueMetric::QueueLenAvg), Some(5));
+        assert_eq!(t.queue(0, QueueMetric::QueueLenAvg), None);
+        t.tx[1].0.set(Some(13));
+        t.sample_buffers();
+        assert_eq!(
+            t.queue(1, QueueMetric::QueueLenAvg),
+            Some(6),
+            "5 + (13 - 5) / 8"
+        );
+        // A probe the router originated waited in no receive buffer.
+        t.begin_originated(START_NS);
+        assert_eq!(t.queue(1, QueueMetric::BufferId), None);
+        assert_eq!(t.queue(1, QueueMetric::BufferOccupancy), None);
+        assert_eq!(t.queue(1, QueueMetric::BufferOccupancyAvg), None);
+        assert_eq!(t.queue(1, QueueMetric::QueueLen), Some(13));
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct Distributor {
     pub stats: Arc<DistStats>,
     /// Set once the workers have stopped: drain their output rings, then return.
     pub done: Arc<AtomicBool>,
+    /// Longest idle pause, µs (0: busy polling; see [`router_core::idle`]).
+    pub idle_sleep_us: u32,
 }
 
 impl Distributor {
@@ -94,6 +96,7 @@ impl Distributor {
         let mut out = MbufBurst::new();
         let (mut rx, mut full, mut tx, mut tx_full) = (0u64, 0u64, 0u64, 0u64);
         let mut loops = 0u32;
+        let mut idle = router_core::idle::IdleBackoff::new(self.idle_sleep_us);
         loop {
             let stopping = dpdk::stop_requested();
             let mut work = 0;
@@ -143,6 +146,15 @@ impl Distributor {
             // Workers have stopped and their output rings are drained: done.
             if work == 0 && stopping && self.done.load(Ordering::Acquire) {
                 break;
+            }
+            if work != 0 {
+                idle.busy();
+            } else {
+                let pause = idle.empty();
+                if pause != 0 {
+                    // Only after a run of empty rounds (see `router_core::idle`).
+                    std::thread::sleep(std::time::Duration::from_micros(u64::from(pause)));
+                }
             }
         }
         // What the workers did not take before they stopped is counted (and freed with the

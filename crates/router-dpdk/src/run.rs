@@ -18,7 +18,7 @@ use crate::config::{Config, ConfigError};
 use crate::distribute::{DistStats, Distributor};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::stats::WorkerStats;
-use crate::worker::{DpdkTsc, RouterTelemetry, Sink, Source, Tables, Worker};
+use crate::worker::{DpdkTsc, Probes, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, LcoreHandle, Mempool, Port, Producer};
 use router_core::clock::{SharedClock, TscClock};
 use router_core::telemetry::PortSample;
@@ -159,7 +159,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         std::mem::take(&mut rings.workers),
         export_in,
     )?;
-    let distributor = launch_distributor(&mut s, &mut rings, &shared)?;
+    let distributor = launch_distributor(&mut s, config.idle_sleep_us, &mut rings, &shared)?;
     let control = match s.control.take() {
         None => None,
         Some(listener) => {
@@ -399,11 +399,18 @@ fn launch_workers(
             energy: config.energy,
         };
         let tx_queue = if software { 0 } else { q };
+        // The first worker originates the probes.
+        let probes = if w == 0 {
+            probe_source(config, s.started_ns)?.map(|p| Probes::new(p, s.provider.clone()))
+        } else {
+            None
+        };
         let worker = Worker {
             clock: s.shared_clock.clone(),
             #[cfg(feature = "measurement-aids")]
             aids: config.aids,
-            tx,
+            idle_sleep_us: config.idle_sleep_us,
+            probes,
             tables: s.tables.clone(),
             router: s.router.clone(),
             stats: st,
@@ -413,7 +420,7 @@ fn launch_workers(
                 local: config.router.local_ia,
             },
             seed,
-            telemetry: RouterTelemetry::new(measurements, rx, tx_queue, DpdkTsc),
+            telemetry: RouterTelemetry::new(measurements, rx, tx, tx_queue, DpdkTsc),
             exporter: export_in.next().map(|r| RingExporter::new(s.pool, r)),
         };
         handles.push(dpdk::launch(&s.eal, lcore, move || {
@@ -424,10 +431,47 @@ fn launch_workers(
     Ok((stats, handles))
 }
 
+/// The probe source of `[probes]` (none without it): sent from the router's internal
+/// address, verified by the AS's collector, every path first probed at `start_ns`.
+fn probe_source(
+    config: &Config,
+    start_ns: u64,
+) -> Result<Option<scion_dp::probe::ProbeSource>, RunError> {
+    let Some(p) = &config.probes else {
+        return Ok(None);
+    };
+    let ia = config.router.local_ia;
+    let me = idint_wire::HostAddr::from(config.router.internal_addr.ip());
+    let collector = idint_wire::HostAddr::from(p.verifier);
+    let mut source = scion_dp::probe::ProbeSource::new(ia, me, ia, collector);
+    for (i, t) in p.targets.iter().enumerate() {
+        source.add(t.clone(), start_ns).map_err(|e| {
+            config_error(
+                config,
+                "probes.paths",
+                format!("{}: path[{i}]: {e}", p.paths_file.display()),
+            )
+        })?;
+    }
+    eprintln!(
+        "idint-router: probing {} path(s) every {} ms, verifier {} ({})",
+        p.targets.len(),
+        p.interval_ns / 1_000_000,
+        p.verifier,
+        if p.request.encrypt {
+            "encrypted"
+        } else {
+            "not encrypted"
+        }
+    );
+    Ok(Some(source))
+}
+
 /// Starts the distributor on its lcore (software distribution only) with queue 0 of every
 /// port and the distributor's ends of the rings.
 fn launch_distributor(
     s: &mut Setup,
+    idle_sleep_us: u32,
     rings: &mut DistRings,
     shared: &Shared,
 ) -> Result<Option<LcoreHandle>, RunError> {
@@ -453,6 +497,7 @@ fn launch_distributor(
         from_workers: std::mem::take(&mut rings.from_workers),
         stats: shared.dist_stats.clone(),
         done: shared.dist_done.clone(),
+        idle_sleep_us,
     };
     Ok(Some(dpdk::launch(&s.eal, lcore, move || {
         d.run();

@@ -3,30 +3,38 @@
 //! port. The decisions are `router_core`'s ([`classify`](router_core::classify),
 //! [`forward`](router_core::forward), [`resolver`](router_core::resolver)) on the frames'
 //! bytes; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
-//! system calls.
+//! system calls. Two things happen beside it: an idle worker pauses after a run of empty
+//! polls ([`router_core::idle`], `[dataplane] idle_sleep_us`), and the probe worker
+//! originates infrastructure-mode probes ([`Probes`]) a few times per second at most.
 
 use std::sync::Arc;
 
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
+use scion_dp::probe::ProbeSource;
 use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
+
+use drkey::provider::{Level1Provider, LocalProvider};
+use idint_wire::crypto::Aes128Enc;
 
 use crate::export::RingExporter;
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
+use router_core::classify::Classified;
 use router_core::classify::{self, Frame};
 use router_core::clock::{SharedClock, TscClock};
 use router_core::forward::{self, Ask, EgressMacs, PacketMeta};
+use router_core::idle::IdleBackoff;
 use router_core::resolver::{Resolver, Solicitation};
-use router_core::telemetry_source::{RxBuffer, Tsc};
+use router_core::telemetry_source::{RxBuffer, Tsc, TxBuffer};
 #[cfg(feature = "measurement-aids")]
 use scion_dp::lower_bound::{LowerBound, WithStage};
 
 pub use router_core::tables::{IfEgress, Tables};
 
 /// The router's telemetry source over this worker's rx sources and the CPU's TSC.
-pub type RouterTelemetry = router_core::telemetry_source::RouterTelemetry<Source, DpdkTsc>;
+pub type RouterTelemetry = router_core::telemetry_source::RouterTelemetry<Source, DpdkTsc, Sink>;
 
 /// The CPU's time stamp counter, read through DPDK.
 #[derive(Debug, Clone, Copy, Default)]
@@ -129,6 +137,18 @@ pub enum Sink {
     Ring(Producer),
 }
 
+impl TxBuffer for Sink {
+    /// Packets waiting: the tx queue's descriptors the NIC still holds (`None` where the
+    /// driver has no descriptor status, as the virtual devices), or the ring's count.
+    #[inline]
+    fn depth(&self) -> Option<u32> {
+        match self {
+            Sink::Queue(q) => q.depth(),
+            Sink::Ring(r) => Some(r.count()),
+        }
+    }
+}
+
 impl Sink {
     /// Sends; unsent mbufs stay in `burst`.
     #[inline]
@@ -142,8 +162,6 @@ impl Sink {
 
 /// Everything one worker owns.
 pub struct Worker<K: VerifierKeys> {
-    /// One tx queue per port index.
-    pub tx: Vec<Sink>,
     /// Shared tables.
     pub tables: Arc<Tables>,
     /// The router model.
@@ -165,13 +183,16 @@ pub struct Worker<K: VerifierKeys> {
     pub aids: crate::config::MeasurementAids,
     /// The corrected clock the control thread publishes (taken up every few ms).
     pub clock: Arc<SharedClock>,
+    /// Longest idle pause, µs (0: busy polling).
+    pub idle_sleep_us: u32,
+    /// Infrastructure-mode probes this worker originates (one worker has them).
+    pub probes: Option<Probes>,
 }
 
 impl<K: VerifierKeys> Worker<K> {
     /// Polls until [`dpdk::stop_requested`]; returns the number of frames received.
     pub fn run(self) -> u64 {
         let Worker {
-            tx,
             tables,
             router,
             stats,
@@ -183,21 +204,27 @@ impl<K: VerifierKeys> Worker<K> {
             #[cfg(feature = "measurement-aids")]
             aids,
             clock: shared_clock,
+            idle_sleep_us,
+            probes,
         } = self;
+        #[cfg(feature = "measurement-aids")]
+        let mut telemetry = telemetry;
         let clock = telemetry.clock;
         let io = Io {
-            tx,
             tables,
             stats,
             clock,
             shared_clock,
             pool,
+            idle_sleep_us,
+            probes,
             #[cfg(feature = "measurement-aids")]
             lower_bound: aids.idint_lower_bound,
         };
         #[cfg(feature = "measurement-aids")]
         if aids.io_only {
-            return io.forward_untouched(&router, telemetry.rx);
+            let tx = std::mem::take(&mut telemetry.tx);
+            return io.forward_untouched(&router, telemetry.rx, tx);
         }
         let stage = IdIntStage::new(keys, telemetry, CtrDrbg::new(seed));
         match exporter {
@@ -207,14 +234,17 @@ impl<K: VerifierKeys> Worker<K> {
     }
 }
 
-/// The worker's I/O side.
+/// The worker's I/O side (its tx sinks are in the telemetry, which reads their depth).
 struct Io {
-    tx: Vec<Sink>,
     tables: Arc<Tables>,
     stats: Arc<WorkerStats>,
     clock: TscClock,
     shared_clock: Arc<SharedClock>,
     pool: &'static Mempool,
+    /// Longest idle pause, µs.
+    idle_sleep_us: u32,
+    /// Probes to originate.
+    probes: Option<Probes>,
     /// ID-INT through [`scion_dp::lower_bound`].
     #[cfg(feature = "measurement-aids")]
     lower_bound: scion_dp::lower_bound::Mode,
@@ -223,12 +253,17 @@ struct Io {
 impl Io {
     /// The I/O-only ceiling: every received burst goes out by the next port unchanged.
     #[cfg(feature = "measurement-aids")]
-    fn forward_untouched(mut self, router: &Router, mut rx: Vec<(usize, Source)>) -> u64 {
+    fn forward_untouched(
+        self,
+        router: &Router,
+        mut rx: Vec<(usize, Source)>,
+        mut tx: Vec<Sink>,
+    ) -> u64 {
         let proc = Processor::new(router);
         let idint = scion_dp::idint::IdIntCounters::default();
         let mut io = IoCounters::default();
         let mut burst = MbufBurst::new();
-        let ports = self.tx.len();
+        let ports = tx.len();
         let clock = self.clock;
         let publish_every = clock.hz() / PUBLISH_PER_S;
         let mut last_publish = 0u64;
@@ -242,7 +277,7 @@ impl Io {
                 for m in burst.as_mut_slice() {
                     io.rx_bytes += m.pkt_len() as u64;
                 }
-                flush(&mut self.tx[(*port + 1) % ports], &mut burst, &mut io);
+                flush(&mut tx[(*port + 1) % ports], &mut burst, &mut io);
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
@@ -269,7 +304,9 @@ impl Io {
         let mut proc = Processor::new(router);
         let mut io = IoCounters::default();
         let mut slots: Vec<Slot> = (0..MAX_BURST).map(|_| Slot::default()).collect();
-        let mut out: Vec<MbufBurst> = (0..self.tx.len()).map(|_| MbufBurst::new()).collect();
+        let mut out: Vec<MbufBurst> = (0..stage.source().tx.len())
+            .map(|_| MbufBurst::new())
+            .collect();
         let mut burst = MbufBurst::new();
         let mut clock = self.clock;
         let mut resolver = MacRequests {
@@ -285,10 +322,13 @@ impl Io {
         let mut bound = LowerBound::new(self.lower_bound);
         // The rx sources live in the telemetry (it reads their depth).
         let sources = stage.source().rx.len();
+        let mut idle = IdleBackoff::new(self.idle_sleep_us);
+        let mut probes = self.probes.take();
         loop {
             if dpdk::stop_requested() {
                 break;
             }
+            let mut received = 0;
             for i in 0..sources {
                 let (port, q) = &mut stage.source_mut().rx[i];
                 let port = *port;
@@ -296,6 +336,7 @@ impl Io {
                 if n == 0 {
                     continue;
                 }
+                received += n;
                 let start = dpdk::rdtsc();
                 let now = clock.unix_ns(start);
                 stage.source_mut().begin_burst(i, now);
@@ -322,11 +363,41 @@ impl Io {
                     let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
                     route(tables, port, now_s, s, r);
                 }
-                send_all(tables, &mut out, &mut self.tx, &mut io);
+                send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
+            }
+            if received != 0 {
+                idle.busy();
+            } else {
+                let pause = idle.empty();
+                if pause != 0 {
+                    // Only after a run of empty polls (see `router_core::idle`).
+                    std::thread::sleep(std::time::Duration::from_micros(u64::from(pause)));
+                }
             }
             let tsc = dpdk::rdtsc();
             if tsc.wrapping_sub(last_publish) > publish_every {
+                // Due probes (checked at this rate): each is processed as a packet from the
+                // internal network (the router's own entry), routed and sent like any other.
+                if let Some(p) = probes.as_mut() {
+                    let now = clock.unix_ns(tsc);
+                    let mut slot = Slot::default();
+                    let mut macs = EgressMacs::default();
+                    while let Some(probe) = p.next(now, self.pool, &mut io) {
+                        stage.source_mut().begin_originated(now);
+                        slot.meta.receive(&Classified {
+                            offset: 0,
+                            len: probe.1,
+                            ingress: Ingress::Internal,
+                        });
+                        slot.m = Some(probe.0);
+                        proc.process_burst_with(core::slice::from_mut(&mut slot), now, &mut stage);
+                        let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
+                        let now_s = (now / NS_PER_S) as u32;
+                        route(tables, tables.internal_port, now_s, &mut slot, r);
+                        send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
+                    }
+                }
                 self.stats.publish(
                     &io,
                     proc.counters(),
@@ -348,7 +419,7 @@ impl Io {
                 stage.source_mut().clock = clock;
             }
         }
-        send_all(tables, &mut out, &mut self.tx, &mut io);
+        send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
         self.stats.publish(
             &io,
             proc.counters(),
@@ -363,6 +434,94 @@ impl Io {
             );
         }
         io.rx_frames
+    }
+}
+
+/// Infrastructure-mode probes of one worker: the scheduler and builder
+/// ([`scion_dp::probe::ProbeSource`]), the keys its source entries are signed with, and the
+/// buffer probes are built in (allocated once).
+pub struct Probes {
+    /// The scheduler and builder.
+    pub source: ProbeSource,
+    /// Derives K(router -> collector) for each DRKey epoch.
+    pub provider: Arc<LocalProvider>,
+    /// The key of the current epoch: (end of the epoch, Unix s; key).
+    key: Option<(u64, Aes128Enc)>,
+    /// Where probes are built.
+    buf: Vec<u8>,
+}
+
+/// Room for one probe (a SCION header with the longest path and a full ID-INT stack).
+const PROBE_BUF: usize = 2048;
+
+impl Probes {
+    /// Probes of `source`, signed with keys from `provider` (the local AS's).
+    pub fn new(source: ProbeSource, provider: Arc<LocalProvider>) -> Self {
+        Probes {
+            source,
+            provider,
+            key: None,
+            buf: vec![0; PROBE_BUF],
+        }
+    }
+
+    /// The source key K(router -> collector) at `now_ns` (derived once per epoch).
+    fn key(&mut self, now_ns: u64) -> Option<&Aes128Enc> {
+        let now_s = now_ns / NS_PER_S;
+        if self.key.as_ref().is_none_or(|(end, _)| now_s >= *end) {
+            let (ia, host, dst_ia, dst_host) = self.source.key_parties();
+            let (epoch, l1) = self
+                .provider
+                .level1(drkey::Protocol::IDINT, ia, dst_ia, now_s)
+                .ok()?;
+            let ha = drkey::host_as(&l1.cipher(), &host).ok()?;
+            let hh = drkey::host_host(&ha.cipher(), &dst_host).ok()?;
+            self.key = Some((u64::from(epoch.end), hh.cipher()));
+        }
+        self.key.as_ref().map(|(_, k)| k)
+    }
+
+    /// The next probe due at `now_ns` in an mbuf from `pool` (its SCION packet from offset
+    /// 0, and its length), or `None` when none is due; probes that cannot be built or get no
+    /// mbuf are counted and skipped.
+    #[cold]
+    fn next(
+        &mut self,
+        now_ns: u64,
+        pool: &Mempool,
+        io: &mut IoCounters,
+    ) -> Option<(dpdk::RoomMbuf, usize)> {
+        if self.source.next_due()? > now_ns {
+            return None;
+        }
+        let Some(key) = self.key(now_ns).cloned() else {
+            // No key: the due probes are skipped (rescheduled) and counted.
+            let mut scratch = [0u8; 0];
+            let dummy = idint_wire::crypto::aes128(&[0; 16]);
+            while self.source.poll(now_ns, &dummy, &mut scratch).is_some() {
+                io.probe_errors += 1;
+            }
+            return None;
+        };
+        loop {
+            let probe = match self.source.poll(now_ns, &key, &mut self.buf)? {
+                Ok(p) => p,
+                Err(_) => {
+                    io.probe_errors += 1;
+                    continue;
+                }
+            };
+            let m = pool
+                .alloc_with(&self.buf[..probe.len])
+                .and_then(|m| m.with_room(0).ok());
+            match m {
+                Some(m) => {
+                    io.probes_sent += 1;
+                    return Some((m, probe.len));
+                }
+                None => io.probe_errors += 1,
+            }
+        }
     }
 }
 
