@@ -8,7 +8,7 @@
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use core::time::Duration;
 
-use idint_wire::path::scion::{HOP_LEN, INFO_LEN, MAC_LEN};
+use idint_wire::path::scion::MAC_LEN;
 use idint_wire::path::{HopField, InfoField, OneHopPath};
 use idint_wire::scion::{FlowId, NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::{HostAddr, IsdAsn};
@@ -683,6 +683,7 @@ impl Via {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use idint_wire::path::scion::{HOP_LEN, INFO_LEN};
 
     const MS: u64 = 1_000_000;
 

@@ -38,10 +38,12 @@ pub struct IoCounters {
     pub ndp_learned: u64,
     /// Frames on a VLAN port that were untagged or tagged with another VLAN.
     pub wrong_vlan: u64,
+    /// BFD packets dropped between the workers and the control side (ring full, no room).
+    pub bfd_dropped: u64,
 }
 
 /// Number of [`IoCounters`] fields (the length of [`IoCounters::to_array`]).
-pub const IO_FIELDS: usize = 16;
+pub const IO_FIELDS: usize = 17;
 
 impl IoCounters {
     /// The counters in field order.
@@ -64,6 +66,7 @@ impl IoCounters {
             self.ndp_requests,
             self.ndp_learned,
             self.wrong_vlan,
+            self.bfd_dropped,
         ]
     }
 
@@ -87,6 +90,7 @@ impl IoCounters {
             ndp_requests: a[13],
             ndp_learned: a[14],
             wrong_vlan: a[15],
+            bfd_dropped: a[16],
         }
     }
 
@@ -110,6 +114,7 @@ impl IoCounters {
             ("ndp_requests", a[13]),
             ("ndp_learned", a[14]),
             ("wrong_vlan", a[15]),
+            ("bfd_dropped", a[16]),
         ]
     }
 
