@@ -264,6 +264,23 @@ pub struct BfdPlan {
     pub sessions: Vec<BfdPeer>,
 }
 
+impl BfdPlan {
+    /// The session a received BFD packet belongs to (`bfd.rst`): on an external link, the
+    /// session of the interface it came by, if it has a OneHop path; from the internal
+    /// network, the sibling session of its source address, if it has an Empty path. `None`:
+    /// no such session (dropped; so is a packet for a session whose BFD is disabled).
+    pub fn session_for(&self, via: crate::bfd::Via, r: &crate::bfd::Received) -> Option<usize> {
+        use crate::bfd::Via;
+        self.sessions.iter().position(|s| match (via, s.link) {
+            (Via::External(x), BfdLink::External { ifid, .. }) => r.onehop && x == ifid,
+            (Via::Internal(_), BfdLink::Sibling { addr }) => {
+                !r.onehop && r.src_host == Some(addr.ip())
+            }
+            _ => false,
+        })
+    }
+}
+
 /// How packets reach the workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Distribution {
@@ -1134,6 +1151,61 @@ mod tests {
         assert_eq!(c.node_id, Some(1));
     }
 
+    /// The example topology with `bfd` objects on interfaces 2 (disabled) and 3 (multiplier
+    /// 7), written once into the target directory.
+    fn bfd_topology() -> PathBuf {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/scion/config_examples/router_benchmark/topology.json");
+        let text = std::fs::read_to_string(ex).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let ifs = &mut v["border_routers"]["br1a"]["interfaces"];
+        ifs["2"]["bfd"] = serde_json::json!({ "disable": true });
+        ifs["3"]["bfd"] = serde_json::json!({ "detect_mult": 7 });
+        let dir = std::env::temp_dir().join(format!("bfd-topology-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("topology.json");
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn bfd_packets_find_their_session_by_link_and_path_type() {
+        use crate::bfd::{ControlPacket, Discard, Received, Via};
+        let c = example(|t| t.to_string(), "").unwrap();
+        let plan = &c.bfd;
+        let r = |onehop: bool, src: &str| Received {
+            onehop,
+            src_ia: c.router.local_ia,
+            src_host: Some(src.parse().unwrap()),
+            packet: Err::<ControlPacket, _>(Discard::Truncated),
+        };
+        assert_eq!(
+            plan.session_for(Via::External(3), &r(true, "10.123.3.3")),
+            Some(1)
+        );
+        // Empty path on an external link, OneHop from a sibling, unknown sibling: none.
+        assert_eq!(
+            plan.session_for(Via::External(3), &r(false, "10.123.3.3")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::External(9), &r(true, "10.123.3.3")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(false, "10.123.10.2")),
+            Some(2)
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(true, "10.123.10.2")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(false, "10.123.10.9")),
+            None
+        );
+    }
+
     #[test]
     fn bfd_sessions_per_interface_and_sibling_with_reference_defaults() {
         let c = example(|t| t.to_string(), "").unwrap();
@@ -1166,6 +1238,22 @@ mod tests {
             );
         }
         refused("[bfd]\ndetect_mult = 0\n", "bfd.detect_mult");
+        // Per-interface overrides from the topology win over the defaults.
+        let c = example(
+            |t| {
+                t.replace(
+                    "topology = ",
+                    &format!("topology = {:?}\n#", bfd_topology().display()),
+                )
+            },
+            "[bfd]\ndetect_mult = 5\n",
+        )
+        .unwrap();
+        let two = &c.bfd.sessions[0];
+        assert!(two.settings.disable);
+        let three = &c.bfd.sessions[1];
+        assert_eq!(three.settings.detect_mult, 7);
+        assert_eq!(c.bfd.sessions[2].settings.detect_mult, 5);
         refused(
             "[bfd]\nrequired_min_rx_interval = \"soon\"\n",
             "bfd.required_min_rx_interval",

@@ -171,7 +171,6 @@ impl BfdStats {
 struct Entry {
     /// `None`: BFD disabled on this link.
     session: Option<Session>,
-    link: BfdLink,
     framing: Framing,
     via: Via,
     /// The port its packets leave by (its link state counts).
@@ -183,6 +182,8 @@ struct Entry {
 
 /// The control side of BFD and link state.
 pub struct BfdControl {
+    plan: BfdPlan,
+    /// Same order as `plan.sessions`.
     entries: Vec<Entry>,
     router: Arc<Router>,
     pool: &'static Mempool,
@@ -287,7 +288,6 @@ impl BfdControl {
             });
             entries.push(Entry {
                 session,
-                link: peer.link,
                 framing,
                 via,
                 port,
@@ -310,6 +310,7 @@ impl BfdControl {
             ..BfdStats::default()
         });
         let mut c = BfdControl {
+            plan: plan.clone(),
             entries,
             router,
             pool,
@@ -359,15 +360,10 @@ impl BfdControl {
                         self.stats.dropped.fetch_add(1, Ordering::Relaxed);
                         continue;
                     };
-                    // External links: OneHop on the interface it came by. Siblings: Empty
-                    // path from the sibling's internal address (`bfd.rst`).
-                    let entry = self.entries.iter_mut().find(|e| match (via, e.link) {
-                        (Via::External(x), BfdLink::External { ifid, .. }) => r.onehop && x == ifid,
-                        (Via::Internal(_), BfdLink::Sibling { addr }) => {
-                            !r.onehop && r.src_host == Some(addr.ip())
-                        }
-                        _ => false,
-                    });
+                    let entry = self
+                        .plan
+                        .session_for(via, &r)
+                        .and_then(|i| self.entries.get_mut(i));
                     let (Some(e), Ok(p)) = (entry, r.packet) else {
                         self.stats.dropped.fetch_add(1, Ordering::Relaxed);
                         continue;

@@ -102,14 +102,14 @@ fn example_keys() -> PathBuf {
 }
 
 /// Writes side `s`'s topology and router configuration into `dir`; returns the config path.
-fn write_side(dir: &Path, s: &Side, ifname: &str, prefix: &str) -> PathBuf {
+fn write_side(dir: &Path, s: &Side, ifname: &str, prefix: &str, disable: bool) -> PathBuf {
     let attrs = if s.core { r#"["core"]"# } else { "[]" };
     let topo = format!(
         r#"{{ "isd_as": "{ia}", "attributes": {attrs}, "mtu": 1472,
   "border_routers": {{ "br{n}": {{ "internal_addr": "{internal}", "interfaces": {{
     "1": {{ "underlay": {{ "local": "{ip}:50000", "remote": "{peer}:50000" }},
            "isd_as": "{peer_ia}", "link_to": "{link}", "mtu": 1472,
-           "bfd": {{ "detect_mult": {mult}, "desired_min_tx_interval": "{iv}ms",
+           "bfd": {{ "disable": {disable}, "detect_mult": {mult}, "desired_min_tx_interval": "{iv}ms",
                     "required_min_rx_interval": "{iv}ms" }} }} }} }} }} }}"#,
         ia = s.ia,
         n = s.name,
@@ -203,12 +203,11 @@ fn start(lab: &mut Lab, cfg: &Path, s: &Side, log: Arc<Mutex<Vec<(Instant, Strin
     lab.routers.push(child);
 }
 
-#[test]
-fn bfd_sessions_come_up_detect_a_dead_peer_and_recover() {
-    test_kit::require!(Need::Root);
-    let tag = format!("bfd{}", std::process::id());
+/// Namespaces `<tag>a` and `<tag>b` joined by a veth pair, each running a router (A's BFD on
+/// the link disabled if `disable_a`); A's log lines are returned.
+fn lab(tag: &str, disable_a: bool) -> (Lab, Arc<Mutex<Vec<(Instant, String)>>>, tempfile::TempDir) {
     let mut lab = Lab {
-        tag: tag.clone(),
+        tag: tag.to_string(),
         routers: Vec::new(),
     };
     let (va, vb) = (format!("{tag}a"), format!("{tag}b"));
@@ -237,13 +236,26 @@ fn bfd_sessions_come_up_detect_a_dead_peer_and_recover() {
     ]);
     sh(&["ip", "-n", &lab.ns('a'), "link", "set", &va, "up"]);
     sh(&["ip", "-n", &lab.ns('b'), "link", "set", &vb, "up"]);
-
     let dir = tempfile::tempdir().unwrap();
-    let cfg_a = write_side(dir.path(), &A, &va, &format!("{tag}a"));
-    let cfg_b = write_side(dir.path(), &B, &vb, &format!("{tag}b"));
+    let cfg_a = write_side(dir.path(), &A, &va, &format!("{tag}a"), disable_a);
+    let cfg_b = write_side(dir.path(), &B, &vb, &format!("{tag}b"), false);
     let log_a = Arc::new(Mutex::new(Vec::new()));
     start(&mut lab, &cfg_a, &A, log_a.clone());
     start(&mut lab, &cfg_b, &B, Arc::new(Mutex::new(Vec::new())));
+    (lab, log_a, dir)
+}
+
+/// A counter or gauge of `/metrics` text.
+fn metric(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn bfd_sessions_come_up_detect_a_dead_peer_and_recover() {
+    test_kit::require!(Need::Root);
+    let (lab, log_a, _dir) = lab(&format!("bfd{}", std::process::id()), false);
     let (ns_a, ns_b) = (lab.ns('a'), lab.ns('b'));
 
     // Links with BFD start down and come up with their sessions.
@@ -291,12 +303,30 @@ fn bfd_sessions_come_up_detect_a_dead_peer_and_recover() {
         if1(&ns_a) == Some(("up".into(), true)) && if1(&ns_b) == Some(("up".into(), true))
     });
     let m = get(&ns_a, "/metrics").unwrap();
-    let changes: u64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("idint_router_bfd_state_changes_total{session=\"if1\"} "))
-        .and_then(|v| v.parse().ok())
-        .unwrap();
+    let changes = metric(&m, "idint_router_bfd_state_changes_total{session=\"if1\"}").unwrap();
     // Down -> Init/Up, Up -> Down, Down -> Init/Up again.
     assert!(changes >= 3, "{changes}");
+    drop(lab);
+}
+
+#[test]
+fn bfd_disabled_on_one_side_keeps_its_link_up_and_drops_the_peers_packets() {
+    test_kit::require!(Need::Root);
+    let (lab, _, _dir) = lab(&format!("bfx{}", std::process::id()), true);
+    let (ns_a, ns_b) = (lab.ns('a'), lab.ns('b'));
+    // A runs no session: its link is up at once and B's BFD packets are dropped there.
+    wait_for("A's BFD drops", UP_WITHIN, || {
+        get(&ns_a, "/metrics")
+            .and_then(|m| metric(&m, "idint_router_bfd_dropped_total"))
+            .is_some_and(|n| n >= 2)
+    });
+    assert_eq!(if1(&ns_a), Some(("disabled".into(), true)));
+    let m = get(&ns_a, "/metrics").unwrap();
+    assert!(!m.contains("bfd_sent_total{"), "{m}");
+    // B never hears back: its session and link stay down.
+    let (state, up) = if1(&ns_b).unwrap();
+    assert_eq!((state.as_str(), up), ("down", false));
+    let h = get(&ns_b, "/health").unwrap();
+    assert!(h.contains("\"interfaces_down\":[1]"), "{h}");
     drop(lab);
 }
