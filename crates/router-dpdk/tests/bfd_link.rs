@@ -22,6 +22,9 @@ const UP_WITHIN: Duration = Duration::from_secs(20);
 /// Added to the detection time for reading the router's log and scheduling on a busy host.
 const DETECT_SLACK: Duration = Duration::from_millis(250);
 
+/// A router's log lines with the time each arrived.
+type Log = Arc<Mutex<Vec<(Instant, String)>>>;
+
 /// Namespaces, veths and routers of one test run, removed even when the test fails.
 struct Lab {
     tag: String,
@@ -184,7 +187,7 @@ fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
 
 /// Starts the router of `s` in its namespace; its log lines are collected with the time they
 /// arrived.
-fn start(lab: &mut Lab, cfg: &Path, s: &Side, log: Arc<Mutex<Vec<(Instant, String)>>>) {
+fn start(lab: &mut Lab, cfg: &Path, s: &Side, log: Log) {
     let mut child = Command::new("ip")
         .args(["netns", "exec", &lab.ns(s.name)])
         .arg(env!("CARGO_BIN_EXE_idint-router"))
@@ -205,7 +208,7 @@ fn start(lab: &mut Lab, cfg: &Path, s: &Side, log: Arc<Mutex<Vec<(Instant, Strin
 
 /// Namespaces `<tag>a` and `<tag>b` joined by a veth pair, each running a router (A's BFD on
 /// the link disabled if `disable_a`); A's log lines are returned.
-fn lab(tag: &str, disable_a: bool) -> (Lab, Arc<Mutex<Vec<(Instant, String)>>>, tempfile::TempDir) {
+fn lab(tag: &str, disable_a: bool) -> (Lab, Log, tempfile::TempDir) {
     let mut lab = Lab {
         tag: tag.to_string(),
         routers: Vec::new(),
