@@ -86,6 +86,8 @@ distribution = "queues"
 mbufs = 32767
 io_only = $io
 idint_lower_bound = "$lb"
+[bfd]
+disable = true
 [[port]]
 device = "net_pcap0"
 interfaces = [1]

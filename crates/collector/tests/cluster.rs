@@ -203,8 +203,14 @@ async fn two_instances_share_the_topology_split_the_sources_and_count_nothing_tw
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "{points} points: {ha} / {hb}; written {} {}",
-            a.shared.counters.points_written.load(std::sync::atomic::Ordering::Relaxed),
-            b.shared.counters.points_written.load(std::sync::atomic::Ordering::Relaxed)
+            a.shared
+                .counters
+                .points_written
+                .load(std::sync::atomic::Ordering::Relaxed),
+            b.shared
+                .counters
+                .points_written
+                .load(std::sync::atomic::Ordering::Relaxed)
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }

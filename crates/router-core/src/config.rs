@@ -129,6 +129,8 @@ struct RawConfig {
     #[serde(default)]
     control: RawControl,
     #[serde(default)]
+    bfd: RawBfd,
+    #[serde(default)]
     port: Vec<RawPort>,
     #[serde(default)]
     neighbor: Vec<RawNeighbor>,
@@ -180,6 +182,17 @@ struct RawControl {
     http: Option<String>,
 }
 
+/// `[bfd]`: the router's BFD defaults (scionproto's `router.bfd`): for the sibling sessions
+/// and for every external interface whose topology `bfd` object does not say otherwise.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBfd {
+    disable: Option<bool>,
+    detect_mult: Option<u8>,
+    desired_min_tx_interval: Option<String>,
+    required_min_rx_interval: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPort {
@@ -197,6 +210,88 @@ struct RawPort {
 struct RawNeighbor {
     ip: String,
     mac: String,
+}
+
+/// A BFD session's settings after defaults and overrides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BfdSettings {
+    /// No session: the link counts as up, BFD packets on it are dropped.
+    pub disable: bool,
+    /// Detection time multiplier.
+    pub detect_mult: u8,
+    /// Desired Min TX Interval.
+    pub desired_min_tx: std::time::Duration,
+    /// Required Min RX Interval.
+    pub required_min_rx: std::time::Duration,
+}
+
+impl BfdSettings {
+    /// The session timers.
+    pub fn params(&self) -> crate::bfd::Params {
+        crate::bfd::Params {
+            detect_mult: self.detect_mult,
+            desired_min_tx_us: crate::bfd::duration_us(self.desired_min_tx),
+            required_min_rx_us: crate::bfd::duration_us(self.required_min_rx),
+        }
+    }
+}
+
+/// Whom a BFD session runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BfdLink {
+    /// The neighbour AS's router at the far end of an own interface (OneHop path).
+    External {
+        /// The interface.
+        ifid: u16,
+        /// Local underlay address.
+        local: SocketAddr,
+        /// Remote underlay address.
+        remote: SocketAddr,
+        /// The neighbour's ISD-AS.
+        remote_ia: idint_wire::IsdAsn,
+    },
+    /// A sibling router of the AS (Empty path), at its internal address.
+    Sibling {
+        /// The sibling's internal address.
+        addr: SocketAddr,
+    },
+}
+
+/// One BFD session to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfdPeer {
+    /// The peer.
+    pub link: BfdLink,
+    /// Its settings.
+    pub settings: BfdSettings,
+    /// The interfaces whose liveness it decides (the own one, or those the sibling owns).
+    pub interfaces: Vec<u16>,
+}
+
+/// The router's BFD sessions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfdPlan {
+    /// The router's internal address (source of sibling sessions' packets).
+    pub internal_addr: SocketAddr,
+    /// One per own interface and per sibling router.
+    pub sessions: Vec<BfdPeer>,
+}
+
+impl BfdPlan {
+    /// The session a received BFD packet belongs to (`bfd.rst`): on an external link, the
+    /// session of the interface it came by, if it has a OneHop path; from the internal
+    /// network, the sibling session of its source address, if it has an Empty path. `None`:
+    /// no such session (dropped; so is a packet for a session whose BFD is disabled).
+    pub fn session_for(&self, via: crate::bfd::Via, r: &crate::bfd::Received) -> Option<usize> {
+        use crate::bfd::Via;
+        self.sessions.iter().position(|s| match (via, s.link) {
+            (Via::External(x), BfdLink::External { ifid, .. }) => r.onehop && x == ifid,
+            (Via::Internal(_), BfdLink::Sibling { addr }) => {
+                !r.onehop && r.src_host == Some(addr.ip())
+            }
+            _ => false,
+        })
+    }
 }
 
 /// How packets reach the workers.
@@ -243,6 +338,8 @@ pub struct PortPlan {
 pub struct Config {
     /// The TOML file.
     pub file: PathBuf,
+    /// The BFD sessions to run.
+    pub bfd: BfdPlan,
     /// Router id in the topology.
     pub router_id: String,
     /// The data-plane model for scion-dp.
@@ -513,7 +610,9 @@ impl Config {
         let rx_desc = at.descriptors(raw.dataplane.rx_desc, "dataplane.rx_desc")?;
         let tx_desc = at.descriptors(raw.dataplane.tx_desc, "dataplane.tx_desc")?;
         let idint = raw.idint.unwrap_or_default();
+        let bfd = at.bfd(&raw.bfd, me, &router, &ports)?;
         Ok(Config {
+            bfd,
             distribution,
             export,
             probes,
@@ -583,6 +682,87 @@ struct Items<'f> {
 }
 
 impl Items<'_> {
+    /// The BFD sessions: one per own interface and one per sibling router, with the `[bfd]`
+    /// defaults overridden per interface by the topology's `bfd` object.
+    fn bfd(
+        &self,
+        raw: &RawBfd,
+        me: &BorderRouter,
+        router: &RouterConfig,
+        ports: &[PortPlan],
+    ) -> Result<BfdPlan, ConfigError> {
+        let dur = |v: &Option<String>, key: &str, dflt: std::time::Duration| match v {
+            None => Ok(dflt),
+            Some(s) => scion_topology::parse_duration(s)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    self.err(
+                        &format!("bfd.{key}"),
+                        format!("{s:?} is not a positive duration (e.g. \"200ms\")"),
+                    )
+                }),
+        };
+        if raw.detect_mult == Some(0) {
+            return Err(self.err("bfd.detect_mult", "must be 1 to 255".into()));
+        }
+        let defaults = BfdSettings {
+            disable: raw.disable.unwrap_or(false),
+            detect_mult: raw.detect_mult.unwrap_or(crate::bfd::DEFAULT_DETECT_MULT),
+            desired_min_tx: dur(
+                &raw.desired_min_tx_interval,
+                "desired_min_tx_interval",
+                crate::bfd::DEFAULT_DESIRED_MIN_TX,
+            )?,
+            required_min_rx: dur(
+                &raw.required_min_rx_interval,
+                "required_min_rx_interval",
+                crate::bfd::DEFAULT_REQUIRED_MIN_RX,
+            )?,
+        };
+        let mut sessions = Vec::new();
+        for plan in ports.iter().flat_map(|p| &p.interfaces) {
+            let Some(ifc) = me.interfaces.iter().find(|i| i.id == plan.id) else {
+                continue;
+            };
+            let o = ifc.bfd;
+            let settings = BfdSettings {
+                disable: o.disable.unwrap_or(defaults.disable),
+                detect_mult: o.detect_mult.unwrap_or(defaults.detect_mult),
+                desired_min_tx: o.desired_min_tx.unwrap_or(defaults.desired_min_tx),
+                required_min_rx: o.required_min_rx.unwrap_or(defaults.required_min_rx),
+            };
+            sessions.push(BfdPeer {
+                link: BfdLink::External {
+                    ifid: plan.id,
+                    local: plan.local,
+                    remote: plan.remote,
+                    remote_ia: ifc.neighbor_ia,
+                },
+                settings,
+                interfaces: vec![plan.id],
+            });
+        }
+        for ifc in &router.interfaces {
+            if let scion_dp::config::Owner::Sibling(addr) = ifc.owner {
+                match sessions
+                    .iter_mut()
+                    .find(|s| s.link == BfdLink::Sibling { addr })
+                {
+                    Some(s) => s.interfaces.push(ifc.id),
+                    None => sessions.push(BfdPeer {
+                        link: BfdLink::Sibling { addr },
+                        settings: defaults,
+                        interfaces: vec![ifc.id],
+                    }),
+                }
+            }
+        }
+        Ok(BfdPlan {
+            internal_addr: router.internal_addr,
+            sessions,
+        })
+    }
+
     /// The error for `item` of the file.
     fn err(&self, item: &str, reason: String) -> ConfigError {
         ConfigError::Item {
@@ -1012,6 +1192,115 @@ mod tests {
         assert_eq!(c.ports.len(), 1);
         assert!(c.eal.iter().any(|a| a == "--no-huge"), "{:?}", c.eal);
         assert_eq!(c.node_id, Some(1));
+    }
+
+    /// The example topology with `bfd` objects on interfaces 2 (disabled) and 3 (multiplier
+    /// 7), written once into the target directory.
+    fn bfd_topology() -> PathBuf {
+        let ex = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/scion/config_examples/router_benchmark/topology.json");
+        let text = std::fs::read_to_string(ex).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let ifs = &mut v["border_routers"]["br1a"]["interfaces"];
+        ifs["2"]["bfd"] = serde_json::json!({ "disable": true });
+        ifs["3"]["bfd"] = serde_json::json!({ "detect_mult": 7 });
+        let dir = std::env::temp_dir().join(format!("bfd-topology-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("topology.json");
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn bfd_packets_find_their_session_by_link_and_path_type() {
+        use crate::bfd::{ControlPacket, Discard, Received, Via};
+        let c = example(|t| t.to_string(), "").unwrap();
+        let plan = &c.bfd;
+        let r = |onehop: bool, src: &str| Received {
+            onehop,
+            src_ia: c.router.local_ia,
+            src_host: Some(src.parse().unwrap()),
+            packet: Err::<ControlPacket, _>(Discard::Truncated),
+        };
+        assert_eq!(
+            plan.session_for(Via::External(3), &r(true, "10.123.3.3")),
+            Some(1)
+        );
+        // Empty path on an external link, OneHop from a sibling, unknown sibling: none.
+        assert_eq!(
+            plan.session_for(Via::External(3), &r(false, "10.123.3.3")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::External(9), &r(true, "10.123.3.3")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(false, "10.123.10.2")),
+            Some(2)
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(true, "10.123.10.2")),
+            None
+        );
+        assert_eq!(
+            plan.session_for(Via::Internal(None), &r(false, "10.123.10.9")),
+            None
+        );
+    }
+
+    #[test]
+    fn bfd_sessions_per_interface_and_sibling_with_reference_defaults() {
+        let c = example(|t| t.to_string(), "").unwrap();
+        let links: Vec<_> = c.bfd.sessions.iter().map(|s| s.link).collect();
+        assert_eq!(links.len(), 3, "{links:?}");
+        assert!(matches!(links[0], BfdLink::External { ifid: 2, .. }));
+        assert!(matches!(links[1], BfdLink::External { ifid: 3, .. }));
+        assert_eq!(
+            links[2],
+            BfdLink::Sibling {
+                addr: "10.123.10.2:30042".parse().unwrap()
+            }
+        );
+        assert_eq!(c.bfd.sessions[2].interfaces, vec![4]);
+        for s in &c.bfd.sessions {
+            assert!(!s.settings.disable);
+            assert_eq!(s.settings.params(), crate::bfd::Params::default());
+        }
+        let c = example(
+            |t| t.to_string(),
+            "[bfd]\ndisable = true\ndetect_mult = 5\ndesired_min_tx_interval = \"50ms\"\n",
+        )
+        .unwrap();
+        for s in &c.bfd.sessions {
+            assert!(s.settings.disable);
+            assert_eq!(s.settings.detect_mult, 5);
+            assert_eq!(
+                s.settings.desired_min_tx,
+                std::time::Duration::from_millis(50)
+            );
+        }
+        refused("[bfd]\ndetect_mult = 0\n", "bfd.detect_mult");
+        // Per-interface overrides from the topology win over the defaults.
+        let c = example(
+            |t| {
+                t.replace(
+                    "topology = ",
+                    &format!("topology = {:?}\n#", bfd_topology().display()),
+                )
+            },
+            "[bfd]\ndetect_mult = 5\n",
+        )
+        .unwrap();
+        let two = &c.bfd.sessions[0];
+        assert!(two.settings.disable);
+        let three = &c.bfd.sessions[1];
+        assert_eq!(three.settings.detect_mult, 7);
+        assert_eq!(c.bfd.sessions[2].settings.detect_mult, 5);
+        refused(
+            "[bfd]\nrequired_min_rx_interval = \"soon\"\n",
+            "bfd.required_min_rx_interval",
+        );
     }
 
     #[test]

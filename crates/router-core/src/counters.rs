@@ -42,10 +42,12 @@ pub struct IoCounters {
     pub probes_sent: u64,
     /// Probes that could not be built or had no mbuf.
     pub probe_errors: u64,
+    /// BFD packets dropped between the workers and the control side (ring full, no room).
+    pub bfd_dropped: u64,
 }
 
 /// Number of [`IoCounters`] fields (the length of [`IoCounters::to_array`]).
-pub const IO_FIELDS: usize = 18;
+pub const IO_FIELDS: usize = 19;
 
 impl IoCounters {
     /// The counters in field order.
@@ -70,6 +72,7 @@ impl IoCounters {
             self.wrong_vlan,
             self.probes_sent,
             self.probe_errors,
+            self.bfd_dropped,
         ]
     }
 
@@ -95,6 +98,7 @@ impl IoCounters {
             wrong_vlan: a[15],
             probes_sent: a[16],
             probe_errors: a[17],
+            bfd_dropped: a[18],
         }
     }
 
@@ -120,6 +124,7 @@ impl IoCounters {
             ("wrong_vlan", a[15]),
             ("probes_sent", a[16]),
             ("probe_errors", a[17]),
+            ("bfd_dropped", a[18]),
         ]
     }
 

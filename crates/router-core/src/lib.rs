@@ -19,6 +19,7 @@
 //!
 //! Nothing here does I/O or needs `unsafe`: the shell hands in frame bytes and readings.
 
+pub mod bfd;
 pub mod classify;
 pub mod clock;
 pub mod config;

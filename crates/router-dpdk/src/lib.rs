@@ -13,6 +13,7 @@
 //! * [`stats`]: counters shared between workers and the control thread.
 //! * [`run`]: wiring it all up (ports, tables, workers, control thread, shutdown, summary).
 
+pub mod bfd;
 pub mod distribute;
 pub mod export;
 pub mod http;

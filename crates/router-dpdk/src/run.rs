@@ -14,11 +14,12 @@ use scion_dp::idint::DrkeyKeys;
 
 use idint_report::v1::Exporter;
 
+use crate::bfd::{BfdControl, PortLayout};
 use crate::config::{Config, ConfigError};
 use crate::distribute::{DistStats, Distributor};
 use crate::export::{self, ExportConfig, ExportStats, RingExporter};
 use crate::stats::WorkerStats;
-use crate::worker::{DpdkTsc, Probes, RouterTelemetry, Sink, Source, Tables, Worker};
+use crate::worker::{BfdRings, DpdkTsc, Probes, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, LcoreHandle, Mempool, Port, Producer};
 use router_core::clock::{SharedClock, TscClock};
 use router_core::telemetry::PortSample;
@@ -153,11 +154,14 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         s.lcores.workers.len(),
         s.ports.len(),
     )?;
+    let (bfd_rings, mut bfd) = bfd_control(&s, &config)?;
+    let bfd_stats = bfd.stats();
     let (stats, workers) = launch_workers(
         &mut s,
         &config,
         std::mem::take(&mut rings.workers),
         export_in,
+        bfd_rings,
     )?;
     let distributor = launch_distributor(&mut s, config.idle_sleep_us, &mut rings, &shared)?;
     let control = match s.control.take() {
@@ -175,6 +179,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 export_stats: shared.export_stats.clone(),
                 dist_stats: shared.dist_stats.clone(),
                 done: shared.done.clone(),
+                bfd: bfd_stats.clone(),
             };
             Some(control::spawn_control(listener, monitors, c)?)
         }
@@ -186,8 +191,17 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         control,
     };
     let start = std::time::Instant::now();
-    let signalled = control::until_stopped(opts, &s.ports, &s.samples, &s.shared_clock, s.clock);
+    let signalled = control::until_stopped(
+        opts,
+        &s.ports,
+        &s.samples,
+        &s.shared_clock,
+        s.clock,
+        &mut bfd,
+    );
     let failure = shut_down(running, &shared);
+    // Its ring ends and port monitors go after the workers and the control thread.
+    drop(bfd);
     let summary = summary::summary_json(&summary::SummaryParts {
         config: &config,
         ports: &s.ports,
@@ -259,6 +273,57 @@ fn set_up(config: &Config) -> Result<Setup, RunError> {
         samples,
         control,
     })
+}
+
+/// Slots of the BFD rings (a few packets per session and second).
+const BFD_RING_SLOTS: u32 = 256;
+
+/// The BFD control side and each worker's BFD rings: one ring from every worker to the
+/// control side, one from it to worker 0.
+fn bfd_control(s: &Setup, config: &Config) -> Result<(Vec<BfdRings>, BfdControl), RunError> {
+    let workers = s.lcores.workers.len();
+    let mut worker_rings = Vec::new();
+    let mut from_workers = Vec::new();
+    for w in 0..workers {
+        let (p, c) = dpdk::mbuf_ring(&s.eal, &format!("bfd_up_{w}"), BFD_RING_SLOTS)?;
+        from_workers.push(c);
+        worker_rings.push(BfdRings {
+            to_control: Some(p),
+            from_control: None,
+        });
+    }
+    let (down_p, down_c) = dpdk::mbuf_ring(&s.eal, "bfd_down", BFD_RING_SLOTS)?;
+    if let Some(w0) = worker_rings.first_mut() {
+        w0.from_control = Some(down_c);
+    }
+    let layout = PortLayout {
+        ports: config
+            .ports
+            .iter()
+            .zip(s.ports.iter())
+            .map(|(plan, port)| {
+                (
+                    plan.device.clone(),
+                    port.monitor(),
+                    plan.interfaces.iter().map(|i| i.id).collect(),
+                    plan.internal,
+                )
+            })
+            .collect(),
+    };
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| RunError::Setup(format!("OS random generator: {e}")))?;
+    let control = BfdControl::new(
+        &config.bfd,
+        s.router.clone(),
+        s.pool,
+        from_workers,
+        down_p,
+        layout,
+        seed,
+        0,
+    );
+    Ok((worker_rings, control))
 }
 
 /// Report export: one SP/SC ring per worker (the producing ends returned, one per worker),
@@ -371,9 +436,11 @@ fn launch_workers(
     config: &Config,
     rings: Vec<Vec<(Consumer, Producer)>>,
     export_in: Vec<Producer>,
+    bfd: Vec<BfdRings>,
 ) -> Result<(Vec<Arc<WorkerStats>>, Vec<LcoreHandle>), RunError> {
     let software = s.lcores.software;
     let mut rings = rings.into_iter();
+    let mut bfd = bfd.into_iter();
     let mut export_in = export_in.into_iter();
     let mut stats = Vec::new();
     let mut handles = Vec::new();
@@ -422,6 +489,7 @@ fn launch_workers(
             seed,
             telemetry: RouterTelemetry::new(measurements, rx, tx, tx_queue, DpdkTsc),
             exporter: export_in.next().map(|r| RingExporter::new(s.pool, r)),
+            bfd: bfd.next().unwrap_or_default(),
         };
         handles.push(dpdk::launch(&s.eal, lcore, move || {
             worker.run();

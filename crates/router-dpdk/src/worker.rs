@@ -21,6 +21,7 @@ use crate::export::RingExporter;
 use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
+use router_core::bfd::{TAG_LEN, Via};
 use router_core::classify::Classified;
 use router_core::classify::{self, Frame};
 use router_core::clock::{SharedClock, TscClock};
@@ -187,6 +188,55 @@ pub struct Worker<K: VerifierKeys> {
     pub idle_sleep_us: u32,
     /// Infrastructure-mode probes this worker originates (one worker has them).
     pub probes: Option<Probes>,
+    /// The BFD rings to and from the control side.
+    pub bfd: BfdRings,
+}
+
+/// A worker's BFD rings: every worker hands the BFD packets it receives to the control side;
+/// worker 0 also sends the control side's BFD packets.
+#[derive(Debug, Default)]
+pub struct BfdRings {
+    /// To the control side (each SCION packet behind a [`Via`] tag of its ingress).
+    pub to_control: Option<Producer>,
+    /// From the control side (each SCION packet behind a [`Via`] tag of its egress).
+    pub from_control: Option<Consumer>,
+}
+
+impl BfdRings {
+    /// Hands a packet scion-dp found to be BFD to the control side: its underlay headers
+    /// give way to the tag of its ingress. Freed and counted if there is no room.
+    #[cold]
+    fn take(&mut self, s: &mut Slot, held: &mut MbufBurst, io: &mut IoCounters) {
+        let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
+            return;
+        };
+        let via = match s.meta.ingress() {
+            Ingress::External(x) => Via::External(x),
+            Ingress::Internal | Ingress::Sibling(_) => Via::Internal(None),
+        };
+        let off = s.meta.offset;
+        let ok = self.to_control.is_some()
+            && off >= TAG_LEN
+            && m.adj((off - TAG_LEN) as u16)
+            && m.set_len(TAG_LEN + s.meta.len)
+            && via.write_tag(m.data_mut());
+        if !ok || held.push(m).is_err() {
+            io.bfd_dropped += 1;
+        }
+    }
+
+    /// Enqueues the held packets for the control side (what does not fit is freed, counted).
+    #[inline]
+    fn flush(&mut self, held: &mut MbufBurst, io: &mut IoCounters) {
+        if held.is_empty() {
+            return;
+        }
+        if let Some(r) = self.to_control.as_mut() {
+            r.enqueue(held);
+        }
+        io.bfd_dropped += held.len() as u64;
+        held.clear();
+    }
 }
 
 impl<K: VerifierKeys> Worker<K> {
@@ -206,6 +256,7 @@ impl<K: VerifierKeys> Worker<K> {
             clock: shared_clock,
             idle_sleep_us,
             probes,
+            bfd,
         } = self;
         #[cfg(feature = "measurement-aids")]
         let mut telemetry = telemetry;
@@ -218,6 +269,7 @@ impl<K: VerifierKeys> Worker<K> {
             pool,
             idle_sleep_us,
             probes,
+            bfd,
             #[cfg(feature = "measurement-aids")]
             lower_bound: aids.idint_lower_bound,
         };
@@ -245,6 +297,7 @@ struct Io {
     idle_sleep_us: u32,
     /// Probes to originate.
     probes: Option<Probes>,
+    bfd: BfdRings,
     /// ID-INT through [`scion_dp::lower_bound`].
     #[cfg(feature = "measurement-aids")]
     lower_bound: scion_dp::lower_bound::Mode,
@@ -308,6 +361,8 @@ impl Io {
             .map(|_| MbufBurst::new())
             .collect();
         let mut burst = MbufBurst::new();
+        // BFD packets received in a burst, for the control side.
+        let mut bfd_held = MbufBurst::new();
         let mut clock = self.clock;
         let mut resolver = MacRequests {
             pool: self.pool,
@@ -360,9 +415,14 @@ impl Io {
                 // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
                 let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
+                    if matches!(s.meta.disposition_mut(), Some(Disposition::Bfd)) {
+                        self.bfd.take(s, &mut bfd_held, &mut io);
+                        continue;
+                    }
                     let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
                     route(tables, port, now_s, s, r);
                 }
+                self.bfd.flush(&mut bfd_held, &mut io);
                 send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
             }
@@ -417,6 +477,11 @@ impl Io {
                 // The control thread's corrected clock, for timestamps and time.
                 clock = self.shared_clock.load();
                 stage.source_mut().clock = clock;
+                let now_s = (clock.unix_ns(tsc) / NS_PER_S) as u32;
+                let r = (&mut out[..], &mut io, &mut resolver);
+                if send_bfd(tables, &mut self.bfd, &mut burst, now_s, r) {
+                    send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
+                }
             }
         }
         send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
@@ -648,6 +713,59 @@ fn route(
         return;
     }
     queue(out, e.port, m, io);
+}
+
+/// Routes the BFD packets the control side wrote (worker 0, a few times per second): each
+/// leaves by the link its tag names, with the underlay headers of that link. Whether any
+/// was queued.
+#[cold]
+fn send_bfd(
+    tables: &Tables,
+    bfd: &mut BfdRings,
+    burst: &mut MbufBurst,
+    now_s: u32,
+    (out, io, resolver): (&mut [MbufBurst], &mut IoCounters, &mut MacRequests),
+) -> bool {
+    let Some(ring) = bfd.from_control.as_mut() else {
+        return false;
+    };
+    if ring.dequeue(burst) == 0 {
+        return false;
+    }
+    let mut macs = EgressMacs::default();
+    for mut m in burst.drain() {
+        let d = match Via::read_tag(m.data()) {
+            Some(Via::External(ifid)) => Disposition::Forward { ifid },
+            Some(Via::Internal(Some(addr))) => Disposition::Sibling { ifid: 0, addr },
+            _ => {
+                io.bfd_dropped += 1;
+                continue;
+            }
+        };
+        let len = m.data().len() - TAG_LEN;
+        if !m.adj(TAG_LEN as u16) {
+            io.bfd_dropped += 1;
+            continue;
+        }
+        let Ok(room) = m.with_room(0) else {
+            io.bfd_dropped += 1;
+            continue;
+        };
+        let mut slot = Slot {
+            m: Some(room),
+            meta: PacketMeta::default(),
+        };
+        slot.meta.len = len;
+        slot.meta.set_disposition(d);
+        route(
+            tables,
+            tables.internal_port,
+            now_s,
+            &mut slot,
+            (out, io, resolver, &mut macs),
+        );
+    }
+    true
 }
 
 /// Sends ARP requests and neighbour solicitations for next hops, rate-limited by

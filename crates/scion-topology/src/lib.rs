@@ -76,7 +76,7 @@ use idint_wire::{IsdAsn, Svc};
 
 pub use error::{FieldError, TopologyError};
 pub use keys::{MAX_KEY_FILE_LEN, MIN_MASTER_LEN, MasterKeys};
-pub use model::{DispatchedPorts, LinkType};
+pub use model::{BfdSettings, DispatchedPorts, LinkType, parse_duration};
 
 /// Smallest MTU accepted for `mtu` (AS and link), `internal_scion_mtu` and `scion_mtu`, in
 /// bytes: the IPv6 minimum link MTU (RFC 8200), which is the smallest value the reference
@@ -122,6 +122,8 @@ pub struct Interface {
     pub mtu: Option<u16>,
     /// UDP/IP endpoints.
     pub underlay: Underlay,
+    /// The link's `bfd` settings (all unset when the file gives none).
+    pub bfd: BfdSettings,
 }
 
 /// One border router of an AS.

@@ -122,3 +122,75 @@ mod tests {
         }
     }
 }
+
+/// An interface's `bfd` settings as `topology.json` writes them (every field optional: what
+/// is missing falls back to the router's defaults, scionproto's 3 x 200 ms unless configured).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BfdSettings {
+    /// `disable`: no BFD session on this link (the link counts as up; BFD packets dropped).
+    pub disable: Option<bool>,
+    /// `detect_mult`: the detection time multiplier (1..=255).
+    pub detect_mult: Option<u8>,
+    /// `desired_min_tx_interval`, a Go duration such as `"200ms"`.
+    pub desired_min_tx: Option<core::time::Duration>,
+    /// `required_min_rx_interval`, a Go duration such as `"200ms"`.
+    pub required_min_rx: Option<core::time::Duration>,
+}
+
+/// Parses a Go duration of one or more `<integer><unit>` terms (`ns`, `us`, `µs`, `ms`, `s`,
+/// `m`, `h`), e.g. `"200ms"` or `"1m30s"`; `None` if malformed or out of range.
+pub fn parse_duration(s: &str) -> Option<core::time::Duration> {
+    const UNITS: [(&str, u64); 8] = [
+        ("ns", 1),
+        ("us", 1_000),
+        ("µs", 1_000),
+        ("μs", 1_000),
+        ("ms", 1_000_000),
+        ("s", 1_000_000_000),
+        ("m", 60_000_000_000),
+        ("h", 3_600_000_000_000),
+    ];
+    if s == "0" {
+        return Some(core::time::Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total: u64 = 0;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return None;
+        }
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        // Longest unit first ("ms" before "m").
+        let (unit, scale) = UNITS
+            .iter()
+            .filter(|(u, _)| rest.starts_with(u))
+            .max_by_key(|(u, _)| u.len())?;
+        rest = &rest[unit.len()..];
+        total = total.checked_add(n.checked_mul(*scale)?)?;
+    }
+    Some(core::time::Duration::from_nanos(total))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use core::time::Duration;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("200ms"), Some(Duration::from_millis(200)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("50us"), Some(Duration::from_micros(50)));
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        for bad in ["", "ms", "200", "2x", "-1s", "1.5s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
+}

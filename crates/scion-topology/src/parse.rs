@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 
-use crate::{DispatchedPorts, LinkType};
+use crate::{BfdSettings, DispatchedPorts, LinkType, parse_duration};
 use idint_wire::{IsdAsn, Svc};
 use serde_json::{Map, Value};
 
@@ -117,6 +117,57 @@ impl Ctx<'_> {
             );
         }
         Ok(v)
+    }
+
+    /// An interface's optional `bfd` object (`disable`, `detect_mult`,
+    /// `desired_min_tx_interval`, `required_min_rx_interval`).
+    fn bfd(&self, ifc: &Map<String, Value>, path: &str) -> R<BfdSettings> {
+        let Some(v) = Self::opt(ifc, "bfd") else {
+            return Ok(BfdSettings::default());
+        };
+        let bp = format!("{path}.bfd");
+        let o = self.obj(v, &bp)?;
+        let mut b = BfdSettings::default();
+        if let Some(v) = Self::opt(o, "disable") {
+            match v.as_bool() {
+                Some(d) => b.disable = Some(d),
+                None => {
+                    return self.err(&format!("{bp}.disable"), FieldError::WrongType("a boolean"));
+                }
+            }
+        }
+        if let Some(v) = Self::opt(o, "detect_mult") {
+            match v
+                .as_u64()
+                .and_then(|n| u8::try_from(n).ok())
+                .filter(|&n| n > 0)
+            {
+                Some(n) => b.detect_mult = Some(n),
+                None => {
+                    return self.invalid(
+                        &format!("{bp}.detect_mult"),
+                        format!("{v} is not a detection multiplier (1 to 255)"),
+                    );
+                }
+            }
+        }
+        let dur = |key: &str| -> R<Option<core::time::Duration>> {
+            let Some(v) = Self::opt(o, key) else {
+                return Ok(None);
+            };
+            let fp = format!("{bp}.{key}");
+            let s = self.str(v, &fp)?;
+            match parse_duration(s).filter(|d| !d.is_zero()) {
+                Some(d) => Ok(Some(d)),
+                None => self.invalid(
+                    &fp,
+                    format!("{s:?} is not a positive duration (e.g. \"200ms\")"),
+                ),
+            }
+        };
+        b.desired_min_tx = dur("desired_min_tx_interval")?;
+        b.required_min_rx = dur("required_min_rx_interval")?;
+        Ok(b)
     }
 
     /// A router's optional ID-INT node id `id` (an extension of the format): 32 bits.
@@ -639,6 +690,7 @@ fn reference_interface(cx: &Ctx<'_>, key: &str, ifc: &Value, p: &str) -> R<Parse
             remote_interface_id,
             mtu: cx.mtu(ifc, "mtu", p)?,
             underlay: Underlay { local, remote },
+            bfd: cx.bfd(ifc, p)?,
         },
         local_path,
         remote_path,
@@ -710,6 +762,7 @@ fn appliance(cx: &Ctx<'_>, ia_key: &str, body: &Value) -> R<AsTopology> {
                     remote_interface_id,
                     mtu: cx.mtu(ifc, "scion_mtu", &p)?,
                     underlay: Underlay { local, remote },
+                    bfd: cx.bfd(ifc, &p)?,
                 },
                 local_path: f("address"),
                 remote_path: f("remote_address"),

@@ -354,3 +354,37 @@ fn broken_appliance_variants() {
     assert_eq!(f, "isd_as");
     assert!(matches!(r, FieldError::WrongType(_)));
 }
+
+#[test]
+fn bfd_settings_are_read_per_interface() {
+    let topo = Topology::parse(APPLIANCE, "t.json").unwrap();
+    let r = &topo.ases[0].routers[0];
+    let one = r.interfaces.iter().find(|i| i.id == 1).unwrap();
+    assert_eq!(one.bfd.detect_mult, Some(3));
+    assert_eq!(
+        one.bfd.desired_min_tx,
+        Some(std::time::Duration::from_millis(200))
+    );
+    assert_eq!(
+        one.bfd.required_min_rx,
+        Some(std::time::Duration::from_millis(200))
+    );
+    assert_eq!(one.bfd.disable, None);
+    let seven = r.interfaces.iter().find(|i| i.id == 7).unwrap();
+    assert_eq!(seven.bfd, scion_topology::BfdSettings::default());
+    let off = APPLIANCE.replace(
+        r#""bfd": { "detect_mult": 3"#,
+        r#""bfd": { "disable": true, "detect_mult": 3"#,
+    );
+    let topo = Topology::parse(&off, "t.json").unwrap();
+    assert_eq!(
+        topo.ases[0].routers[0].interfaces[0].bfd.disable,
+        Some(true)
+    );
+    let bad = APPLIANCE.replace(
+        r#""desired_min_tx_interval": "200ms""#,
+        r#""desired_min_tx_interval": "fast""#,
+    );
+    let e = Topology::parse(&bad, "t.json").unwrap_err().to_string();
+    assert!(e.contains("desired_min_tx_interval"), "{e}");
+}

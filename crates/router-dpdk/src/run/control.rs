@@ -50,6 +50,8 @@ pub(super) struct ControlShared {
     pub dist_stats: Arc<DistStats>,
     /// Set when the thread is to stop.
     pub done: Arc<AtomicBool>,
+    /// BFD sessions and link state.
+    pub bfd: Arc<crate::bfd::BfdStats>,
 }
 
 /// Serves `/metrics` (Prometheus text of the summed counters and the ports' statistics) and
@@ -64,7 +66,9 @@ pub(super) fn spawn_control(
         export_stats,
         dist_stats,
         done,
+        bfd,
     } = shared;
+    let bfd2 = bfd.clone();
     std::thread::Builder::new()
         .name("control-http".into())
         .spawn(move || {
@@ -79,7 +83,9 @@ pub(super) fn spawn_control(
                         .collect();
                     let mut extra = export_stats.named().to_vec();
                     extra.extend(dist_stats.named());
-                    crate::http::prometheus(&snap, &ps, &extra)
+                    let mut text = crate::http::prometheus(&snap, &ps, &extra);
+                    text.push_str(&bfd.prometheus());
+                    text
                 },
                 || {
                     let snap = Snapshot::sum(stats.iter().map(|s| &**s));
@@ -88,6 +94,7 @@ pub(super) fn spawn_control(
                         "status": if ok { "ok" } else { "stopping" },
                         "workers": stats.len(),
                         "rx_frames": snap.io.rx_frames,
+                        "links": bfd2.health(),
                     });
                     (ok, body.to_string())
                 },
@@ -111,22 +118,27 @@ pub(super) fn bind_control(config: &Config) -> Result<Option<std::net::TcpListen
     Ok(Some(l))
 }
 
-/// How long the main lcore sleeps between looks at the stop conditions.
+/// Longest the main lcore sleeps between looks at the stop conditions.
 const POLL_SLEEP: Duration = Duration::from_millis(20);
+/// Shortest sleep of the main lcore (BFD timers due sooner are late by up to this).
+const MIN_SLEEP: Duration = Duration::from_millis(1);
 /// How often the ports are sampled and the clock corrected.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
-/// The main lcore's loop while the router runs: samples the ports for the telemetry and
-/// corrects the shared clock against the system clock (starting from `clock`) until a stop
-/// signal or the end of `opts.duration`. Returns whether a signal stopped it.
+/// The main lcore's loop while the router runs: runs BFD and the ports' link state (`bfd`),
+/// samples the ports for the telemetry and corrects the shared clock against the system
+/// clock (starting from `clock`) until a stop signal or the end of `opts.duration`. Returns
+/// whether a signal stopped it.
 pub(super) fn until_stopped(
     opts: &super::Options,
     ports: &[Port],
     samples: &[PortSample],
     shared_clock: &SharedClock,
     clock: router_core::clock::TscClock,
+    bfd: &mut crate::bfd::BfdControl,
 ) -> bool {
     let start = Instant::now();
+    let mono_ns = || start.elapsed().as_nanos() as u64;
     let mut last_sample = Instant::now();
     // Where the TSC rate is measured from (see `TscClock::resynced`).
     let mut rate_from = clock.anchor();
@@ -134,7 +146,9 @@ pub(super) fn until_stopped(
         if opts.duration.is_some_and(|d| start.elapsed() >= d) {
             break;
         }
-        std::thread::sleep(POLL_SLEEP);
+        bfd.step(mono_ns(), (unix_now_ns() / 1_000_000_000) as u32);
+        let wait = Duration::from_nanos(bfd.next_event_ns().saturating_sub(mono_ns()));
+        std::thread::sleep(wait.clamp(MIN_SLEEP, POLL_SLEEP));
         if last_sample.elapsed() >= SAMPLE_EVERY {
             let ns = last_sample.elapsed().as_nanos() as u64;
             last_sample = Instant::now();

@@ -327,11 +327,12 @@ pub fn eal(vdevs: &[String]) -> String {
 }
 
 /// Writes `router.toml` into `dir` (topology and keys from the shared example) with one port
-/// `device` carrying interfaces 2 and 3 and the internal network; `extra` is appended.
+/// `device` carrying interfaces 2 and 3 and the internal network, BFD off (no peer answers
+/// it: the links would stay down); `extra` is appended.
 pub fn write_config(dir: &Path, vdevs: &[String], device: &str, extra: &str) -> PathBuf {
     let ex = example_dir();
     let text = format!(
-        "topology = {:?}\nkeys = {:?}\nrouter_id = \"{ROUTER}\"\neal = {}\n\n[idint]\nnode_id = 77\n\n[[port]]\ndevice = \"{device}\"\ninterfaces = [2, 3]\ninternal = true\n\n[[neighbor]]\nip = \"10.123.2.2\"\nmac = \"02:00:00:00:02:02\"\n{extra}",
+        "topology = {:?}\nkeys = {:?}\nrouter_id = \"{ROUTER}\"\neal = {}\n\n[idint]\nnode_id = 77\n\n[bfd]\ndisable = true\n\n[[port]]\ndevice = \"{device}\"\ninterfaces = [2, 3]\ninternal = true\n\n[[neighbor]]\nip = \"10.123.2.2\"\nmac = \"02:00:00:00:02:02\"\n{extra}",
         ex.join("topology.json"),
         ex.join("keys"),
         eal(vdevs),
