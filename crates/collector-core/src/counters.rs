@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -381,7 +381,8 @@ pub const QUARANTINE_REPORT_BYTES: usize = 1024;
 
 /// The bounded quarantine: the newest `capacity` rejected reports.
 pub struct Quarantine {
-    items: Mutex<VecDeque<Quarantined>>,
+    /// Shared so that a listing copies pointers, not reports, under the lock.
+    items: Mutex<VecDeque<Arc<Quarantined>>>,
     capacity: usize,
     evicted: AtomicU64,
 }
@@ -407,12 +408,13 @@ impl Quarantine {
                 items.pop_front();
                 self.evicted.fetch_add(1, Relaxed);
             }
-            items.push_back(q);
+            items.push_back(Arc::new(q));
         }
     }
 
-    /// The newest `limit` entries (newest first), optionally of one reason.
-    pub fn list(&self, reason: Option<RejectReason>, limit: usize) -> Vec<Quarantined> {
+    /// The newest `limit` entries (newest first), optionally of one reason; the lock is held
+    /// while pointers to them are copied, the reports themselves are shared.
+    pub fn list(&self, reason: Option<RejectReason>, limit: usize) -> Vec<Arc<Quarantined>> {
         self.items
             .lock()
             .map(|i| {

@@ -331,6 +331,24 @@ impl Latest {
     }
 }
 
+/// A page of [`MetricStore::select_page`]: the projected items and how many keys matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selected<T> {
+    /// The page's items, in key order.
+    pub items: Vec<T>,
+    /// Keys matching the filter in all (the page may hold fewer).
+    pub total: usize,
+}
+
+impl<T> Default for Selected<T> {
+    fn default() -> Self {
+        Selected {
+            items: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
 /// The latest values of every key, shared by the pipeline (one write lock per batch) and the
 /// API (read lock).
 ///
@@ -475,7 +493,62 @@ impl MetricStore {
         t.latest.get(slot as usize).cloned()
     }
 
-    /// Every key matching `f`, with its state (sorted by key).
+    /// `project` of the current state of a key, under the read lock (copying only what
+    /// `project` takes, not the key's history as [`Self::get`] does).
+    pub fn get_with<T>(&self, key: &MetricKey, project: impl FnOnce(&Latest) -> T) -> Option<T> {
+        let t = self.table.read().ok()?;
+        let &slot = t.index.get(key)?;
+        t.latest.get(slot as usize).map(project)
+    }
+
+    /// Page `offset..offset + limit` of the keys matching `f` in key order, each projected by
+    /// `project`, and how many keys match in all.
+    ///
+    /// Made for readers an outsider drives (the API): the read lock is held twice, briefly,
+    /// first to find the matching keys (no state is copied), then to project only the page's
+    /// keys, so that neither the lock nor the copying grows with the whole store and
+    /// `project` can copy no more of a key's state (its history) than it needs.
+    pub fn select_page<T>(
+        &self,
+        f: impl Fn(&MetricKey) -> bool,
+        (offset, limit): (usize, usize),
+        mut project: impl FnMut(&MetricKey, &Latest) -> T,
+    ) -> Selected<T> {
+        let mut slots: Vec<(MetricKey, u32)> = match self.table.read() {
+            Ok(t) => (0u32..)
+                .zip(&t.keys)
+                .filter(|(_, k)| f(k))
+                .map(|(slot, k)| (*k, slot))
+                .collect(),
+            Err(_) => return Selected::default(),
+        };
+        let total = slots.len();
+        let page_end = offset.saturating_add(limit).min(total);
+        if offset >= page_end {
+            return Selected {
+                items: Vec::new(),
+                total,
+            };
+        }
+        // Only the page is ordered fully; keys keep their slots for good (never removed).
+        if page_end < total {
+            slots.select_nth_unstable_by_key(page_end, |(k, _)| *k);
+            slots.truncate(page_end);
+        }
+        slots.sort_unstable_by_key(|(k, _)| *k);
+        let Ok(t) = self.table.read() else {
+            return Selected::default();
+        };
+        let items = slots[offset..]
+            .iter()
+            .filter_map(|&(k, slot)| t.latest.get(slot as usize).map(|l| project(&k, l)))
+            .collect();
+        Selected { items, total }
+    }
+
+    /// Every key matching `f`, with its whole state (sorted by key). Copies every matching
+    /// key's history under the read lock: for a bounded or internal set of keys only (use
+    /// [`Self::select_page`] for what an outsider asks for).
     pub fn select(&self, f: impl Fn(&MetricKey) -> bool) -> Vec<(MetricKey, Latest)> {
         let Ok(t) = self.table.read() else {
             return Vec::new();
@@ -598,5 +671,40 @@ mod tests {
         assert_eq!(out.len(), 3, "refresh");
         let l = s.get(&k).unwrap();
         assert_eq!((l.value, l.samples, l.history.len()), (1101.0, 5, 3));
+    }
+
+    #[test]
+    fn pages_hold_the_keys_in_order_and_the_total_of_all() {
+        let s = MetricStore::new();
+        let ia: IsdAsn = "1-ff00:0:a".parse().unwrap();
+        // Inserted in reverse key order: the page order is the key order anyway.
+        let obs: Vec<Point> = (0..50u32)
+            .rev()
+            .map(|n| Point {
+                key: MetricKey::router(ia, n, Measurement::LatencyNs),
+                value: f64::from(n),
+                time_ns: 1,
+            })
+            .collect();
+        s.apply(&DetectionConfig::default(), &obs, &mut Vec::new());
+        let value = |_: &MetricKey, l: &Latest| l.value;
+        let page = s.select_page(|_| true, (10, 5), value);
+        assert_eq!(page.total, 50);
+        assert_eq!(page.items, vec![10.0, 11.0, 12.0, 13.0, 14.0]);
+        let tail = s.select_page(|k| k.ids[1] % 2 == 0, (20, 10), value);
+        assert_eq!(
+            (tail.total, tail.items),
+            (25, vec![40.0, 42.0, 44.0, 46.0, 48.0])
+        );
+        let past = s.select_page(|_| true, (50, 10), value);
+        assert_eq!((past.total, past.items.len()), (50, 0));
+        let all = s.select_page(|_| true, (0, usize::MAX), |k, _| *k);
+        assert_eq!(
+            all.items,
+            s.select(|_| true)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        );
     }
 }

@@ -322,3 +322,50 @@ fn the_quarantine_keeps_the_reason_and_a_prefix_of_a_large_report() {
     assert_eq!(q[0].report_hex.len(), 2 * QUARANTINE_REPORT_BYTES);
     assert!(q[0].report_len > 60_000, "{}", q[0].report_len);
 }
+
+/// The chain's pipeline with its path and the four ASes' topology files imported (so that
+/// paths can also be walked over the imported interfaces).
+fn pipeline_with_topology() -> Pipeline {
+    let p = pipeline();
+    for t in chain::topology_files() {
+        p.shared().topology.import_topology_json(&t).unwrap();
+    }
+    p
+}
+
+/// Found by the `pipeline` fuzz target: a genuine report whose path names an interface no
+/// AS has at one of its ends (the destination's egress 9, the source's ingress 7) was walked
+/// over the imported interfaces, accepted and learned as a path with made-up interfaces.
+#[test]
+fn a_walk_takes_no_interface_the_topology_does_not_know() {
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let genuine = chain.batch(3, 1);
+    let mut p = pipeline_with_topology();
+    let mut made_up_egress = genuine.reports[0].clone();
+    made_up_egress.path.as_mut().unwrap().hop_fields[3].cons_egress = 9;
+    let mut made_up_ingress = genuine.reports[1].clone();
+    made_up_ingress.path.as_mut().unwrap().hop_fields[0].cons_ingress = 7;
+    for (what, r) in [("egress", made_up_egress), ("ingress", made_up_ingress)] {
+        let out = p.process_batch(&batch(vec![r]), NOW);
+        assert_eq!(
+            (out.accepted, out.rejected),
+            (0, 1),
+            "a made-up {what} was walked: {:?}",
+            chain::rejections(&p)
+        );
+    }
+    let topo = p.shared().topology.snapshot();
+    assert!(
+        topo.paths
+            .values()
+            .all(|path| path.hops.iter().all(|h| h.ingress != 7 && h.egress != 9)),
+        "a path with made-up interfaces was learned"
+    );
+    let out = p.process_batch(&batch(vec![genuine.reports[2].clone()]), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (1, 0),
+        "{:?}",
+        chain::rejections(&p)
+    );
+}

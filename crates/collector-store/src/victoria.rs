@@ -58,16 +58,34 @@ impl Victoria {
     }
 
     async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<String, StoreError> {
-        let r = self
+        let mut r = self
             .http
             .get(format!("{}{}", self.base, path))
             .query(query)
             .send()
             .await
             .map_err(unavailable)?;
-        body_of(r).await
+        if !r.status().is_success() {
+            return body_of(r).await;
+        }
+        // A query answer (an export of raw values above all) can be as large as the range
+        // asked for: it is read only up to a bound, never whole into memory.
+        let mut body = Vec::new();
+        while let Some(chunk) = r.chunk().await.map_err(unavailable)? {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(StoreError::Rejected(format!(
+                    "the answer is larger than {MAX_ANSWER_BYTES} bytes: ask for a shorter \
+                     range or aggregated steps"
+                )));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        String::from_utf8(body).map_err(|_| bad("not UTF-8"))
     }
 }
+
+/// Largest query answer read from VictoriaMetrics, bytes.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 pub(crate) fn unavailable(e: reqwest::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())

@@ -214,13 +214,21 @@ impl Topology {
         h.finish()
     }
 
+    /// The ASes of a walk from `src` along the imported interfaces: every hop's egress
+    /// leads to the next hop's AS (and to its ingress, where the link's far end is known),
+    /// and the path starts and ends in an AS (ingress 0 at the first hop, egress 0 at the
+    /// last), so that a path learned from it records no made-up interface at its ends.
     pub(super) fn walk(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Option<Vec<IsdAsn>> {
-        let mut out = Vec::with_capacity(layout.as_hops);
+        let n = layout.as_hops;
+        if n == 0 || layout.ifs[0].0 != 0 || layout.ifs[n - 1].1 != 0 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(n);
         let mut ia = src;
-        for k in 0..layout.as_hops {
+        for k in 0..n {
             out.push(ia);
             let (_, eg) = layout.ifs[k];
-            if k + 1 == layout.as_hops {
+            if k + 1 == n {
                 break;
             }
             let next = self.ases.get(&ia)?.interfaces.get(&eg)?;

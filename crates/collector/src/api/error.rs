@@ -37,6 +37,8 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     /// 502: the time-series store failed.
     BadGateway(String),
+    /// 504: the time-series store did not answer in time.
+    GatewayTimeout(String),
     /// 503: not ready, or shutting down.
     Unavailable(String),
     /// 503 with `Retry-After`: the ingest queue is full.
@@ -57,6 +59,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable(_) | ApiError::QueueFull => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Rejected(status, _) => *status,
         }
@@ -73,6 +76,7 @@ impl ApiError {
             | ApiError::PayloadTooLarge(m)
             | ApiError::UnsupportedMediaType(m)
             | ApiError::BadGateway(m)
+            | ApiError::GatewayTimeout(m)
             | ApiError::Unavailable(m)
             | ApiError::Rejected(_, m) => m,
             ApiError::QueueFull => QUEUE_FULL,

@@ -210,7 +210,7 @@ pub(super) async fn quarantine(
             .quarantine
             .list(reason, limit)
             .iter()
-            .map(QuarantinedBody::from)
+            .map(|q| QuarantinedBody::from(&**q))
             .collect(),
     }))
 }

@@ -139,6 +139,52 @@ fn parse_ia(s: &str) -> Result<IsdAsn, ApiError> {
         .map_err(|_| bad(format!("bad ISD-AS {s:?} (want e.g. 1-ff00:0:110)")))
 }
 
+/// Items a list answer holds when the request names no `limit`.
+pub const DEFAULT_PAGE_LIMIT: usize = 1_000;
+
+/// Most items one list answer holds (`limit` above it is a 400): what one unauthenticated
+/// request may make the collector copy and serialise.
+pub const MAX_PAGE_LIMIT: usize = 10_000;
+
+/// A validated page of a list: (offset, limit).
+type Page = (usize, usize);
+
+/// The page `limit` and `offset` query parameters ask for: `limit` in 1..=[`MAX_PAGE_LIMIT`]
+/// (default [`DEFAULT_PAGE_LIMIT`]), `offset` from 0.
+fn page(limit: Option<usize>, offset: Option<usize>) -> Result<Page, ApiError> {
+    let limit = limit.unwrap_or(DEFAULT_PAGE_LIMIT);
+    if limit == 0 || limit > MAX_PAGE_LIMIT {
+        return Err(bad(format!(
+            "limit {limit} is out of range: 1 to {MAX_PAGE_LIMIT} (page on with offset)"
+        )));
+    }
+    Ok((offset.unwrap_or(0), limit))
+}
+
+/// Where the page after `(offset, limit)` of `total` items starts, if there is one.
+fn next_offset((offset, limit): Page, total: usize) -> Option<usize> {
+    let end = offset.saturating_add(limit);
+    (end < total).then_some(end)
+}
+
+/// Items `offset..offset + limit` of `items`.
+fn paged<T>(items: impl Iterator<Item = T>, (offset, limit): Page) -> Vec<T> {
+    items.skip(offset).take(limit).collect()
+}
+
+/// The `limit` and `offset` query parameters of the list endpoints that take nothing else.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    /// Most items (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Items to skip (default 0; `next_offset` of the previous page).
+    offset: Option<usize>,
+}
+
 /// Hex digits of a path id.
 const PATH_ID_DIGITS: usize = 16;
 

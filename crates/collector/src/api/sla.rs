@@ -6,7 +6,7 @@ use utoipa::IntoParams;
 
 use super::error::{ErrorBody, bad, not_found};
 use super::responses::{SlaCheck, SlaSource, Violation, Window, hex_id};
-use super::telemetry::store_failed;
+use super::telemetry::{MAX_HISTORY_POINTS, query_store};
 use super::topology::{default_objective, objective};
 use super::{ApiResult, Q, parse_path_id};
 use crate::state::{AppState, now_ns};
@@ -44,7 +44,9 @@ pub(super) struct SlaQuery {
         (status = 400, description = "bad path id, objective, bound or parameter",
          body = ErrorBody),
         (status = 404, description = "unknown path", body = ErrorBody),
-        (status = 502, description = "the time-series store failed", body = ErrorBody)))]
+        (status = 502, description = "the time-series store failed", body = ErrorBody),
+        (status = 504, description = "the time-series store did not answer in time",
+            body = ErrorBody)))]
 pub(super) async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResult<SlaCheck> {
     let id = parse_path_id(&q.path)?;
     let m = objective(&q.objective)?;
@@ -57,6 +59,7 @@ pub(super) async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResu
     let now = now_ns();
     let window_s = q.window_s.unwrap_or(DEFAULT_WINDOW_S);
     let from = now.saturating_sub(window_s.saturating_mul(NS_PER_S));
+    // One key's state, its bounded history included.
     let l = s.shared.metrics.get(&MetricKey::path(id, m));
     // Since this process started, memory: the written values and the largest unwritten value
     // between them (a value event detection did not write, being within its threshold of the
@@ -80,7 +83,14 @@ pub(super) async fn sla(State(s): State<AppState>, Q(q): Q<SlaQuery>) -> ApiResu
             step_ns: 0,
             agg: "max".into(),
         };
-        let series = store.query(earlier).await.map_err(store_failed)?;
+        let series = query_store(store.as_ref(), earlier).await?;
+        let points: usize = series.iter().map(|x| x.points.len()).sum();
+        if points as u64 > MAX_HISTORY_POINTS {
+            return Err(bad(format!(
+                "the window holds {points} points in the store, at most {MAX_HISTORY_POINTS}: \
+                 use a shorter window_s"
+            )));
+        }
         pts.extend(series.iter().flat_map(|x| x.points.iter().copied()));
         pts.sort_by_key(|p| p.0);
         covered_from = from;

@@ -7,14 +7,21 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::error::{ApiError, ErrorBody, bad};
-use super::responses::{History, HistorySource, Series, TelemetryList, hex_id};
-use super::topology::current;
-use super::{ApiResult, Q, parse_ia, parse_path_id};
+use super::responses::{History, HistorySource, LatestValue, Series, TelemetryList, hex_id};
+use super::{ApiResult, Page, Q, next_offset, page, paged, parse_ia, parse_path_id};
 use crate::state::{AppState, now_ns};
-use collector_core::metrics::{HistoryStore, Measurement, MetricKey, Scope};
+use collector_core::metrics::{HistorySeries, HistoryStore, Measurement, MetricKey, Scope};
 
 /// Most steps per series a bucketed history query may ask for.
 pub const MAX_HISTORY_STEPS: u64 = 10_000;
+
+/// Most points one history answer may hold (series times points per series): what one
+/// unauthenticated request may make the collector copy, hold and serialise.
+pub const MAX_HISTORY_POINTS: u64 = 1_000_000;
+
+/// How long a query to the time-series store may take before the request is answered 504
+/// (the store's client gives up after about as long).
+pub const STORE_QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How far back a history query reaches without `from`, ns (an hour).
 const DEFAULT_HISTORY_NS: u64 = 3_600_000_000_000;
@@ -43,6 +50,11 @@ pub(super) struct KeyQuery {
     path: Option<String>,
     /// AS hop index on the path (hop).
     hop: Option<u64>,
+    /// Most values (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Values to skip (default 0; `next_offset` of the previous page).
+    offset: Option<usize>,
 }
 
 /// A scope from its name.
@@ -160,14 +172,18 @@ fn key_filter(q: &KeyQuery) -> Result<impl Fn(&MetricKey) -> bool + use<>, ApiEr
 #[utoipa::path(get, path = "/api/v1/telemetry", tag = "telemetry", params(KeyQuery),
     responses(
         (status = 200, description = "current values", body = TelemetryList),
-        (status = 400, description = "bad filter", body = ErrorBody)))]
+        (status = 400, description = "bad filter or limit", body = ErrorBody)))]
 pub(super) async fn telemetry(
     State(s): State<AppState>,
     Q(q): Q<KeyQuery>,
 ) -> ApiResult<TelemetryList> {
     let f = key_filter(&q)?;
+    let pg = page(q.limit, q.offset)?;
+    let sel = s.shared.metrics.select_page(f, pg, LatestValue::new);
     Ok(axum::Json(TelemetryList {
-        telemetry: current(&s, f),
+        next_offset: next_offset(pg, sel.total),
+        telemetry: sel.items,
+        total: sel.total,
     }))
 }
 
@@ -201,6 +217,11 @@ pub(super) struct HistoryQuery {
     step_ms: Option<u64>,
     /// avg, min, max or last (default avg).
     agg: Option<String>,
+    /// Most series (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Series to skip (default 0; `next_offset` of the previous page).
+    offset: Option<usize>,
 }
 
 impl HistoryQuery {
@@ -214,6 +235,8 @@ impl HistoryQuery {
             ifid: self.ifid,
             path: self.path.clone(),
             hop: self.hop,
+            limit: self.limit,
+            offset: self.offset,
         }
     }
 }
@@ -259,13 +282,16 @@ fn history_range(q: &HistoryQuery) -> Result<(u64, u64, Option<u64>, String), Ap
     responses(
         (status = 200, description = "one series per key", body = History),
         (status = 400, description = "bad filter or range", body = ErrorBody),
-        (status = 502, description = "the time-series store failed", body = ErrorBody)))]
+        (status = 502, description = "the time-series store failed", body = ErrorBody),
+        (status = 504, description = "the time-series store did not answer in time",
+            body = ErrorBody)))]
 pub(super) async fn history(
     State(s): State<AppState>,
     Q(q): Q<HistoryQuery>,
 ) -> ApiResult<History> {
     let f = key_filter(&q.key())?;
     let (from, to, step, agg) = history_range(&q)?;
+    let pg = page(q.limit, q.offset)?;
     if let (Some(store), Some(scope), Some(m)) =
         (&s.history, q.scope.as_deref(), q.measurement.as_deref())
     {
@@ -278,36 +304,73 @@ pub(super) async fn history(
             step_ns: step.unwrap_or(0),
             agg,
         };
-        return store_history(store.as_ref(), &q, range).await;
+        return store_history(store.as_ref(), &q, range, pg).await;
     }
-    let series = s
-        .shared
-        .metrics
-        .select(f)
-        .iter()
-        .map(|(k, l)| {
-            let pts = l
-                .history
-                .iter()
-                .filter(|(t, _)| (from..=to).contains(t))
-                .copied();
+    // Points one series from memory may hold: no more than memory keeps of a key, nor more
+    // than its steps (the store's answers are counted when they come).
+    let kept = s.shared.detection.history as u64;
+    let per_series = step.map_or(kept, |st| kept.min((to - from) / st + 1));
+    if per_series.saturating_mul(pg.1 as u64) > MAX_HISTORY_POINTS {
+        return Err(bad(format!(
+            "{} series of up to {per_series} points each may exceed {MAX_HISTORY_POINTS} \
+             points: ask for fewer series (limit) or fewer steps (step_ms, from, to)",
+            pg.1
+        )));
+    }
+    // Only the range's points of the page's keys are copied under the lock; they are
+    // bucketed after it.
+    let sel = s.shared.metrics.select_page(f, pg, |k, l| {
+        let pts: Vec<(u64, f64)> = l
+            .history
+            .iter()
+            .filter(|(t, _)| (from..=to).contains(t))
+            .copied()
+            .collect();
+        (*k, pts)
+    });
+    let series = sel
+        .items
+        .into_iter()
+        .map(|(k, pts)| {
             let points = match step {
-                None => pts.collect(),
-                Some(st) => bucket(pts, from, st, &agg),
+                None => pts,
+                Some(st) => bucket(pts.into_iter(), from, st, &agg),
             };
-            Series::of_key(k, points)
+            Series::of_key(&k, points)
         })
         .collect();
     Ok(axum::Json(History {
         from,
+        next_offset: next_offset(pg, sel.total),
         series,
         source: HistorySource::Memory,
         to,
+        total: sel.total,
     }))
 }
 
+/// Series from the time-series store, given up after [`STORE_QUERY_TIMEOUT`] (504); a store
+/// failure is a 502.
+pub(super) async fn query_store(
+    store: &dyn HistoryStore,
+    q: collector_core::metrics::HistoryQuery,
+) -> Result<Vec<HistorySeries>, ApiError> {
+    tokio::time::timeout(STORE_QUERY_TIMEOUT, store.query(q))
+        .await
+        .map_err(|_| store_timed_out())?
+        .map_err(store_failed)
+}
+
+/// A time-series store that did not answer within [`STORE_QUERY_TIMEOUT`]: a 504.
+fn store_timed_out() -> ApiError {
+    ApiError::GatewayTimeout(format!(
+        "time-series store: no answer within {} s",
+        STORE_QUERY_TIMEOUT.as_secs()
+    ))
+}
+
 /// A time-series store failure: a 502.
-pub(super) fn store_failed(e: impl std::fmt::Display) -> ApiError {
+fn store_failed(e: impl std::fmt::Display) -> ApiError {
     ApiError::BadGateway(format!("time-series store: {e}"))
 }
 
@@ -317,6 +380,7 @@ async fn store_history(
     store: &dyn HistoryStore,
     q: &HistoryQuery,
     mut range: collector_core::metrics::HistoryQuery,
+    pg: Page,
 ) -> ApiResult<History> {
     let k = &q.key();
     let tags = &mut range.tags;
@@ -336,8 +400,21 @@ async fn store_history(
         tags.push(("hop".into(), h.to_string()));
     }
     let (scope, m, from, to) = (range.scope, range.measurement, range.from_ns, range.to_ns);
-    let series = store.query(range).await.map_err(store_failed)?;
-    let series = series
+    let series = query_store(store, range).await?;
+    let total = series.len();
+    let points: usize = series
+        .iter()
+        .skip(pg.0)
+        .take(pg.1)
+        .map(|x| x.points.len())
+        .sum();
+    if points as u64 > MAX_HISTORY_POINTS {
+        return Err(bad(format!(
+            "the range holds {points} points in the store for the page's series, at most \
+             {MAX_HISTORY_POINTS}: use step_ms, a shorter range or a smaller limit"
+        )));
+    }
+    let series = paged(series.into_iter(), pg)
         .into_iter()
         .map(|x| Series {
             measurement: m.into(),
@@ -348,9 +425,11 @@ async fn store_history(
         .collect();
     Ok(axum::Json(History {
         from,
+        next_offset: next_offset(pg, total),
         series,
         source: HistorySource::Store,
         to,
+        total,
     }))
 }
 

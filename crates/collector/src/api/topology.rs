@@ -1,6 +1,8 @@
 //! The topology: ASes, routers, links and paths with their current telemetry, and path
 //! ranking.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use axum::extract::State;
 use idint_wire::IsdAsn;
 use serde::Deserialize;
@@ -12,26 +14,48 @@ use super::responses::{
     LinkEnd, LinkList, MeasurementName, PathBody, PathHopBody, PathList, RankedPath, Ranking,
     RouterBody, RouterEntry, RouterList, UnknownPathBody, UnknownPathList, hex_id,
 };
-use super::{ApiResult, Q, Segment, parse_ia, parse_path_id};
+use super::{ApiResult, PageQuery, Q, Segment, next_offset, page, paged, parse_ia, parse_path_id};
 use crate::state::AppState;
 use collector_core::metrics::{Measurement, MetricKey, Scope};
 use collector_core::topology::PathInfo;
 
-/// The current values of the metric keys `f` selects.
+/// The current values of the metric keys `f` selects (copying no history).
 pub(super) fn current(s: &AppState, f: impl Fn(&MetricKey) -> bool) -> Vec<LatestValue> {
     s.shared
         .metrics
-        .select(f)
-        .iter()
-        .map(|(k, l)| LatestValue::new(k, l))
-        .collect()
+        .select_page(f, (0, usize::MAX), LatestValue::new)
+        .items
+}
+
+/// The current values of the keys `group` assigns to one of `wanted`, by item: one pass over
+/// the metric store for a whole page of items (not one per item), copying no history.
+fn telemetry_by<K: Ord + Copy>(
+    s: &AppState,
+    wanted: &BTreeSet<K>,
+    group: impl Fn(&MetricKey) -> Option<K>,
+) -> BTreeMap<K, Vec<LatestValue>> {
+    let mut by: BTreeMap<K, Vec<LatestValue>> = BTreeMap::new();
+    let selected = s.shared.metrics.select_page(
+        |k| group(k).is_some_and(|g| wanted.contains(&g)),
+        (0, usize::MAX),
+        |k, l| (group(k), LatestValue::new(k, l)),
+    );
+    for (g, v) in selected.items {
+        if let Some(g) = g {
+            by.entry(g).or_default().push(v);
+        }
+    }
+    by
 }
 
 /// ASes: those with a record (imported topology or learned routers), then those only links
 /// and paths name (`core` unknown: null; `known_from: "paths"`), each list in ISD-AS order.
-#[utoipa::path(get, path = "/api/v1/ases", tag = "topology",
-    responses((status = 200, description = "ISD-ASes", body = AsList)))]
-pub(super) async fn list_ases(State(s): State<AppState>) -> ApiResult<AsList> {
+#[utoipa::path(get, path = "/api/v1/ases", tag = "topology", params(PageQuery),
+    responses(
+        (status = 200, description = "ISD-ASes", body = AsList),
+        (status = 400, description = "bad limit or parameter", body = ErrorBody)))]
+pub(super) async fn list_ases(State(s): State<AppState>, Q(q): Q<PageQuery>) -> ApiResult<AsList> {
+    let pg = page(q.limit, q.offset)?;
     let t = s.shared.topology.snapshot();
     let mut ases: Vec<AsSummary> = t
         .ases
@@ -51,7 +75,12 @@ pub(super) async fn list_ases(State(s): State<AppState>) -> ApiResult<AsList> {
         known_from: KnownFrom::Paths,
         routers: 0,
     }));
-    Ok(axum::Json(AsList { ases }))
+    let total = ases.len();
+    Ok(axum::Json(AsList {
+        ases: paged(ases.into_iter(), pg),
+        next_offset: next_offset(pg, total),
+        total,
+    }))
 }
 
 /// One ISD-AS with its routers, interfaces and telemetry (`known_from`: topology, or paths
@@ -102,60 +131,91 @@ pub(super) async fn get_as(State(s): State<AppState>, Segment(ia): Segment) -> A
     }
 }
 
-/// Border routers with their current telemetry.
-#[utoipa::path(get, path = "/api/v1/routers", tag = "topology",
-    responses((status = 200, description = "routers", body = RouterList)))]
-pub(super) async fn list_routers(State(s): State<AppState>) -> ApiResult<RouterList> {
+/// Border routers with their current telemetry, by AS then name, a page at a time.
+#[utoipa::path(get, path = "/api/v1/routers", tag = "topology", params(PageQuery),
+    responses(
+        (status = 200, description = "routers", body = RouterList),
+        (status = 400, description = "bad limit or parameter", body = ErrorBody)))]
+pub(super) async fn list_routers(
+    State(s): State<AppState>,
+    Q(q): Q<PageQuery>,
+) -> ApiResult<RouterList> {
+    let pg = page(q.limit, q.offset)?;
     let t = s.shared.topology.snapshot();
-    let mut routers = Vec::new();
-    for (ia, a) in &t.ases {
-        for r in a.routers.values() {
-            let telemetry = match r.node_id {
-                Some(n) => current(&s, |k| {
-                    matches!(k.scope, Scope::Router | Scope::Queue)
-                        && k.ids[0] == ia.to_u64()
-                        && k.ids[1] == u64::from(n)
-                }),
-                None => Vec::new(),
-            };
-            routers.push(RouterEntry {
-                interfaces: r.interfaces.clone(),
-                isd_as: ia.to_string(),
-                name: r.name.clone(),
-                node_id: r.node_id,
-                telemetry,
-            });
-        }
-    }
-    Ok(axum::Json(RouterList { routers }))
+    let all = t
+        .ases
+        .iter()
+        .flat_map(|(ia, a)| a.routers.values().map(move |r| (*ia, r)));
+    let total = all.clone().count();
+    let routers = paged(all, pg);
+    let wanted: BTreeSet<(u64, u64)> = routers
+        .iter()
+        .filter_map(|(ia, r)| r.node_id.map(|n| (ia.to_u64(), u64::from(n))))
+        .collect();
+    let mut telemetry = telemetry_by(&s, &wanted, |k| {
+        matches!(k.scope, Scope::Router | Scope::Queue).then_some((k.ids[0], k.ids[1]))
+    });
+    let routers = routers
+        .into_iter()
+        .map(|(ia, r)| RouterEntry {
+            interfaces: r.interfaces.clone(),
+            isd_as: ia.to_string(),
+            name: r.name.clone(),
+            node_id: r.node_id,
+            telemetry: r
+                .node_id
+                .and_then(|n| telemetry.remove(&(ia.to_u64(), u64::from(n))))
+                .unwrap_or_default(),
+        })
+        .collect();
+    Ok(axum::Json(RouterList {
+        next_offset: next_offset(pg, total),
+        routers,
+        total,
+    }))
 }
 
-/// Inter-AS links (with telemetry) and AS-internal links.
-#[utoipa::path(get, path = "/api/v1/links", tag = "topology",
-    responses((status = 200, description = "links", body = LinkList)))]
-pub(super) async fn list_links(State(s): State<AppState>) -> ApiResult<LinkList> {
+/// Inter-AS links (with telemetry) and AS-internal links, both lists paged alike.
+#[utoipa::path(get, path = "/api/v1/links", tag = "topology", params(PageQuery),
+    responses(
+        (status = 200, description = "links", body = LinkList),
+        (status = 400, description = "bad limit or parameter", body = ErrorBody)))]
+pub(super) async fn list_links(
+    State(s): State<AppState>,
+    Q(q): Q<PageQuery>,
+) -> ApiResult<LinkList> {
+    let pg = page(q.limit, q.offset)?;
     let t = s.shared.topology.snapshot();
+    let (total, internal_total) = (t.links.len(), t.internal_links.len());
+    let links = paged(t.links.iter(), pg);
+    let wanted: BTreeSet<(u64, u64)> = links
+        .iter()
+        .flat_map(|l| [(l.a, l.a_if), (l.b, l.b_if)])
+        .map(|(ia, ifid)| (ia.to_u64(), u64::from(ifid)))
+        .collect();
+    let telemetry = telemetry_by(&s, &wanted, |k| {
+        (k.scope == Scope::Link).then_some((k.ids[0], k.ids[1]))
+    });
     let end = |ia: IsdAsn, ifid: u16| LinkEnd {
         ifid,
         isd_as: ia.to_string(),
-        telemetry: current(&s, |k| {
-            k.scope == Scope::Link && k.ids[0] == ia.to_u64() && k.ids[1] == u64::from(ifid)
-        }),
+        telemetry: telemetry
+            .get(&(ia.to_u64(), u64::from(ifid)))
+            .cloned()
+            .unwrap_or_default(),
     };
     Ok(axum::Json(LinkList {
-        internal_links: t
-            .internal_links
-            .iter()
-            .map(InternalLinkBody::from)
-            .collect(),
-        links: t
-            .links
-            .iter()
+        internal_links: paged(t.internal_links.iter().map(InternalLinkBody::from), pg),
+        internal_total,
+        links: links
+            .into_iter()
             .map(|l| LinkBody {
                 a: end(l.a, l.a_if),
                 b: end(l.b, l.b_if),
             })
             .collect(),
+        next_offset: next_offset(pg, total.max(internal_total)),
+        total,
     }))
 }
 
@@ -169,6 +229,11 @@ pub(super) struct PathFilter {
     src: Option<String>,
     /// Destination ISD-AS.
     dst: Option<String>,
+    /// Most paths (default 1000, at most 10000).
+    #[param(minimum = 1, maximum = 10000)]
+    limit: Option<usize>,
+    /// Paths to skip (default 0; `next_offset` of the previous page).
+    offset: Option<usize>,
 }
 
 /// A path with its path and hop telemetry.
@@ -183,21 +248,34 @@ fn path_body(s: &AppState, p: &PathInfo) -> PathBody {
 #[utoipa::path(get, path = "/api/v1/paths", tag = "topology", params(PathFilter),
     responses(
         (status = 200, description = "paths", body = PathList),
-        (status = 400, description = "bad ISD-AS or parameter", body = ErrorBody)))]
+        (status = 400, description = "bad ISD-AS, limit or parameter", body = ErrorBody)))]
 pub(super) async fn list_paths(
     State(s): State<AppState>,
     Q(q): Q<PathFilter>,
 ) -> ApiResult<PathList> {
+    let pg = page(q.limit, q.offset)?;
     let src = q.src.as_deref().map(parse_ia).transpose()?;
     let dst = q.dst.as_deref().map(parse_ia).transpose()?;
     let t = s.shared.topology.snapshot();
-    let paths = t
+    let matching = t
         .paths
         .values()
-        .filter(|p| src.is_none_or(|x| p.src == x) && dst.is_none_or(|x| p.dst == x))
-        .map(|p| path_body(&s, p))
+        .filter(|p| src.is_none_or(|x| p.src == x) && dst.is_none_or(|x| p.dst == x));
+    let total = matching.clone().count();
+    let page_paths = paged(matching, pg);
+    let wanted: BTreeSet<u64> = page_paths.iter().map(|p| p.id).collect();
+    let mut telemetry = telemetry_by(&s, &wanted, |k| {
+        matches!(k.scope, Scope::Path | Scope::Hop).then_some(k.ids[0])
+    });
+    let paths = page_paths
+        .into_iter()
+        .map(|p| PathBody::new(p, telemetry.remove(&p.id).unwrap_or_default()))
         .collect();
-    Ok(axum::Json(PathList { paths }))
+    Ok(axum::Json(PathList {
+        next_offset: next_offset(pg, total),
+        paths,
+        total,
+    }))
 }
 
 /// One path with its per-hop telemetry.
@@ -221,18 +299,21 @@ pub(super) async fn get_path(
     Ok(axum::Json(path_body(&s, p)))
 }
 
-/// Paths seen in reports that map to no known ASes.
-#[utoipa::path(get, path = "/api/v1/paths/unknown", tag = "topology",
-    responses((status = 200, description = "unmapped paths", body = UnknownPathList)))]
-pub(super) async fn unknown_paths(State(s): State<AppState>) -> ApiResult<UnknownPathList> {
+/// Paths seen in reports that map to no known ASes, a page at a time.
+#[utoipa::path(get, path = "/api/v1/paths/unknown", tag = "topology", params(PageQuery),
+    responses(
+        (status = 200, description = "unmapped paths", body = UnknownPathList),
+        (status = 400, description = "bad limit or parameter", body = ErrorBody)))]
+pub(super) async fn unknown_paths(
+    State(s): State<AppState>,
+    Q(q): Q<PageQuery>,
+) -> ApiResult<UnknownPathList> {
+    let pg = page(q.limit, q.offset)?;
+    let all = s.shared.topology.unknown_paths();
     Ok(axum::Json(UnknownPathList {
-        unknown_paths: s
-            .shared
-            .topology
-            .unknown_paths()
-            .iter()
-            .map(UnknownPathBody::from)
-            .collect(),
+        next_offset: next_offset(pg, all.len()),
+        total: all.len(),
+        unknown_paths: paged(all.iter().map(UnknownPathBody::from), pg),
     }))
 }
 
@@ -292,8 +373,7 @@ pub(super) async fn rank_paths(
             (
                 s.shared
                     .metrics
-                    .get(&MetricKey::path(p.id, m))
-                    .map(|l| l.value),
+                    .get_with(&MetricKey::path(p.id, m), |l| l.value),
                 p,
             )
         })

@@ -151,6 +151,11 @@ impl LatestValue {
 pub struct TelemetryList {
     /// Current values of the matching keys.
     pub telemetry: Vec<LatestValue>,
+    /// Items matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// Where a history answer comes from.
@@ -197,6 +202,11 @@ pub struct History {
     pub from: u64,
     /// One series per matching key.
     pub series: Vec<Series>,
+    /// Series matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page of series, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
     /// Where the values come from.
     pub source: HistorySource,
     /// End, Unix ns.

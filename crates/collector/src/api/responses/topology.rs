@@ -41,6 +41,11 @@ pub struct AsSummary {
 pub struct AsList {
     /// ASes with a record, then those only links and paths name, each in ISD-AS order.
     pub ases: Vec<AsSummary>,
+    /// Items matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// An interface of an AS (mirrors `InterfaceInfo`).
@@ -135,6 +140,11 @@ pub struct RouterEntry {
 pub struct RouterList {
     /// Routers, by AS then name.
     pub routers: Vec<RouterEntry>,
+    /// Items matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// One end of an inter-AS link.
@@ -185,6 +195,14 @@ pub struct LinkList {
     pub internal_links: Vec<InternalLinkBody>,
     /// Inter-AS links with telemetry.
     pub links: Vec<LinkBody>,
+    /// Inter-AS links in all, and AS-internal links in all (each list is paged alike: this
+    /// page may hold fewer).
+    pub total: usize,
+    /// AS-internal links in all.
+    pub internal_total: usize,
+    /// The `offset` of the next page, when either list has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// One AS hop of a path (mirrors `PathHop`).
@@ -263,6 +281,11 @@ impl PathBody {
 pub struct PathList {
     /// Matching paths, by id.
     pub paths: Vec<PathBody>,
+    /// Items matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// A path seen in reports that maps to no known ASes (mirrors `UnknownPath`).
@@ -298,6 +321,11 @@ impl From<&UnknownPath> for UnknownPathBody {
 pub struct UnknownPathList {
     /// The unmapped paths.
     pub unknown_paths: Vec<UnknownPathBody>,
+    /// Items matching in all (this page may hold fewer).
+    pub total: usize,
+    /// The `offset` of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
 }
 
 /// One path of a ranking.
