@@ -155,7 +155,7 @@ fn options(cli: &Cli) -> Result<Options, String> {
     let modes = cli
         .idint_modes
         .iter()
-        .map(|&m| aggregation_mode(m).map_err(|e| format!("--idint-modes: {e}")))
+        .map(|&m| aggregation_mode(m).map_err(|_| format!("--idint-modes: {m} is not 0-3")))
         .collect::<Result<Vec<_>, _>>()?;
     if cli.idint_instructions.len() > 4 {
         return Err("--idint-instructions: at most 4".into());
