@@ -6,9 +6,10 @@ set -euo pipefail
 # libdpdk-dev: DPDK 22.11 headers, libraries and the net_null/net_ring/net_pcap drivers;
 # libclang-dev: libclang for bindgen (crates/dpdk-sys); postgresql, victoria-metrics, influxdb:
 # the collector's stores, started on loopback by scripts/services.sh for the demo and the tests;
-# tshark: runs the Wireshark dissector (tools/wireshark) in crates/wire-tools/tests/dissector.rs.
+# tshark: runs the Wireshark dissector (tools/wireshark) in crates/wire-tools/tests/dissector.rs;
+# lua5.4: `luac -p` checks the Pktgen-DPDK scripts of pktgen-configs/ (crates/idint-pktgen/tests).
 APT_PACKAGES=(build-essential pkg-config ca-certificates curl libdpdk-dev libclang-dev
-    postgresql victoria-metrics influxdb tshark)
+    postgresql victoria-metrics influxdb tshark lua5.4)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -25,6 +25,7 @@
 pub mod frame;
 pub mod keys;
 mod path;
+pub mod scenario;
 mod shapes;
 pub mod verify;
 

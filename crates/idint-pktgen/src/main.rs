@@ -4,12 +4,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use idint_pktgen::scenario::{Scenario, aggregation_mode};
 use idint_pktgen::{
     GenError, Generator, IdIntOptions, Kind, Options, PacketInfo, Size, VerifierChoice,
 };
 use idint_wire::IsdAsn;
-use idint_wire::idint::{AggregationMode, Instruction};
+use idint_wire::idint::Instruction;
 
 /// Writes pcaps (Ethernet/IP/UDP underlay) of valid SCION traffic for the border router
 /// ROUTER of a topology: transit, crossover, peering, inbound, outbound and EPIC-HP, with or
@@ -23,11 +25,16 @@ use idint_wire::idint::{AggregationMode, Instruction};
 #[command(name = "idint-pktgen", version)]
 struct Cli {
     /// topology.json (scionproto or appliance format).
-    #[arg(long, short = 't')]
-    topology: PathBuf,
+    #[arg(long, short = 't', required_unless_present = "scenario")]
+    topology: Option<PathBuf>,
     /// Border router id, e.g. br1-ff00_0_110-1.
-    #[arg(long, short = 'r')]
-    router: String,
+    #[arg(long, short = 'r', required_unless_present = "scenario")]
+    router: Option<String>,
+    /// Scenario file (TOML, see pktgen-configs/): topology, router, keys and the generation
+    /// options. Only --now and, if given, --count, --topology, --router and --keys of the
+    /// command line apply on top of it.
+    #[arg(long)]
+    scenario: Option<PathBuf>,
     /// The router's keys directory (master0.key). Default: `keys` next to the topology.
     #[arg(long, short = 'k')]
     keys: Option<PathBuf>,
@@ -116,13 +123,7 @@ struct Cli {
     sample: usize,
 }
 
-fn parse_u8(s: &str) -> Result<u8, String> {
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u8::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|_| format!("{s:?} is not a byte (decimal or 0x hex)"))
-}
+use idint_pktgen::scenario::parse_byte as parse_u8;
 
 fn now_ns(s: &str) -> Result<u64, String> {
     if s == "now" {
@@ -151,16 +152,11 @@ fn options(cli: &Cli) -> Result<Options, String> {
         (None, Some(p)) => Size::Payload(p),
         (None, None) => Size::Payload(64),
     };
-    let mut modes = Vec::new();
-    for m in &cli.idint_modes {
-        modes.push(match m {
-            0 => AggregationMode::Off,
-            1 => AggregationMode::PerAs,
-            2 => AggregationMode::PerBorderRouter,
-            3 => AggregationMode::PerBorderRouterAndInternal,
-            _ => return Err(format!("--idint-modes: {m} is not 0-3")),
-        });
-    }
+    let modes = cli
+        .idint_modes
+        .iter()
+        .map(|&m| aggregation_mode(m).map_err(|_| format!("--idint-modes: {m} is not 0-3")))
+        .collect::<Result<Vec<_>, _>>()?;
     if cli.idint_instructions.len() > 4 {
         return Err("--idint-instructions: at most 4".into());
     }
@@ -211,16 +207,41 @@ fn line(info: &PacketInfo, label: &str) -> String {
     )
 }
 
-fn run(cli: &Cli) -> Result<(), String> {
-    let opts = options(cli)?;
-    let topo = scion_topology::Topology::load(&cli.topology).map_err(|e| e.to_string())?;
-    let keys = cli.keys.clone().unwrap_or_else(|| {
-        cli.topology
+/// The router (topology, id, keys) and options to generate for: from the command line, or
+/// from the scenario file with the command line's explicit --count, --topology, --router and
+/// --keys on top.
+fn target(cli: &Cli, count_given: bool) -> Result<(PathBuf, String, PathBuf, Options), String> {
+    let next_to = |topology: &PathBuf| {
+        topology
             .parent()
             .unwrap_or(std::path::Path::new("."))
             .join("keys")
-    });
-    let mut g = Generator::new(&topo, &cli.router, &keys, opts).map_err(|e| e.to_string())?;
+    };
+    let Some(path) = &cli.scenario else {
+        let topology = cli.topology.clone().ok_or("--topology is required")?;
+        let router = cli.router.clone().ok_or("--router is required")?;
+        let keys = cli.keys.clone().unwrap_or_else(|| next_to(&topology));
+        return Ok((topology, router, keys, options(cli)?));
+    };
+    let s = Scenario::load(path)?;
+    let mut o = s.options(now_ns(&cli.now)?)?;
+    if count_given {
+        o.count = cli.count;
+    }
+    let topology = cli.topology.clone().unwrap_or_else(|| s.topology_path());
+    let keys = match (&cli.keys, &cli.topology) {
+        (Some(k), _) => k.clone(),
+        (None, Some(t)) => next_to(t),
+        (None, None) => s.keys_path(),
+    };
+    let router = cli.router.clone().unwrap_or_else(|| s.router.clone());
+    Ok((topology, router, keys, o))
+}
+
+fn run(cli: &Cli, count_given: bool) -> Result<(), String> {
+    let (topology, router, keys, opts) = target(cli, count_given)?;
+    let topo = scion_topology::Topology::load(&topology).map_err(|e| e.to_string())?;
+    let mut g = Generator::new(&topo, &router, &keys, opts).map_err(|e| e.to_string())?;
     if let Some(path) = &cli.verify {
         let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let master = scion_topology::MasterKeys::load(&keys).map_err(|e| e.to_string())?;
@@ -319,8 +340,13 @@ fn run(cli: &Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(&cli) {
+    let matches = Cli::command().get_matches();
+    let count_given = matches.value_source("count") == Some(ValueSource::CommandLine);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    match run(&cli, count_given) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("idint-pktgen: {e}");

@@ -23,6 +23,11 @@ pub enum Need {
     InfluxDb,
     /// The `tshark` binary (Debian's `tshark` package), for the Wireshark dissector's tests.
     Tshark,
+    /// The `luac` Lua compiler (Debian's `lua5.4` package), to syntax-check the Pktgen-DPDK
+    /// scripts of `pktgen-configs/`.
+    Luac,
+    /// The `vmalert` binary (Debian's `victoria-metrics` package), to validate alerting rules.
+    Vmalert,
 }
 
 impl Need {
@@ -39,6 +44,11 @@ impl Need {
                 .then(|| "needs influxd on PATH (apt install influxdb)".to_string()),
             Need::Tshark => (!on_path("tshark"))
                 .then(|| "needs tshark on PATH (apt install tshark)".to_string()),
+            Need::Luac => {
+                (!on_path("luac")).then(|| "needs luac on PATH (apt install lua5.4)".to_string())
+            }
+            Need::Vmalert => (!on_path("vmalert"))
+                .then(|| "needs vmalert on PATH (apt install victoria-metrics)".to_string()),
         }
     }
 }

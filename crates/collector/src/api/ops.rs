@@ -63,6 +63,14 @@ pub(super) async fn prometheus(State(s): State<AppState>) -> Response {
         "Metric keys in memory",
         s.shared.metrics.len(),
     );
+    // What `/ready` answers, for alerting: ready when every started worker runs.
+    g(&mut out, "workers", "Pipeline workers started", s.workers);
+    g(
+        &mut out,
+        "workers_ready",
+        "Pipeline workers running (ready when equal to workers)",
+        s.ready.load(Relaxed),
+    );
     // Only ever grows: a counter (Prometheus `rate()` then works across its samples).
     let _ = writeln!(
         out,
