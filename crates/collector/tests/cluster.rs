@@ -228,18 +228,7 @@ async fn two_instances_share_the_topology_split_the_sources_and_count_nothing_tw
     a.shutdown().await;
     b.shutdown().await;
     let vm_addr = vm.trim_start_matches("http://").parse().unwrap();
-    let started = Instant::now();
-    loop {
-        let stored = kit::points_in_victoria(vm_addr).await;
-        if stored == total {
-            break;
-        }
-        assert!(
-            stored < total && started.elapsed() < Duration::from_secs(30),
-            "{stored} points stored, {total} written"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    kit::await_points_in_victoria(vm_addr, total, Duration::from_secs(30)).await;
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
     }

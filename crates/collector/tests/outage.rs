@@ -159,19 +159,8 @@ spool_dir = "{}"
     assert_eq!(metric(&r, "ts_dropped_total").await, 0);
     assert_eq!(metric(&r, "ts_failed_total").await, 0);
     assert_eq!(metric(&r, "points_refused_total").await, 0);
-    // Count them in the store itself (it makes new data searchable within seconds).
-    let start = Instant::now();
-    loop {
-        let stored = kit::points_in_victoria(vm).await;
-        if stored == written {
-            break;
-        }
-        assert!(
-            stored < written && start.elapsed() < Duration::from_secs(60),
-            "{stored} in the store, {written} written"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    // Count them in the store itself.
+    kit::await_points_in_victoria(vm, written, Duration::from_secs(60)).await;
     eprintln!(
         "outage {:?}: {sent} reports accepted, {written} samples written, {} via disk",
         outage_took,

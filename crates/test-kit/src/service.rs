@@ -132,3 +132,21 @@ pub async fn points_in_victoria(vm: SocketAddr) -> u64 {
         })
         .sum()
 }
+
+/// Waits (up to `timeout`) until VictoriaMetrics at `vm` holds exactly `expected` samples
+/// (it makes new data searchable within seconds); panics if it holds more, or fewer at the
+/// end.
+pub async fn await_points_in_victoria(vm: SocketAddr, expected: u64, timeout: Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let stored = points_in_victoria(vm).await;
+        if stored == expected {
+            return;
+        }
+        assert!(
+            stored < expected && start.elapsed() < timeout,
+            "{stored} samples in the store, {expected} written"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
