@@ -268,7 +268,13 @@ impl Running {
         if let Some(t) = self.shared.topology.sink() {
             let _ = tokio::task::spawn_blocking(move || t.flush()).await;
         }
-        info!("collector stopped");
+        // What this process accepted and wrote, for whoever checks that a restart lost nothing.
+        let c = &self.shared.counters;
+        info!(
+            accepted = c.accepted.load(std::sync::atomic::Ordering::Relaxed),
+            points_written = c.points_written.load(std::sync::atomic::Ordering::Relaxed),
+            "collector stopped"
+        );
     }
 }
 

@@ -24,7 +24,7 @@
 
 pub mod frame;
 pub mod keys;
-mod path;
+pub mod path;
 pub mod scenario;
 mod shapes;
 pub mod verify;

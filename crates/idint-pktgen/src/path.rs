@@ -8,24 +8,30 @@ use crate::keys::KeyRing;
 
 /// One AS hop of a segment, in construction order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SegHop {
+pub struct SegHop {
+    /// The AS of the hop.
     pub ia: IsdAsn,
+    /// Ingress interface in construction direction (0 at the segment's first AS).
     pub cons_ingress: u16,
+    /// Egress interface in construction direction (0 at the segment's last AS).
     pub cons_egress: u16,
 }
 
 /// A segment: hops in construction order, travelled in that order if `cons_dir`, else
 /// reversed. A peering segment's hop 0 is the peering hop.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SegSpec {
+pub struct SegSpec {
+    /// Travelled in construction direction.
     pub cons_dir: bool,
+    /// A peering segment (its info field's Peer flag).
     pub peer: bool,
+    /// The hops in construction order.
     pub hops: Vec<SegHop>,
 }
 
 /// Where the packet is when it reaches the router under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Position {
+pub struct Position {
     /// Segment index (travel order).
     pub seg: usize,
     /// Construction index of the router's hop in that segment.
@@ -37,8 +43,10 @@ pub(crate) struct Position {
 /// A built path: the path header as it arrives and the full 16-byte MACs of every hop in
 /// travel order (EPIC hop validation fields are keyed with them).
 #[derive(Debug, Clone)]
-pub(crate) struct BuiltPath {
+pub struct BuiltPath {
+    /// The path header.
     pub repr: ScionPathRepr,
+    /// The full 16-byte MAC of every hop, in travel order.
     pub full_macs: Vec<[u8; 16]>,
     /// Travel index of the router's (current) hop.
     pub curr_hf: usize,
@@ -51,7 +59,7 @@ fn beta0(seg: usize, salt: u16) -> u16 {
 
 /// Builds the path of `segs` with info timestamps `timestamp` and hop expiry `exp_time`, with
 /// MACs from `keys`, positioned at `pos`.
-pub(crate) fn build(
+pub fn build(
     segs: &[SegSpec],
     pos: Position,
     timestamp: u32,

@@ -53,6 +53,7 @@
 //! encrypt = false                   # ask routers to encrypt their entries
 //! stack_words = 240                 # ID-INT stack, 4-byte words
 //! verifier = "10.123.10.5"          # the AS's collector (default: [export] collector's IP)
+//! verifier_ia = "1-ff00:0:110"      # the collector's AS (default: this AS)
 //!
 //! [control]                         # optional
 //! http = "127.0.0.1:9101"           # /metrics and /health; loopback only (port 0: any)

@@ -49,6 +49,7 @@ pub(crate) struct RawProbes {
     encrypt: Option<bool>,
     stack_words: Option<u8>,
     verifier: Option<String>,
+    verifier_ia: Option<String>,
 }
 
 /// The paths file as written.
@@ -82,8 +83,10 @@ pub struct ProbeSettings {
     pub interval_ns: u64,
     /// What every probe asks routers to record.
     pub request: ProbeRequest,
-    /// The collector that verifies the probes (a host of the local AS).
+    /// The collector that verifies the probes: a host of `verifier_ia`.
     pub verifier: IpAddr,
+    /// The collector's AS (default: the local AS).
+    pub verifier_ia: IsdAsn,
 }
 
 /// A problem with the `[probes]` section: the item (`probes.x`, or the paths file with the
@@ -147,6 +150,15 @@ pub(crate) fn settings(
             format!("{verifier} is not a unicast host"),
         ));
     }
+    let verifier_ia = match &raw.verifier_ia {
+        None => local_ia,
+        Some(v) => v.parse::<IsdAsn>().map_err(|_| {
+            err(
+                "probes.verifier_ia",
+                format!("{v:?} is not an ISD-AS (the collector's AS, e.g. \"1-ff00:0:110\")"),
+            )
+        })?,
+    };
     let paths_file = base.join(&raw.paths);
     let interval_ns = interval_ms * 1_000_000;
     let text = std::fs::read_to_string(&paths_file).map_err(|e| {
@@ -163,7 +175,7 @@ pub(crate) fn settings(
     })?;
     // The same checks the probe source makes when it is given the targets.
     let host = HostAddr::from(verifier);
-    let mut check = ProbeSource::new(local_ia, host, local_ia, host);
+    let mut check = ProbeSource::new(local_ia, host, verifier_ia, host);
     for (i, t) in targets.iter().enumerate() {
         check.add(t.clone(), 0).map_err(|e| {
             err(
@@ -178,6 +190,7 @@ pub(crate) fn settings(
         interval_ns,
         request,
         verifier,
+        verifier_ia,
     })
 }
 
@@ -396,6 +409,15 @@ mod tests {
         assert_eq!(s.interval_ns, DEFAULT_INTERVAL_MS * 1_000_000);
         assert_eq!(s.request, ProbeRequest::default());
         assert_eq!(s.verifier, export);
+        assert_eq!(s.verifier_ia, ia());
+        // A collector of another AS.
+        let s = load(
+            "paths = \"p.toml\"\nverifier_ia = \"2-ff00:0:210\"",
+            &good_paths(),
+            Some(export),
+        )
+        .unwrap();
+        assert_eq!(s.verifier_ia, "2-ff00:0:210".parse().unwrap());
     }
 
     #[test]
@@ -439,6 +461,10 @@ mod tests {
             (
                 "paths = \"nope.toml\"\nverifier = \"10.0.0.5\"",
                 "probes.paths: ",
+            ),
+            (
+                "paths = \"p.toml\"\nverifier = \"10.0.0.5\"\nverifier_ia = \"1-ff00\"",
+                "probes.verifier_ia: \"1-ff00\" is not an ISD-AS",
             ),
         ] {
             let section = if section.contains("verifier") || needle.contains("verifier") {

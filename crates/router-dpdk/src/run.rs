@@ -511,7 +511,7 @@ fn probe_source(
     let ia = config.router.local_ia;
     let me = idint_wire::HostAddr::from(config.router.internal_addr.ip());
     let collector = idint_wire::HostAddr::from(p.verifier);
-    let mut source = scion_dp::probe::ProbeSource::new(ia, me, ia, collector);
+    let mut source = scion_dp::probe::ProbeSource::new(ia, me, p.verifier_ia, collector);
     for (i, t) in p.targets.iter().enumerate() {
         source.add(t.clone(), start_ns).map_err(|e| {
             config_error(
@@ -522,9 +522,10 @@ fn probe_source(
         })?;
     }
     eprintln!(
-        "idint-router: probing {} path(s) every {} ms, verifier {} ({})",
+        "idint-router: probing {} path(s) every {} ms, verifier {} {} ({})",
         p.targets.len(),
         p.interval_ns / 1_000_000,
+        p.verifier_ia,
         p.verifier,
         if p.request.encrypt {
             "encrypted"

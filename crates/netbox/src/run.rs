@@ -1,0 +1,504 @@
+//! The main job: the box brought up, exercised, checked and torn down.
+//!
+//! 1. files for the network (fresh secrets, paths stamped now), every path checked through
+//!    scion-dp in memory;
+//! 2. namespaces, veths and bridges; link captures; the collector on PostgreSQL and
+//!    VictoriaMetrics with topology, paths and keys imported through its CLI; one
+//!    `idint-router` per border router; BFD up on every link;
+//! 3. end hosts: `idint-ping serve` on every AS's host, `idint-ping send` over every path
+//!    between hosts; routers' probes and sink exports running meanwhile;
+//! 4. faults (optional): a link down and up, a router restarted, the collector restarted;
+//! 5. the collector's API asked (paths per AS pair, per-hop latency history, ranking, SLA);
+//!    the captures decoded; `summary.json`; everything torn down.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use crate::api::{self, Collector};
+use crate::checks::Checks;
+use crate::files::{self, ADMIN_TOKEN, Layout, Storage};
+use crate::netns::{self, router_ns};
+use crate::paths::{BoxPath, all_paths};
+use crate::plan::Network;
+use crate::procs::Procs;
+use crate::sim::SimNetwork;
+use crate::{faults, hosts};
+
+/// How long routers may take to come up with BFD Up on every link.
+const ROUTERS_UP_WITHIN: Duration = Duration::from_secs(60);
+/// How long the collector may take to answer `/ready`.
+const COLLECTOR_READY_WITHIN: Duration = Duration::from_secs(60);
+/// How long the first report may take to be queryable.
+const FIRST_REPORT_WITHIN: Duration = Duration::from_secs(30);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Output directory (files, logs, captures, summary).
+    pub out: PathBuf,
+    /// Directory of the `idint-router`, `idint-collector` and `idint-ping` binaries.
+    pub bin: PathBuf,
+    /// The repository (for the Wireshark dissector).
+    pub repo: PathBuf,
+    /// The small network (the integration test's).
+    pub small: bool,
+    /// Pings per path.
+    pub pings: u32,
+    /// Seconds of probing after the pings (reports for the history and the SLA window).
+    pub probe_secs: u64,
+    /// Whether to run the faults.
+    pub faults: bool,
+    /// The collector's stores.
+    pub storage: Storage,
+    /// The collector's API listen address (`127.0.0.1:port`).
+    pub api: String,
+    /// A command that takes a screenshot: called with the dashboard URL and the PNG path.
+    pub screenshot: Option<PathBuf>,
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Timings of the run, milliseconds from the start.
+#[derive(Debug, Default)]
+struct Timings(BTreeMap<&'static str, u128>);
+
+impl Timings {
+    fn mark(&mut self, what: &'static str, start: Instant) {
+        self.0.insert(what, start.elapsed().as_millis());
+    }
+}
+
+/// Runs the box; the number of failed checks (0: all passed).
+pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let mut t = Timings::default();
+    let left = netns::teardown();
+    if !left.is_empty() {
+        println!("removed what an earlier run left: {}", left.join(", "));
+    }
+    let net = if opts.small {
+        Network::small()
+    } else {
+        Network::demo()
+    };
+    if opts.out.exists() {
+        std::fs::remove_dir_all(&opts.out)?;
+    }
+    let layout = Layout::new(opts.out.join("config"));
+    let now_s = unix_now();
+    let paths = all_paths(&net);
+    files::write_all(&net, &layout, now_s, &paths, &opts.api, &opts.storage)?;
+    let raws: Vec<Vec<u8>> = read_raws(&layout)?;
+    let mut checks = Checks::default();
+
+    println!(
+        "== 1. {} ASes, {} routers, {} links, {} paths; every path through scion-dp in memory",
+        net.ases.len(),
+        net.routers().count(),
+        net.links.len(),
+        paths.len()
+    );
+    let sim = SimNetwork::load(&net, &layout)?;
+    let failed: Vec<String> = paths
+        .iter()
+        .zip(&raws)
+        .filter_map(|(p, raw)| {
+            sim.send(&net, p, raw, now_s * 1_000_000_000)
+                .err()
+                .map(|e| format!("{}: {e}", p.name(&net)))
+        })
+        .collect();
+    checks.add(
+        "every path is forwarded by the generated routers (in memory)",
+        failed.is_empty(),
+        failed.join("; "),
+    );
+    t.mark("files", start);
+
+    println!("== 2. network up: namespaces, veths, collector, routers");
+    let mut procs = Procs::new(&opts.out.join("logs"), stop)?;
+    netns::build(&net)?;
+    start_captures(&mut procs, &net, &opts.out.join("captures"))?;
+    let collector = Collector::new(&opts.api);
+    start_collector(&mut procs, opts, &layout)?;
+    let ready = procs.wait_until("collector ready", COLLECTOR_READY_WITHIN, || {
+        collector.ready()
+    });
+    checks.add("collector ready", ready.is_ok(), format!("{ready:?}"));
+    ready?;
+    import(opts, &layout, &net)?;
+    for (_, _, r) in net.routers() {
+        start_router(&mut procs, opts, &layout, &r.name)?;
+    }
+    let names: Vec<String> = net.routers().map(|(_, _, r)| r.name.clone()).collect();
+    let up = procs.wait_until("every router up with BFD Up", ROUTERS_UP_WITHIN, || {
+        names.iter().all(|n| api::router_all_up(n))
+    });
+    checks.add(
+        "every router healthy, every link's BFD session Up",
+        up.is_ok(),
+        match &up {
+            Ok(d) => format!("in {:.1} s", d.as_secs_f64()),
+            Err(e) => e.to_string(),
+        },
+    );
+    for n in &names {
+        procs.check(n).map_err(std::io::Error::other)?;
+    }
+    t.mark("network_up", start);
+    println!("   up in {:.1} s", start.elapsed().as_secs_f64());
+
+    println!("== 3. hosts: idint-ping over every path between the ASes' hosts");
+    let hosts = hosts::Hosts::new(opts, &layout, &net);
+    hosts.start_servers(&mut procs)?;
+    procs.sleep(Duration::from_millis(500))?;
+    let pings = hosts.ping_all(&procs, &paths, opts.pings)?;
+    let first_verified = pings.iter().filter_map(|p| p.first_verified_ms).min();
+    if let Some(ms) = first_verified {
+        t.0.insert("first_verified_packet", ms);
+    }
+    for p in &pings {
+        checks.add(
+            &format!("host ping {}: replies verified", p.path),
+            p.verified > 0 && p.verified == p.received,
+            format!("{} sent, {} received, {} verified", p.sent, p.received, p.verified),
+        );
+    }
+
+    println!("== 4. the collector: first report queryable, probes for {} s", opts.probe_secs);
+    let first = procs.wait_until("first report queryable", FIRST_REPORT_WITHIN, || {
+        collector
+            .get("/api/v1/paths")
+            .ok()
+            .and_then(|v| v["paths"].as_array().cloned())
+            .is_some_and(|ps| ps.iter().any(|p| !p["telemetry"].as_array().is_none_or(Vec::is_empty)))
+    });
+    checks.add("a report is queryable", first.is_ok(), format!("{first:?}"));
+    if first.is_ok() {
+        t.mark("first_report_queryable", start);
+    }
+    procs.sleep(Duration::from_secs(opts.probe_secs))?;
+
+    if opts.faults {
+        println!("== 5. faults: link down/up, router restart, collector restart");
+        faults::run(&mut procs, opts, &layout, &net, &collector, &mut checks)?;
+    }
+
+    println!("== 6. the collector's API");
+    let answers = query_api(&collector, &net, &paths, &mut checks);
+    let metrics = collector.metrics().unwrap_or_default();
+    let accepted = api::sample(&metrics, "idint_collector_accepted_total");
+    let rejected = api::samples_with_labels(&metrics, "idint_collector_rejected_total");
+    let points = api::sample(&metrics, "idint_collector_points_written_total");
+    checks.add(
+        "reports accepted and points stored",
+        accepted > 0.0 && points > 0.0,
+        format!("{accepted} accepted, {points} points written"),
+    );
+    let forged: f64 = rejected
+        .iter()
+        .filter(|(l, _)| l.contains("bad_mac") || l.contains("malformed"))
+        .map(|(_, v)| v)
+        .sum();
+    checks.add(
+        "no report rejected as forged or malformed",
+        forged == 0.0,
+        format!("rejected: {rejected:?}"),
+    );
+
+    println!("== 7. link captures");
+    let captures = crate::captures::check(&opts.out.join("captures"), &opts.repo, &net, &mut checks);
+
+    if let Some(shot) = &opts.screenshot {
+        let png = opts.out.join("dashboard.png");
+        let ok = std::process::Command::new(shot)
+            .arg(format!("{}/", collector.base()))
+            .arg(&png)
+            .status()
+            .is_ok_and(|s| s.success())
+            && png.exists();
+        checks.add("dashboard screenshot", ok, png.display().to_string());
+    }
+
+    let host_stats = hosts.stop_servers(&mut procs);
+    for n in &names {
+        let alive = procs.check(n);
+        checks.add(&format!("router {n} still running"), alive.is_ok(), format!("{alive:?}"));
+    }
+    let down_start = Instant::now();
+    drop(procs);
+    let left = netns::teardown();
+    checks.add(
+        "teardown leaves no namespace, veth or process",
+        left.is_empty(),
+        left.join(", "),
+    );
+    t.0.insert("teardown", down_start.elapsed().as_millis());
+    t.mark("total", start);
+
+    let summary = json!({
+        "network": {
+            "ases": net.ases.iter().map(|a| a.ia.to_string()).collect::<Vec<_>>(),
+            "routers": names,
+            "links": net.links.len(),
+            "paths": paths.iter().map(|p| p.name(&net)).collect::<Vec<_>>(),
+        },
+        "timings_ms": t.0,
+        "hosts": {
+            "pings": pings.iter().map(hosts::PingResult::to_json).collect::<Vec<_>>(),
+            "servers": host_stats,
+        },
+        "collector": {
+            "accepted": accepted,
+            "rejected": rejected.iter().map(|(l, v)| (l.clone(), *v)).collect::<BTreeMap<_, _>>(),
+            "points_written": points,
+        },
+        "api": answers,
+        "captures": captures,
+        "checks": checks.to_json(),
+    });
+    std::fs::write(
+        opts.out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)?,
+    )?;
+    println!();
+    print_summary(&summary);
+    let (passed, failed) = checks.counts();
+    println!("\n{passed} passed, {failed} failed");
+    Ok(failed)
+}
+
+/// The raw paths back from the hosts' paths file (in `all_paths` order).
+fn read_raws(layout: &Layout) -> Result<Vec<Vec<u8>>, Box<dyn std::error::Error>> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(layout.host_paths())?)?;
+    v["paths"]
+        .as_array()
+        .ok_or("paths.json without paths")?
+        .iter()
+        .map(|p| Ok(hex::decode(p["raw"].as_str().unwrap_or_default())?))
+        .collect()
+}
+
+/// One capture per inter-AS link, taken on its first end (the router's namespace).
+fn start_captures(procs: &mut Procs, net: &Network, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (k, l) in net.links.iter().enumerate() {
+        let r = &net.ases[l.a.as_ix].routers[l.a.router];
+        let file = dir.join(crate::captures::file_name(net, k));
+        procs.spawn(
+            &format!("capture-link{}", k + 1),
+            Some(&router_ns(&r.name)),
+            Path::new("dumpcap"),
+            &[
+                "-q".into(),
+                "-P".into(),
+                "-i".into(),
+                files::router_link_if(l.a.ifid),
+                "-w".into(),
+                file.display().to_string(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Starts the collector (root namespace).
+pub fn start_collector(procs: &mut Procs, opts: &Options, layout: &Layout) -> std::io::Result<()> {
+    procs.spawn(
+        "collector",
+        None,
+        &opts.bin.join("idint-collector"),
+        &[
+            "run".into(),
+            "--config".into(),
+            layout
+                .collector_dir()
+                .join("collector.toml")
+                .display()
+                .to_string(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Imports topology, paths and the other ASes' level-1 keys with `idint-collector import`.
+fn import(opts: &Options, layout: &Layout, net: &Network) -> Result<(), Box<dyn std::error::Error>> {
+    let url = format!("http://{}", opts.api);
+    let topo: Vec<String> = (0..net.ases.len())
+        .map(|i| layout.as_dir(net, i).join("topology.json").display().to_string())
+        .collect();
+    let cdir = layout.collector_dir();
+    for (what, files) in [
+        ("topology", topo),
+        ("paths", vec![cdir.join("paths.json").display().to_string()]),
+        ("keys", vec![cdir.join("level1-keys.json").display().to_string()]),
+    ] {
+        let out = std::process::Command::new(opts.bin.join("idint-collector"))
+            .args(["import", "--url", &url, "--token", ADMIN_TOKEN, what])
+            .args(&files)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!(
+                "idint-collector import {what}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Starts router `name` in its namespace.
+pub fn start_router(
+    procs: &mut Procs,
+    opts: &Options,
+    layout: &Layout,
+    name: &str,
+) -> std::io::Result<()> {
+    procs.spawn(
+        name,
+        Some(&router_ns(name)),
+        &opts.bin.join("idint-router"),
+        &[
+            "--config".into(),
+            layout.router_config(name).display().to_string(),
+        ],
+    )?;
+    Ok(())
+}
+
+/// Asks the collector what a user would: the paths of each AS pair the hosts used, the
+/// ranking, one path's per-hop latency history, an SLA check.
+fn query_api(
+    c: &Collector,
+    net: &Network,
+    paths: &[BoxPath],
+    checks: &mut Checks,
+) -> Value {
+    let mut pairs = BTreeMap::new();
+    let mut answers = serde_json::Map::new();
+    for p in paths {
+        let (s, d) = (net.ases[p.src].ia.to_string(), net.ases[p.dst].ia.to_string());
+        *pairs.entry((s, d)).or_insert(0usize) += 1;
+    }
+    let mut measured_pairs = 0;
+    let mut pair_answers = Vec::new();
+    for ((s, d), n) in &pairs {
+        let got = c.get(&format!("/api/v1/paths?src={s}&dst={d}"));
+        let listed = got
+            .as_ref()
+            .ok()
+            .and_then(|v| v["paths"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        let measured = got
+            .as_ref()
+            .ok()
+            .and_then(|v| v["paths"].as_array().cloned())
+            .map(|ps| ps.iter().filter(|p| p["telemetry"].as_array().is_some_and(|t| !t.is_empty())).count())
+            .unwrap_or(0);
+        if measured > 0 {
+            measured_pairs += 1;
+        }
+        pair_answers.push(json!({"src": s, "dst": d, "paths": listed, "measured": measured, "expected": n}));
+    }
+    checks.add(
+        "the API lists every AS pair's paths with telemetry",
+        measured_pairs == pairs.len(),
+        format!("{measured_pairs} of {} pairs measured", pairs.len()),
+    );
+    answers.insert("pairs".into(), json!(pair_answers));
+
+    // The peering pair has two paths: the ranking orders them.
+    let peering = paths
+        .iter()
+        .find(|p| p.kind == crate::paths::PathKind::Peering)
+        .map(|p| (net.ases[p.src].ia.to_string(), net.ases[p.dst].ia.to_string()));
+    if let Some((s, d)) = peering {
+        let rank = c.get(&format!("/api/v1/paths/rank?src={s}&dst={d}&objective=latency"));
+        let ranked: Vec<Value> = rank
+            .as_ref()
+            .ok()
+            .and_then(|v| v["paths"].as_array().cloned())
+            .unwrap_or_default();
+        let valued = ranked.iter().filter(|p| p["value"].is_number()).count();
+        checks.add(
+            &format!("ranking {s} -> {d} by latency orders both paths"),
+            ranked.len() == 2 && valued == 2,
+            format!("{} ranked, {valued} with a value", ranked.len()),
+        );
+        answers.insert("ranking".into(), rank.unwrap_or_else(|e| json!({"error": e})));
+        if let Some(best) = ranked.first().and_then(|p| p["path"].as_str()) {
+            let hist = c.get(&format!(
+                "/api/v1/telemetry/history?scope=hop&measurement=latency_ns&path={best}"
+            ));
+            let points: usize = hist
+                .as_ref()
+                .ok()
+                .and_then(|v| v["series"].as_array().cloned())
+                .map(|ss| ss.iter().map(|s| s["points"].as_array().map_or(0, Vec::len)).sum())
+                .unwrap_or(0);
+            checks.add(
+                "per-hop latency history of the best path",
+                points > 0,
+                format!("{points} points"),
+            );
+            answers.insert("history_points".into(), json!(points));
+            let sla = c.get(&format!(
+                "/api/v1/sla?path={best}&objective=latency&max=1000000000&window_s=60"
+            ));
+            let ok = sla
+                .as_ref()
+                .is_ok_and(|v| v["samples"].as_u64().is_some_and(|n| n > 0) && v["compliant"].is_boolean());
+            checks.add("SLA check of the best path (latency <= 1 s over 60 s)", ok, format!("{:?}", sla.as_ref().map(|v| (&v["samples"], &v["compliant"]))));
+            answers.insert("sla".into(), sla.unwrap_or_else(|e| json!({"error": e})));
+        }
+    }
+    Value::Object(answers)
+}
+
+/// The human part of the summary.
+fn print_summary(s: &Value) {
+    if let Some(t) = s["timings_ms"].as_object() {
+        let line: Vec<String> = t
+            .iter()
+            .map(|(k, v)| format!("{k} {:.1} s", v.as_f64().unwrap_or(0.0) / 1000.0))
+            .collect();
+        println!("timings: {}", line.join(", "));
+    }
+    println!(
+        "collector: {} reports accepted, {} points written, rejected {}",
+        s["collector"]["accepted"], s["collector"]["points_written"], s["collector"]["rejected"]
+    );
+    if let Some(pairs) = s["api"]["pairs"].as_array() {
+        let measured = pairs.iter().filter(|p| p["measured"].as_u64() > Some(0)).count();
+        println!("API: {measured} of {} AS pairs with measured paths", pairs.len());
+    }
+    if let Some(r) = s["api"]["ranking"]["paths"].as_array() {
+        for p in r {
+            let hops: Vec<String> = p["hops"]
+                .as_array()
+                .map(|hs| hs.iter().map(|h| h["ia"].as_str().unwrap_or("?").to_string()).collect())
+                .unwrap_or_default();
+            println!(
+                "  rank {} path {} latency {} ns: {}",
+                p["rank"], p["path"], p["value"], hops.join(" > ")
+            );
+        }
+    }
+    if let Some(checks) = s["checks"].as_array() {
+        for c in checks.iter().filter(|c| c["passed"] == false) {
+            println!("FAILED {}: {}", c["name"], c["detail"]);
+        }
+    }
+}
