@@ -29,7 +29,10 @@ const RECV_BUF: usize = 65_536;
 const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Parser)]
-#[command(name = "idint-ping", about = "ID-INT ping over SCION/UDP: request, verify and show per-hop telemetry")]
+#[command(
+    name = "idint-ping",
+    about = "ID-INT ping over SCION/UDP: request, verify and show per-hop telemetry"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -201,12 +204,25 @@ fn serve(
     while !stop.load(Ordering::Relaxed) {
         let (n, from) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
             Err(e) => return Err(e.into()),
         };
         let h = responder.handle(&buf[..n], now_ns());
         match (&h.failure, &h.ping) {
-            (None, Some(p)) => eprintln!("ping seq={} from {from}: verified, {} entries", p.seq, h.entries.len()),
+            (None, Some(p)) => eprintln!(
+                "ping seq={} from {from}: verified, {} entries",
+                p.seq,
+                h.entries.len()
+            ),
             (Some(r), _) => eprintln!("packet from {from}: not verified: {r}"),
             _ => {}
         }
@@ -246,7 +262,8 @@ struct SendOpts {
 }
 
 fn send(o: &SendOpts) -> Res<ExitCode> {
-    let text = std::fs::read_to_string(&o.paths).map_err(|e| format!("{}: {e}", o.paths.display()))?;
+    let text =
+        std::fs::read_to_string(&o.paths).map_err(|e| format!("{}: {e}", o.paths.display()))?;
     let paths = PathsFile::parse(&text)?;
     let path = paths.select(o.path.as_deref(), o.local.0, o.dst.0)?.clone();
     let keys = HostKeys::load(&o.keys, o.epoch_secs)?;
@@ -264,7 +281,10 @@ fn send(o: &SendOpts) -> Res<ExitCode> {
     };
     // The empty path goes straight to the destination host, at its SCION/UDP port.
     let next_hop = path.first_hop.unwrap_or(o.dst.1);
-    println!("PING {},{} via {path} from {},{}:{}", dst.ia, o.dst.1, src.ia, o.local.1, src.port);
+    println!(
+        "PING {},{} via {path} from {},{}:{}",
+        dst.ia, o.dst.1, src.ia, o.local.1, src.port
+    );
     let mut pinger = Pinger::new(src, dst, path.clone(), o.encrypt, keys);
     let mut summary = SendSummary {
         path: path.name.clone(),
@@ -287,7 +307,16 @@ fn send(o: &SendOpts) -> Res<ExitCode> {
             sock.set_read_timeout(Some(left))?;
             let n = match sock.recv_from(&mut buf) {
                 Ok((n, _)) => n,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             };
             let Ok(reply) = pinger.reply(&buf[..n]) else {

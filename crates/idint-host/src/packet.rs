@@ -2,8 +2,10 @@
 //! reply.
 
 use idint_wire::crypto::Aes128Enc;
-use idint_wire::idint::{AggregationMode, EntryRepr, Instruction, Metadata, RequestBuilder, Verifier};
 use idint_wire::idint::entry::SlotValue;
+use idint_wire::idint::{
+    AggregationMode, EntryRepr, Instruction, Metadata, RequestBuilder, Verifier,
+};
 use idint_wire::scion::{FlowId, NextHdr, PathType, ScionHeader, ScionRepr};
 use idint_wire::udp::{self, UdpPacket, UdpRepr};
 use idint_wire::{Error, HostAddr, IsdAsn, Layer};
@@ -120,10 +122,9 @@ pub fn build_udp(
     out.clear();
     let hbh_len = request.map_or(0, |(r, _)| r.hbh_len());
     let l4_len = udp::HEADER_LEN + payload.len();
-    let payload_len = u16::try_from(hbh_len + l4_len)
-        .map_err(|_| Error::invalid(Layer::Common, "PayloadLen"))?;
-    let udp_len =
-        u16::try_from(payload.len()).map_err(|_| Error::invalid(Layer::Udp, "Length"))?;
+    let payload_len =
+        u16::try_from(hbh_len + l4_len).map_err(|_| Error::invalid(Layer::Common, "PayloadLen"))?;
+    let udp_len = u16::try_from(payload.len()).map_err(|_| Error::invalid(Layer::Udp, "Length"))?;
     let scion = ScionRepr {
         version: 0,
         traffic_class: 0,

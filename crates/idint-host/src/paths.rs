@@ -138,7 +138,8 @@ struct RawHop {
 impl PathsFile {
     /// Parses and checks a paths file.
     pub fn parse(text: &str) -> Result<Self, PathsError> {
-        let raw: RawFile = serde_json::from_str(text).map_err(|e| PathsError::Json(e.to_string()))?;
+        let raw: RawFile =
+            serde_json::from_str(text).map_err(|e| PathsError::Json(e.to_string()))?;
         let mut paths: Vec<PathEntry> = Vec::with_capacity(raw.paths.len());
         for (index, p) in raw.paths.into_iter().enumerate() {
             let entry = check_path(index, p)?;
@@ -196,12 +197,14 @@ impl PathsFile {
             Some(n) => self.paths.iter().find(|p| p.name == n),
             None => self.paths.iter().find(|p| p.src == src && p.dst == dst),
         };
-        found.filter(|p| p.src == src && p.dst == dst).ok_or_else(|| NoPath {
-            what: match name {
-                Some(n) => format!("named {n:?} from {src} to {dst}"),
-                None => format!("from {src} to {dst}"),
-            },
-        })
+        found
+            .filter(|p| p.src == src && p.dst == dst)
+            .ok_or_else(|| NoPath {
+                what: match name {
+                    Some(n) => format!("named {n:?} from {src} to {dst}"),
+                    None => format!("from {src} to {dst}"),
+                },
+            })
     }
 }
 
@@ -242,22 +245,32 @@ fn check_path(index: usize, p: RawPath) -> Result<PathEntry, PathsError> {
     };
     if raw.is_empty() {
         if src != dst {
-            return Err(bad("raw", "the empty path only joins hosts of one AS".into()));
+            return Err(bad(
+                "raw",
+                "the empty path only joins hosts of one AS".into(),
+            ));
         }
         if !hops.is_empty() {
             return Err(bad("hops", "the empty path has no hop fields".into()));
         }
     } else {
-        let path = ScionPathRepr::parse(&raw)
-            .map_err(|e| bad("raw", format!("not a SCION path: {e}")))?;
+        let path =
+            ScionPathRepr::parse(&raw).map_err(|e| bad("raw", format!("not a SCION path: {e}")))?;
         if path.buffer_len() != raw.len() {
             return Err(bad(
                 "raw",
-                format!("{} bytes after the path's {}", raw.len() - path.buffer_len(), path.buffer_len()),
+                format!(
+                    "{} bytes after the path's {}",
+                    raw.len() - path.buffer_len(),
+                    path.buffer_len()
+                ),
             ));
         }
         if path.meta.curr_inf != 0 || path.meta.curr_hf != 0 {
-            return Err(bad("raw", "CurrINF and CurrHF must be 0 at the source".into()));
+            return Err(bad(
+                "raw",
+                "CurrINF and CurrHF must be 0 at the source".into(),
+            ));
         }
         let n = path.meta.num_hops();
         if hops.len() != n {

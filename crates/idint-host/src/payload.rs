@@ -144,7 +144,10 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     fn be(&mut self, n: usize) -> Result<u64, PayloadError> {
-        Ok(self.take(n)?.iter().fold(0u64, |a, &x| (a << 8) | u64::from(x)))
+        Ok(self
+            .take(n)?
+            .iter()
+            .fold(0u64, |a, &x| (a << 8) | u64::from(x)))
     }
     fn finish(self) -> Result<(), PayloadError> {
         match self.b.len() {
@@ -228,15 +231,27 @@ impl HopValues {
             + if m.node_id.is_some() { 4 } else { 0 }
             + if m.ingress_if.is_some() { 2 } else { 0 }
             + if m.egress_if.is_some() { 2 } else { 0 }
-            + m.slots.iter().flatten().map(|s| 1 + usize::from(s.len)).sum::<usize>()
+            + m.slots
+                .iter()
+                .flatten()
+                .map(|s| 1 + usize::from(s.len))
+                .sum::<usize>()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
         let m = &self.metadata;
         let mut present = 0u8;
         present |= if m.node_id.is_some() { PRESENT_NODE } else { 0 };
-        present |= if m.ingress_if.is_some() { PRESENT_INGRESS } else { 0 };
-        present |= if m.egress_if.is_some() { PRESENT_EGRESS } else { 0 };
+        present |= if m.ingress_if.is_some() {
+            PRESENT_INGRESS
+        } else {
+            0
+        };
+        present |= if m.egress_if.is_some() {
+            PRESENT_EGRESS
+        } else {
+            0
+        };
         for (k, s) in m.slots.iter().enumerate() {
             if s.is_some() {
                 present |= PRESENT_SLOT1 >> k;
@@ -386,7 +401,10 @@ mod tests {
                 ingress_if: Some(41),
                 egress_if: None,
                 slots: [
-                    Some(SlotValue { len: 6, value: 0xabcd_0000_0001 }),
+                    Some(SlotValue {
+                        len: 6,
+                        value: 0xabcd_0000_0001,
+                    }),
                     Some(SlotValue { len: 4, value: 7 }),
                     None,
                     Some(SlotValue { len: 4, value: 99 }),
@@ -412,7 +430,10 @@ mod tests {
         let p = Ping {
             seq: 3,
             sent_ns: 5,
-            hop_ias: vec!["1-ff00:0:111".parse().unwrap(), "2-ff00:0:211".parse().unwrap()],
+            hop_ias: vec![
+                "1-ff00:0:111".parse().unwrap(),
+                "2-ff00:0:211".parse().unwrap(),
+            ],
         };
         let mut b = Vec::new();
         p.encode(&mut b).unwrap();

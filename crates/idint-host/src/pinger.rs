@@ -60,7 +60,13 @@ pub struct Pinger {
 
 impl Pinger {
     /// A pinger; `keys` must hold the source AS's secret.
-    pub fn new(src: Endpoint, dst: Endpoint, path: PathEntry, encrypt: bool, keys: HostKeys) -> Self {
+    pub fn new(
+        src: Endpoint,
+        dst: Endpoint,
+        path: PathEntry,
+        encrypt: bool,
+        keys: HostKeys,
+    ) -> Self {
         Pinger {
             src,
             dst,
@@ -87,7 +93,13 @@ impl Pinger {
             + idint_wire::udp::HEADER_LEN
             + payload.len();
         let max_hbh = usize::from(self.path.mtu).saturating_sub(fixed);
-        let req = ping_request(now_ns, self.src.port, self.encrypt, self.path.hops.len(), max_hbh);
+        let req = ping_request(
+            now_ns,
+            self.src.port,
+            self.encrypt,
+            self.path.hops.len(),
+            max_hbh,
+        );
         let key = self.keys.source_key(
             (self.src.ia, self.src.host),
             (self.dst.ia, self.dst.host),
@@ -176,7 +188,11 @@ pub fn rows(reply: &Reply) -> Vec<HopRow> {
     let slot = |e: &crate::payload::HopValues, k: usize| e.metadata.slots[k].map(|s| s.value);
     let mut prev_ts = Some(reply.source_ts & TS_MASK);
     let mut out = Vec::new();
-    for e in reply.entries.iter().filter(|e| e.flags & entry_flags::SOURCE == 0) {
+    for e in reply
+        .entries
+        .iter()
+        .filter(|e| e.flags & entry_flags::SOURCE == 0)
+    {
         let ts = slot(e, SLOT_TIMESTAMP);
         let latency_ns = match (prev_ts, ts) {
             (Some(p), Some(t)) => Some(t.wrapping_sub(p) & TS_MASK),
@@ -223,17 +239,33 @@ pub fn table(s: &ReplySummary) -> String {
     let rtt_ms = s.rtt_ns as f64 / 1e6;
     match &s.failure {
         None => {
-            let _ = writeln!(t, "reply seq={} rtt={rtt_ms:.3} ms: telemetry verified", s.seq);
+            let _ = writeln!(
+                t,
+                "reply seq={} rtt={rtt_ms:.3} ms: telemetry verified",
+                s.seq
+            );
         }
         Some(f) => {
-            let _ = writeln!(t, "reply seq={} rtt={rtt_ms:.3} ms: NOT verified ({f})", s.seq);
+            let _ = writeln!(
+                t,
+                "reply seq={} rtt={rtt_ms:.3} ms: NOT verified ({f})",
+                s.seq
+            );
             return t;
         }
     }
     let _ = writeln!(
         t,
         "{:>3}  {:<16} {:>5} {:>7} {:>7} {:>12} {:>7} {:>12} {:>10}",
-        "hop", "AS", "node", "ingress", "egress", "latency[us]", "queue", "util[kbps]", "energy[nJ]"
+        "hop",
+        "AS",
+        "node",
+        "ingress",
+        "egress",
+        "latency[us]",
+        "queue",
+        "util[kbps]",
+        "energy[nJ]"
     );
     for h in &s.hops {
         let _ = writeln!(
@@ -244,7 +276,8 @@ pub fn table(s: &ReplySummary) -> String {
             opt(h.node_id),
             opt(h.ingress_if),
             opt(h.egress_if),
-            h.latency_ns.map_or_else(|| "-".into(), |l| format!("{:.3}", l as f64 / 1e3)),
+            h.latency_ns
+                .map_or_else(|| "-".into(), |l| format!("{:.3}", l as f64 / 1e3)),
             opt(h.queue),
             opt(h.utilisation_kbps),
             opt(h.energy_nj),

@@ -66,7 +66,10 @@ impl Reason {
 
     /// The wire code (1..=16; 0 means verified in a reply).
     pub fn code(self) -> u8 {
-        Reason::ALL.iter().position(|r| *r == self).map_or(0, |i| i as u8 + 1)
+        Reason::ALL
+            .iter()
+            .position(|r| *r == self)
+            .map_or(0, |i| i as u8 + 1)
     }
 
     /// The reason of a wire code.

@@ -38,7 +38,14 @@ fn send(d: &Path, port: u16, json: &str) -> std::process::Output {
         .arg("--paths")
         .arg(d.join("paths.json"))
         .args(["--dst", &format!("{IA},127.0.0.1:{port}")])
-        .args(["--count", "2", "--interval-ms", "50", "--timeout-ms", "2000"])
+        .args([
+            "--count",
+            "2",
+            "--interval-ms",
+            "50",
+            "--timeout-ms",
+            "2000",
+        ])
         .args(["--port", &SEND_PORT.to_string(), "--encrypt"])
         .arg("--keys")
         .arg(d.join("keys"))
@@ -50,7 +57,13 @@ fn send(d: &Path, port: u16, json: &str) -> std::process::Output {
 
 fn stop(child: &mut Child) -> std::process::ExitStatus {
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -84,9 +97,16 @@ fn serve_and_send_over_loopback() {
         out = send(&d, SERVE_PORT, "send.json");
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("telemetry verified"), "{stdout}");
-    assert!(stdout.contains("2 sent, 2 received, 2 verified"), "{stdout}");
+    assert!(
+        stdout.contains("2 sent, 2 received, 2 verified"),
+        "{stdout}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("send.json")).unwrap()).unwrap();
     assert_eq!(json["sent"], 2);

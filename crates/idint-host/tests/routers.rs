@@ -95,18 +95,25 @@ struct Net {
 impl Net {
     fn new() -> Self {
         Net {
-            brs: vec![br(0, 1, &[(41, 1)]), br(1, 2, &[(1, 0), (2, 2)]), br(2, 3, &[(3, 1)])],
+            brs: vec![
+                br(0, 1, &[(41, 1)]),
+                br(1, 2, &[(1, 0), (2, 2)]),
+                br(2, 3, &[(3, 1)]),
+            ],
         }
     }
 
     /// Sends `pkt` through routers `order` with these ingresses; the final disposition.
-    fn cross(&mut self, pkt: &mut Vec<u8>, hops: &[(usize, Ingress)], now: u64) -> Disposition {
+    fn cross(&mut self, pkt: &mut [u8], hops: &[(usize, Ingress)], now: u64) -> Disposition {
         let len = pkt.len();
         let mut d = None;
         for &(r, ing) in hops {
             let b = &mut self.brs[r];
             let out = Processor::new(&b.router).process_with(pkt, len, ing, now, &mut b.stage);
-            if !matches!(out, Disposition::Forward { .. } | Disposition::Deliver { .. }) {
+            if !matches!(
+                out,
+                Disposition::Forward { .. } | Disposition::Deliver { .. }
+            ) {
                 return out;
             }
             d = Some(out);
@@ -114,18 +121,26 @@ impl Net {
         d.expect("at least one router")
     }
 
-    fn forward(&mut self, pkt: &mut Vec<u8>, now: u64) -> Disposition {
+    fn forward(&mut self, pkt: &mut [u8], now: u64) -> Disposition {
         self.cross(
             pkt,
-            &[(0, Ingress::Internal), (1, Ingress::External(1)), (2, Ingress::External(3))],
+            &[
+                (0, Ingress::Internal),
+                (1, Ingress::External(1)),
+                (2, Ingress::External(3)),
+            ],
             now,
         )
     }
 
-    fn back(&mut self, pkt: &mut Vec<u8>, now: u64) -> Disposition {
+    fn back(&mut self, pkt: &mut [u8], now: u64) -> Disposition {
         self.cross(
             pkt,
-            &[(2, Ingress::Internal), (1, Ingress::External(2)), (0, Ingress::External(41))],
+            &[
+                (2, Ingress::Internal),
+                (1, Ingress::External(2)),
+                (0, Ingress::External(41)),
+            ],
             now,
         )
     }
@@ -146,17 +161,37 @@ fn keys() -> HostKeys {
 fn path() -> PathEntry {
     let [a, b, c] = ases();
     let hops = [
-        PathHop { ia: a, ingress: 0, egress: 41 },
-        PathHop { ia: b, ingress: 1, egress: 2 },
-        PathHop { ia: c, ingress: 3, egress: 0 },
+        PathHop {
+            ia: a,
+            ingress: 0,
+            egress: 41,
+        },
+        PathHop {
+            ia: b,
+            ingress: 1,
+            egress: 2,
+        },
+        PathHop {
+            ia: c,
+            ingress: 3,
+            egress: 0,
+        },
     ];
     let first = "10.0.0.1:30042".parse().unwrap();
     segment_path(&mut keys(), "111-211", &hops, first, (NOW_S - 600) as u32).unwrap()
 }
 
 fn pinger(encrypt: bool) -> Pinger {
-    let src = Endpoint { ia: ases()[0], host: HostAddr::V4(SRC_HOST), port: SRC_PORT };
-    let dst = Endpoint { ia: ases()[2], host: HostAddr::V4(DST_HOST), port: DST_PORT };
+    let src = Endpoint {
+        ia: ases()[0],
+        host: HostAddr::V4(SRC_HOST),
+        port: SRC_PORT,
+    };
+    let dst = Endpoint {
+        ia: ases()[2],
+        host: HostAddr::V4(DST_HOST),
+        port: DST_PORT,
+    };
     Pinger::new(src, dst, path(), encrypt, keys())
 }
 
@@ -167,7 +202,9 @@ fn responder() -> Responder {
 fn delivered_to(d: Disposition, host: Ipv4Addr, port: u16) {
     assert_eq!(
         d,
-        Disposition::Deliver { addr: SocketAddr::new(IpAddr::V4(host), port) }
+        Disposition::Deliver {
+            addr: SocketAddr::new(IpAddr::V4(host), port)
+        }
     );
 }
 
@@ -192,10 +229,26 @@ fn pings_cross_the_routers_verify_and_the_reply_comes_back() {
             let m = &e.metadata;
             assert_eq!(e.ia, Some(ases()[k]));
             assert_eq!(m.node_id, Some(g.node));
-            assert_eq!(m.slots[0].map(|s| s.value), Some(g.ingress_ts), "ingress ts");
-            assert_eq!(m.slots[1].map(|s| s.value), Some(u64::from(g.queue)), "queue");
-            assert_eq!(m.slots[2].map(|s| s.value), Some(u64::from(g.util_kbps)), "util");
-            assert_eq!(m.slots[3].map(|s| s.value), Some(u64::from(g.energy_nj)), "energy");
+            assert_eq!(
+                m.slots[0].map(|s| s.value),
+                Some(g.ingress_ts),
+                "ingress ts"
+            );
+            assert_eq!(
+                m.slots[1].map(|s| s.value),
+                Some(u64::from(g.queue)),
+                "queue"
+            );
+            assert_eq!(
+                m.slots[2].map(|s| s.value),
+                Some(u64::from(g.util_kbps)),
+                "util"
+            );
+            assert_eq!(
+                m.slots[3].map(|s| s.value),
+                Some(u64::from(g.energy_nj)),
+                "energy"
+            );
             assert_eq!(e.flags & entry_flags::ENCRYPTED != 0, encrypt);
         }
         assert_eq!(h.entries[1].metadata.egress_if, Some(41));
@@ -231,11 +284,16 @@ fn tampering_replays_and_missing_keys_fail_with_their_reason() {
     assert_eq!(r.handle(&pkt, NOW_NS).failure, Some(Reason::Replayed));
     // Tamper with one metadata byte of the second router's entry (in a fresh responder):
     // the MAC chain refuses it.
-    let range = idint_wire::packet::Packet::parse(&pkt).unwrap().hbh_range().unwrap();
+    let range = idint_wire::packet::Packet::parse(&pkt)
+        .unwrap()
+        .hbh_range()
+        .unwrap();
     let mut bad = pkt.clone();
     let at = {
         let hbh = &mut bad[range.clone()];
-        let st = idint_wire::idint::IdInt::locate(&mut hbh[..]).unwrap().unwrap();
+        let st = idint_wire::idint::IdInt::locate(&mut hbh[..])
+            .unwrap()
+            .unwrap();
         let (off, e) = st.entries().nth(2).unwrap();
         range.start + off + e.metadata_offset()
     };
@@ -252,7 +310,10 @@ fn tampering_replays_and_missing_keys_fail_with_their_reason() {
     assert_eq!(r2.handle(&pkt, NOW_NS).failure, Some(Reason::MissingKey));
     // A wrong clock: an hour later the timestamp is stale.
     let mut r3 = responder();
-    assert_eq!(r3.handle(&pkt, NOW_NS + 3_600_000_000_000).failure, Some(Reason::Stale));
+    assert_eq!(
+        r3.handle(&pkt, NOW_NS + 3_600_000_000_000).failure,
+        Some(Reason::Stale)
+    );
     // Junk never panics and is counted.
     let mut r4 = responder();
     assert_eq!(r4.handle(&[1, 2, 3], NOW_NS).failure, Some(Reason::Parse));
@@ -273,7 +334,9 @@ fn reversal_round_trips_and_the_reversed_path_is_accepted_backwards() {
     let mut r = responder();
     let mut reply = r.handle(&pkt, NOW_NS).reply.unwrap();
     let rev = ScionPathRepr::parse(
-        idint_wire::scion::ScionHeader::new_checked(&reply[..]).unwrap().path_bytes(),
+        idint_wire::scion::ScionHeader::new_checked(&reply[..])
+            .unwrap()
+            .path_bytes(),
     )
     .unwrap();
     assert_eq!((rev.meta.curr_inf, rev.meta.curr_hf), (0, 0));
@@ -282,10 +345,15 @@ fn reversal_round_trips_and_the_reversed_path_is_accepted_backwards() {
     delivered_to(net.back(&mut reply, NOW_NS), SRC_HOST, SRC_PORT);
     // A forged reversed path (one MAC bit flipped) is dropped by the first router.
     let mut reply2 = responder().handle(&pkt, NOW_NS).reply.unwrap();
-    let at = idint_wire::scion::ScionHeader::new_checked(&reply2[..]).unwrap().path_offset()
+    let at = idint_wire::scion::ScionHeader::new_checked(&reply2[..])
+        .unwrap()
+        .path_offset()
         + 4
         + 8
         + 11;
     reply2[at] ^= 1;
-    assert!(!matches!(net.back(&mut reply2, NOW_NS), Disposition::Deliver { .. }));
+    assert!(!matches!(
+        net.back(&mut reply2, NOW_NS),
+        Disposition::Deliver { .. }
+    ));
 }

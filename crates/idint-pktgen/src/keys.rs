@@ -126,7 +126,8 @@ impl KeyRing {
         now_s: u64,
     ) -> Result<Aes128Enc, GenError> {
         let l1 = self.idint_level1(router_as, dst, now_s)?;
-        let k = drkey::as_host(&l1.cipher(), &dst_host).map_err(|e| GenError::Key(e.to_string()))?;
+        let k =
+            drkey::as_host(&l1.cipher(), &dst_host).map_err(|e| GenError::Key(e.to_string()))?;
         Ok(k.cipher())
     }
 
