@@ -3,7 +3,8 @@
 //! ```text
 //! idint-ping serve --local ISD-AS,IP --listen IP:PORT --keys DIR [--collector IP:PORT] [--stats FILE]
 //! idint-ping send  --local ISD-AS,IP --paths FILE --dst ISD-AS,IP:PORT [--path NAME] [--count N]
-//!                  [--interval-ms MS] [--timeout-ms MS] [--port PORT] [--encrypt] --keys DIR [--json FILE]
+//!                  [--interval-ms MS] [--timeout-ms MS] [--port PORT] [--encrypt]
+//!                  [--verifier ISD-AS,IP] --keys DIR [--json FILE]
 //! ```
 //! The logic is in the library (`idint_host`); this file only moves bytes between sockets,
 //! clocks, files and it.
@@ -90,6 +91,10 @@ enum Cmd {
         /// Ask the routers to encrypt their entries.
         #[arg(long)]
         encrypt: bool,
+        /// Third-party verifier ISD-AS,IP (e.g. the collector, which only accepts host reports
+        /// it is the verifier of); default: the destination.
+        #[arg(long, value_parser = parse_local)]
+        verifier: Option<(IsdAsn, IpAddr)>,
         /// Keys directory (the source AS's master secret signs the request).
         #[arg(long)]
         keys: PathBuf,
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
             timeout_ms,
             port,
             encrypt,
+            verifier,
             keys,
             json,
             epoch_secs,
@@ -165,6 +171,7 @@ fn main() -> ExitCode {
                 timeout: Duration::from_millis(timeout_ms),
                 port,
                 encrypt,
+                verifier,
                 keys,
                 json,
                 epoch_secs,
@@ -256,6 +263,7 @@ struct SendOpts {
     timeout: Duration,
     port: u16,
     encrypt: bool,
+    verifier: Option<(IsdAsn, IpAddr)>,
     keys: PathBuf,
     json: Option<PathBuf>,
     epoch_secs: u32,
@@ -286,6 +294,7 @@ fn send(o: &SendOpts) -> Res<ExitCode> {
         dst.ia, o.dst.1, src.ia, o.local.1, src.port
     );
     let mut pinger = Pinger::new(src, dst, path.clone(), o.encrypt, keys);
+    pinger.verifier = o.verifier.map(|(ia, ip)| (ia, host(ip)));
     let mut summary = SendSummary {
         path: path.name.clone(),
         ..SendSummary::default()

@@ -74,20 +74,21 @@ pub fn ping_entry_len(encrypt: bool) -> usize {
 }
 
 /// The ID-INT request of a ping at `now_ns` from UDP port `src_port`: aggregation off (every
-/// router writes its own entry), verified by the destination, [`PING_INSTRUCTIONS`], stack
-/// room for [`ENTRIES_PER_HOP`] entries per hop field, at most `max_hbh` bytes of HBH
-/// header.
+/// router writes its own entry), verified by `verifier` (usually the destination),
+/// [`PING_INSTRUCTIONS`], stack room for [`ENTRIES_PER_HOP`] entries per hop field, at most
+/// `max_hbh` bytes of HBH header.
 pub fn ping_request(
     now_ns: u64,
     src_port: u16,
     encrypt: bool,
+    verifier: Verifier,
     hop_fields: usize,
     max_hbh: usize,
 ) -> RequestBuilder {
     let mut r = RequestBuilder {
         encrypt,
         mode: AggregationMode::Off,
-        verifier: Verifier::Destination,
+        verifier,
         inst_bitmap: PING_BITMAP,
         instructions: PING_INSTRUCTIONS,
         source_port: src_port,

@@ -3,10 +3,12 @@
 
 use std::fmt::Write as _;
 
-use idint_wire::IsdAsn;
+use idint_wire::idint::Verifier;
 use idint_wire::packet::{L4, Packet};
 use idint_wire::scion::PathType;
 use serde::Serialize;
+
+use idint_wire::{HostAddr, IsdAsn};
 
 use crate::keys::{HostKeys, KeyError};
 use crate::packet::{
@@ -55,6 +57,9 @@ pub struct Pinger {
     pub path: PathEntry,
     /// Ask routers to encrypt their entries.
     pub encrypt: bool,
+    /// Who verifies the telemetry: the destination (`None`) or this third party (for
+    /// example the collector, so that it can verify the destination's host reports).
+    pub verifier: Option<(IsdAsn, HostAddr)>,
     keys: HostKeys,
 }
 
@@ -72,6 +77,7 @@ impl Pinger {
             dst,
             path,
             encrypt,
+            verifier: None,
             keys,
         }
     }
@@ -93,16 +99,21 @@ impl Pinger {
             + idint_wire::udp::HEADER_LEN
             + payload.len();
         let max_hbh = usize::from(self.path.mtu).saturating_sub(fixed);
+        let (verifier, verifier_addr) = match self.verifier {
+            None => (Verifier::Destination, (self.dst.ia, self.dst.host)),
+            Some((ia, host)) => (Verifier::ThirdParty { ia, host }, (ia, host)),
+        };
         let req = ping_request(
             now_ns,
             self.src.port,
             self.encrypt,
+            verifier,
             self.path.hops.len(),
             max_hbh,
         );
         let key = self.keys.source_key(
             (self.src.ia, self.src.host),
-            (self.dst.ia, self.dst.host),
+            verifier_addr,
             now_ns / NS_PER_S,
         )?;
         let path_type = if self.path.is_empty_path() {

@@ -3,9 +3,10 @@
 //!
 //! For every packet, in this order: parse (SCION, path, extensions, UDP); check it is for
 //! this host; decode the ping; reverse the path for the reply; locate the ID-INT stack; derive
-//! the DRKey keys (source entry: host-to-host K(source host -> this host); router entries:
-//! AS-to-host K(router AS -> this host), the router AS read from the ping's hop list at the
-//! entry's hop-field index); check freshness and replay, verify every MAC and decrypt
+//! the DRKey keys of the verifier the request names, normally this host (source entry:
+//! host-to-host K(source host -> verifier); router entries: AS-to-host K(router AS ->
+//! verifier), the router AS read from the ping's hop list at the entry's hop-field index; a
+//! third-party verifier such as the collector works too when this host holds the secrets); check freshness and replay, verify every MAC and decrypt
 //! (`idint_wire::idint::verify::open`); decode the entries. A packet that parsed that far gets
 //! a reply, with the values or the reason of the failure.
 
@@ -181,23 +182,24 @@ impl Responder {
         let mut idint = IdInt::locate(hbh)
             .map_err(|_| Reason::Malformed)?
             .ok_or(Reason::NoIdInt)?;
-        let me = (self.ia, self.host);
-        match idint.main().verifier() {
-            Verifier::Destination => {}
-            Verifier::ThirdParty { ia, host } if (ia, host) == me => {}
-            _ => return Err(Reason::Key),
-        }
+        // The keys are those of the verifier the request names (`idint.md` §10): this host,
+        // or a third party (the collector) whose keys follow from the same secrets.
+        let verifier = match idint.main().verifier() {
+            Verifier::Destination => (self.ia, self.host),
+            Verifier::ThirdParty { ia, host } => (ia, host),
+            Verifier::Source => (p.header.src_ia(), p.header.src_host()),
+        };
         let (ts, _) = (idint.main().source_timestamp(), idint.main().source_port());
         // The DRKey epoch is that of the source timestamp (a stale one is refused by `open`).
         let t_s = self.window.fresh(ts, now_ns).unwrap_or(now_ns) / NS_PER_S;
         let source_key = self
             .keys
-            .source_key((p.header.src_ia(), p.header.src_host()), me, t_s)
+            .source_key((p.header.src_ia(), p.header.src_host()), verifier, t_s)
             .map_err(|_| Reason::Key)?;
         let hop_keys: Vec<Option<Aes128Enc>> = ping
             .hop_ias
             .iter()
-            .map(|&ia| self.keys.router_key(ia, me, t_s).ok())
+            .map(|&ia| self.keys.router_key(ia, verifier, t_s).ok())
             .collect();
         open(&mut idint, &mut self.window, now_ns, &source_key, |_, e| {
             hop_keys.get(usize::from(e.hop())).and_then(Option::as_ref)

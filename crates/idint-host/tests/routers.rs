@@ -357,3 +357,94 @@ fn reversal_round_trips_and_the_reversed_path_is_accepted_backwards() {
         Disposition::Deliver { .. }
     ));
 }
+
+/// The collector: host 10.111.0.100 of AS 1-ff00:0:111, with its master secret and the
+/// level-1 keys K(112 -> 111), K(211 -> 111) imported, as `idint-collector` runs.
+fn collector() -> collector_core::pipeline::Pipeline {
+    use collector_core::keys::{CollectorProvider, ImportedKey, ImportedKeys, KeyResolver};
+    use collector_core::metrics::DetectionConfig;
+    use collector_core::pipeline::{Pipeline, ReplayConfig, Shared};
+    use drkey::Protocol;
+    use drkey::provider::Level1Provider;
+    let a = ases()[0];
+    let imported = Arc::new(ImportedKeys::default());
+    let keys: Vec<ImportedKey> = (1..3)
+        .map(|i| {
+            let ia = ases()[i];
+            let p = LocalProvider::new(ia, &master(i), EPOCH).unwrap();
+            let (epoch, key) = p.level1(Protocol::IDINT, ia, a, NOW_S).unwrap();
+            ImportedKey {
+                src_ia: ia.to_string(),
+                dst_ia: a.to_string(),
+                protocol: Protocol::IDINT.0,
+                epoch_begin: epoch.begin,
+                epoch_end: epoch.end,
+                key_hex: keys_hex(key.as_bytes()),
+            }
+        })
+        .collect();
+    imported.import(&keys).unwrap();
+    let local = LocalProvider::new(a, &master(0), EPOCH).unwrap();
+    let provider = Arc::new(CollectorProvider::new(
+        a,
+        Some(local),
+        imported.clone(),
+        None,
+    ));
+    let resolver = KeyResolver::new(a, HostAddr::V4(COLLECTOR), provider).watch(imported);
+    let shared = Shared::new(DetectionConfig::default(), 16);
+    let pipeline = Pipeline::new(shared, resolver, ReplayConfig::default());
+    // The paths file's hops are the collector's path description.
+    let hops = path()
+        .hops
+        .iter()
+        .map(|h| collector_core::topology::PathHop {
+            ia: h.ia,
+            ingress: h.ingress,
+            egress: h.egress,
+        })
+        .collect();
+    let description = collector_core::topology::PathDescription { hops };
+    pipeline
+        .shared()
+        .topology
+        .import_path(&description)
+        .unwrap();
+    pipeline
+}
+
+fn keys_hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+const COLLECTOR: Ipv4Addr = Ipv4Addr::new(10, 111, 0, 100);
+
+#[test]
+fn host_reports_are_accepted_by_the_collector_it_names_as_verifier() {
+    for (third_party, accepted) in [(true, 1), (false, 0)] {
+        let mut net = Net::new();
+        let mut p = pinger(true);
+        if third_party {
+            p.verifier = Some((ases()[0], HostAddr::V4(COLLECTOR)));
+        }
+        let mut pkt = Vec::new();
+        p.build(4, NOW_NS, &mut pkt).unwrap();
+        delivered_to(net.forward(&mut pkt, NOW_NS), DST_HOST, DST_PORT);
+        let h = responder().handle(&pkt, NOW_NS);
+        assert_eq!(h.failure, None, "the destination verifies either way");
+        let report = h.report.expect("a host report");
+        let mut c = collector();
+        let out = c.process_encoded(&report, NOW_NS).unwrap();
+        let why = test_kit::chain::rejections(&c);
+        // The collector only takes reports it is the verifier of.
+        if !third_party {
+            let not_verifier = collector_core::counters::RejectReason::NotVerifier;
+            assert_eq!(why, [(not_verifier, 1)]);
+        }
+        assert_eq!(
+            (out.accepted, out.rejected),
+            (accepted, 1 - accepted),
+            "{third_party} {why:?}"
+        );
+    }
+}
