@@ -108,7 +108,6 @@ pub struct NoPath {
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawFile {
     paths: Vec<RawPath>,
 }
@@ -306,5 +305,98 @@ impl fmt::Display for PathEntry {
         } else {
             write!(f, "{} hop fields)", self.hops.len())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{empty_path, segment_path};
+    use crate::keys::HostKeys;
+
+    fn ia(s: &str) -> IsdAsn {
+        s.parse().unwrap()
+    }
+
+    fn file() -> PathsFile {
+        let (a, b) = (ia("1-ff00:0:111"), ia("2-ff00:0:211"));
+        let mut keys = HostKeys::new(3600);
+        keys.insert(a, &[1; 16]);
+        keys.insert(b, &[2; 16]);
+        let hops = [
+            PathHop {
+                ia: a,
+                ingress: 0,
+                egress: 41,
+            },
+            PathHop {
+                ia: b,
+                ingress: 7,
+                egress: 0,
+            },
+        ];
+        let first = "10.111.0.1:30042".parse().unwrap();
+        let seg = segment_path(&mut keys, "111-211", &hops, first, 1_763_800_000).unwrap();
+        PathsFile {
+            paths: vec![seg, empty_path("111-local", a)],
+        }
+    }
+
+    /// The JSON of `file()` with `f` applied to path `i`.
+    fn edited(i: usize, f: impl FnOnce(&mut serde_json::Value)) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(&file().to_json()).unwrap();
+        f(&mut v["paths"][i]);
+        v.to_string()
+    }
+
+    fn field_of(text: &str) -> &'static str {
+        match PathsFile::parse(text) {
+            Err(PathsError::Field { field, .. }) => field,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn written_files_parse_back_and_paths_are_selected() {
+        let f = file();
+        let back = PathsFile::parse(&f.to_json()).unwrap();
+        assert_eq!(back, f);
+        let (a, b) = (ia("1-ff00:0:111"), ia("2-ff00:0:211"));
+        assert_eq!(back.select(None, a, b).unwrap().name, "111-211");
+        assert_eq!(back.select(Some("111-local"), a, a).unwrap().hops.len(), 0);
+        assert!(back.select(Some("111-local"), a, b).is_err());
+        assert!(back.select(None, b, a).is_err());
+        assert_eq!(back.paths[0].hop_ia(1), Some(b));
+        // Unknown fields are ignored (the generator may add some).
+        let extra = edited(0, |p| p["comment"] = "x".into());
+        assert!(PathsFile::parse(&extra).is_ok());
+    }
+
+    #[test]
+    fn every_wrong_field_is_named() {
+        assert!(matches!(PathsFile::parse("{"), Err(PathsError::Json(_))));
+        assert!(matches!(PathsFile::parse("{}"), Err(PathsError::Json(_))));
+        let cases: [(usize, fn(&mut serde_json::Value), &str); 10] = [
+            (0, |p| p["src"] = "1-x".into(), "src"),
+            (0, |p| p["raw"] = "zz".into(), "raw"),
+            (0, |p| p["raw"] = "0000".into(), "raw"),
+            (0, |p| p["first_hop"] = "nowhere".into(), "first_hop"),
+            (0, |p| p["first_hop"] = "".into(), "first_hop"),
+            (0, |p| p["mtu"] = 0.into(), "mtu"),
+            (0, |p| p["hops"].as_array_mut().unwrap().truncate(1), "hops"),
+            (0, |p| p["hops"][0]["ia"] = "3-ff00:0:1".into(), "hops"),
+            (1, |p| p["dst"] = "2-ff00:0:211".into(), "raw"),
+            (1, |p| p["name"] = "111-211".into(), "name"),
+        ];
+        for (i, f, field) in cases {
+            assert_eq!(field_of(&edited(i, f)), field);
+        }
+        // A path already advanced (CurrHF 1) is not what a source sends.
+        let advanced = edited(0, |p| {
+            let mut raw = hex::decode(p["raw"].as_str().unwrap()).unwrap();
+            raw[0] = 0x01;
+            p["raw"] = hex::encode(raw).into();
+        });
+        assert_eq!(field_of(&advanced), "raw");
     }
 }
