@@ -349,6 +349,9 @@ mod tests {
         v.to_string()
     }
 
+    /// A change to one path's JSON.
+    type Edit = fn(&mut serde_json::Value);
+
     fn field_of(text: &str) -> &'static str {
         match PathsFile::parse(text) {
             Err(PathsError::Field { field, .. }) => field,
@@ -376,7 +379,7 @@ mod tests {
     fn every_wrong_field_is_named() {
         assert!(matches!(PathsFile::parse("{"), Err(PathsError::Json(_))));
         assert!(matches!(PathsFile::parse("{}"), Err(PathsError::Json(_))));
-        let cases: [(usize, fn(&mut serde_json::Value), &str); 10] = [
+        let cases: [(usize, Edit, &str); 10] = [
             (0, |p| p["src"] = "1-x".into(), "src"),
             (0, |p| p["raw"] = "zz".into(), "raw"),
             (0, |p| p["raw"] = "0000".into(), "raw"),

@@ -157,8 +157,9 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Appends the low `n` bytes of `v` (at most 8).
 fn put_be(out: &mut Vec<u8>, v: u64, n: usize) {
-    out.extend_from_slice(&v.to_be_bytes()[8 - n..]);
+    out.extend_from_slice(&v.to_be_bytes()[8 - n.min(8)..]);
 }
 
 fn header(out: &mut Vec<u8>, kind: u8, seq: u32) {
@@ -269,8 +270,10 @@ impl HopValues {
             out.extend_from_slice(&e.to_be_bytes());
         }
         for s in m.slots.iter().flatten() {
-            out.push(s.len);
-            put_be(out, s.value, usize::from(s.len));
+            // Slot lengths are 2, 4, 6 or 8 (`Metadata::validate`); never more than 8 here.
+            let len = s.len.min(8);
+            out.push(len);
+            put_be(out, s.value, usize::from(len));
         }
     }
 
