@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh --build-only    just build them (CI)
 # Seeds come from fuzz/corpus/<target>/seed-* (committed) and the golden vectors.
 # Targets (fuzz/Cargo.toml): scion_packet, idint_hbh, router_process, router_idint,
-# topology_json, router_config, collector_json, collector_wire, underlay, and pipeline (the
+# topology_json, router_config, collector_json, collector_wire, underlay, host_paths,
+# host_packet, host_payload (idint-ping's parsers), and pipeline (the
 # whole collector pipeline on genuine and mutated reports of test-kit's 4-AS chain: no
 # panic, and every accepted report verifies under the chain's real DRKey keys).
 set -euo pipefail

@@ -77,6 +77,17 @@ impl KeyRing {
         Ok(())
     }
 
+    /// Whether `ia`'s secret was given ([`Self::insert`] or [`Self::insert_dir`]) or already
+    /// derived deterministically.
+    pub fn contains(&self, ia: IsdAsn) -> bool {
+        self.ases.contains_key(&ia)
+    }
+
+    /// The DRKey epoch length, seconds.
+    pub fn epoch_secs(&self) -> u32 {
+        self.epoch_secs
+    }
+
     fn entry(&mut self, ia: IsdAsn) -> &AsKeys {
         if !self.ases.contains_key(&ia) {
             self.insert(ia, &deterministic_secret(ia));
@@ -87,6 +98,37 @@ impl KeyRing {
     /// The hop-field MAC of `ia`.
     pub fn hop_mac(&mut self, ia: IsdAsn) -> &HopMac {
         &self.entry(ia).hop
+    }
+
+    /// The level-1 key K(src -> dst) for ID-INT at `now_s`, derived from `src`'s secret.
+    fn idint_level1(&mut self, src: IsdAsn, dst: IsdAsn, now_s: u64) -> Result<&Key, GenError> {
+        let epoch = now_s / u64::from(self.epoch_secs.max(1));
+        if !self.level1.contains_key(&(src, dst, epoch)) {
+            let master = self.entry(src).master.clone();
+            let p = LocalProvider::new(src, &master, self.epoch_secs)
+                .map_err(|e| GenError::Key(e.to_string()))?;
+            let (_, l1) = p
+                .level1(Protocol::IDINT, src, dst, now_s)
+                .map_err(|e| GenError::Key(e.to_string()))?;
+            self.level1.insert((src, dst, epoch), l1);
+        }
+        Ok(&self.level1[&(src, dst, epoch)])
+    }
+
+    /// The ID-INT (protocol 2) AS-to-host key K(router_as -> dst:dst_host) at `now_s`,
+    /// derived from `router_as`'s secret: the key a router of `router_as` authenticates (and
+    /// encrypts) its entries with for the verifier `dst_host` of `dst`.
+    pub fn idint_as_host_key(
+        &mut self,
+        router_as: IsdAsn,
+        dst: IsdAsn,
+        dst_host: HostAddr,
+        now_s: u64,
+    ) -> Result<Aes128Enc, GenError> {
+        let l1 = self.idint_level1(router_as, dst, now_s)?;
+        let k =
+            drkey::as_host(&l1.cipher(), &dst_host).map_err(|e| GenError::Key(e.to_string()))?;
+        Ok(k.cipher())
     }
 
     /// The ID-INT (protocol 2) host-to-host key K(src:src_host -> dst:dst_host) at time
@@ -104,16 +146,7 @@ impl KeyRing {
         let epoch = now_s / u64::from(self.epoch_secs.max(1));
         let k = (src, src_host, dst, dst_host, epoch);
         if !self.host.contains_key(&k) {
-            if !self.level1.contains_key(&(src, dst, epoch)) {
-                let master = self.entry(src).master.clone();
-                let p = LocalProvider::new(src, &master, self.epoch_secs)
-                    .map_err(|e| GenError::Key(e.to_string()))?;
-                let (_, l1) = p
-                    .level1(Protocol::IDINT, src, dst, now_s)
-                    .map_err(|e| GenError::Key(e.to_string()))?;
-                self.level1.insert((src, dst, epoch), l1);
-            }
-            let l1 = &self.level1[&(src, dst, epoch)];
+            let l1 = self.idint_level1(src, dst, now_s)?;
             let ha = drkey::host_as(&l1.cipher(), &src_host)
                 .map_err(|e| GenError::Key(e.to_string()))?;
             let hh = drkey::host_host(&ha.cipher(), &dst_host)
