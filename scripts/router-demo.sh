@@ -69,4 +69,4 @@ echo
 echo "== 3. the destination hosts' view: ID-INT verified and decrypted (host API)"
 "$BIN/idint-pktgen" -t "$EX/topology.json" -r br1a --verify "$W/out.pcap" --sample 3
 echo
-echo "Files: $W (in.pcap, out.pcap: decode with ./scripts/run.sh FILE; summary.json)"
+echo "Files: $W (in.pcap, out.pcap: decode with ./scripts/decode.sh FILE; summary.json)"

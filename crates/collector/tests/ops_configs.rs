@@ -277,15 +277,20 @@ async fn fill(svc: &Services, vm: &Vm) -> u64 {
         .await;
         assert_eq!(st, 200);
     }
-    let scrape = |ts_ms: u64| async move {
+    let metrics_text = || async move {
         let (st, body) = kit::http(api, "GET", "/metrics", &[], b"").await;
         assert_eq!(st, 200);
-        let text = String::from_utf8(body).unwrap();
+        String::from_utf8(body).unwrap()
+    };
+    let scrape = |text: String, ts_ms: u64| {
         vm.import(&text, "idint-collector", "collector-1", ts_ms);
         vm.import(ROUTER_METRICS, "idint-router", "br1-ff00_0_110-1", ts_ms);
     };
+    // The first scrape's text is taken now, before the reports, but stamped SCRAPE_GAP_MS
+    // before the second one at the end: rates over [5m] then see both samples however long
+    // the filling takes on a busy machine.
+    let before = metrics_text().await;
     let t0 = now_ns();
-    scrape(t0 / 1_000_000 - SCRAPE_GAP_MS).await;
     let mut n = 0;
     for (k, ask) in [Ask::Latency, Ask::Carbon].into_iter().enumerate() {
         // Distinct clocks so that the two chains' probes never look like replays.
@@ -339,7 +344,8 @@ async fn fill(svc: &Services, vm: &Vm) -> u64 {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    scrape(now_ms).await;
+    scrape(before, now_ms - SCRAPE_GAP_MS);
+    scrape(metrics_text().await, now_ms);
     vm.flush();
     now_ms / 1000 + 1
 }

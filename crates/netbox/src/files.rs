@@ -355,7 +355,7 @@ fn host_paths_json(net: &Network, paths: &[BoxPath], raws: &[Vec<u8>], now_s: u6
                 "first_hop": format!("{first}:{INTERNAL_PORT}"),
                 "mtu": LINK_MTU,
                 "expires_unix": now_s + VALID_SECS,
-                "hops": p.hops,
+                "hops": p.hop_fields(),
             })
         })
         .collect();

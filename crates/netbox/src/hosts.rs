@@ -17,6 +17,8 @@ use crate::run::Options;
 
 /// Interval between two pings of one path, ms.
 const PING_INTERVAL_MS: u32 = 50;
+/// How long a ping waits for its reply, ms.
+const PING_TIMEOUT_MS: u32 = 1000;
 
 /// What one `idint-ping send` run saw.
 #[derive(Debug, Clone)]
@@ -55,6 +57,9 @@ pub struct Hosts<'n> {
     paths_file: PathBuf,
     keys: PathBuf,
     dir: PathBuf,
+    /// The pings' verifier: the box's collector (so that the hosts' reports are verified and
+    /// stored by it).
+    verifier: String,
 }
 
 impl<'n> Hosts<'n> {
@@ -66,6 +71,7 @@ impl<'n> Hosts<'n> {
             paths_file: layout.host_paths(),
             keys: layout.keys_root(),
             dir: opts.out.join("hosts"),
+            verifier: format!("{},{COLLECTOR_IP}", crate::files::collector_ia(net)),
         }
     }
 
@@ -145,7 +151,9 @@ impl<'n> Hosts<'n> {
                 .arg(&self.paths_file)
                 .args(["--dst", &format!("{},{}:{HOST_PORT}", dst.ia, dst.host())])
                 .args(["--path", &name, "--count", &count.to_string()])
-                .args(["--interval-ms", &PING_INTERVAL_MS.to_string(), "--keys"])
+                .args(["--interval-ms", &PING_INTERVAL_MS.to_string()])
+                .args(["--timeout-ms", &PING_TIMEOUT_MS.to_string()])
+                .args(["--verifier", &self.verifier, "--keys"])
                 .arg(&self.keys)
                 .arg("--json")
                 .arg(&json_file)

@@ -92,6 +92,12 @@ impl BoxPath {
         out
     }
 
+    /// One entry per hop field, in travel order (the crossover AS twice), as the hosts' paths
+    /// file lists them.
+    pub fn hop_fields(&self) -> Vec<AsHop> {
+        hop_field_hops(&self.segs)
+    }
+
     /// The first egress interface: the source AS's router that owns it is the first hop.
     pub fn first_egress(&self) -> u16 {
         self.hops[0].egress
@@ -156,6 +162,32 @@ fn core_seg(net: &Network, from: usize, to: usize) -> Option<SegSpec> {
             hop(net.ases[from].ia, f.ifid, 0),
         ],
     })
+}
+
+/// One entry per hop field of `segs`, in travel order, interfaces in travel direction (an AS
+/// where two segments meet has two).
+fn hop_field_hops(segs: &[SegSpec]) -> Vec<AsHop> {
+    let mut out = Vec::new();
+    for s in segs {
+        let travel: Vec<&SegHop> = if s.cons_dir {
+            s.hops.iter().collect()
+        } else {
+            s.hops.iter().rev().collect()
+        };
+        for h in travel {
+            let (ingress, egress) = if s.cons_dir {
+                (h.cons_ingress, h.cons_egress)
+            } else {
+                (h.cons_egress, h.cons_ingress)
+            };
+            out.push(AsHop {
+                ia: h.ia,
+                ingress,
+                egress,
+            });
+        }
+    }
+    out
 }
 
 /// The ASes of `segs` in travel order, merging the AS where two segments meet.
