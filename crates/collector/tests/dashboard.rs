@@ -79,19 +79,28 @@ async fn load(url: String, dir: PathBuf) -> Loaded {
         .unwrap()
 }
 
-/// The text inside the element with `id` (first occurrence, tags included).
+/// The markup from the element with `id` to the end of its table or `div` (whichever ends
+/// first).
 fn section<'a>(dom: &'a str, id: &str) -> &'a str {
     let at = dom
         .find(&format!("id=\"{id}\""))
         .unwrap_or_else(|| panic!("no #{id} in the DOM"));
     let rest = &dom[at..];
-    &rest[..rest.find("</table>").or_else(|| rest.find("</div>")).unwrap_or(rest.len())]
+    let end = ["</table>", "</div>"]
+        .iter()
+        .filter_map(|e| rest.find(e))
+        .min()
+        .unwrap_or(rest.len());
+    &rest[..end]
 }
 
 /// The value of attribute `name` of the first tag carrying it.
 fn attribute<'a>(dom: &'a str, name: &str) -> &'a str {
     let key = format!("{name}=\"");
-    let at = dom.find(&key).unwrap_or_else(|| panic!("no {name} in the DOM")) + key.len();
+    let at = dom
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in the DOM"))
+        + key.len();
     &dom[at..at + dom[at..].find('"').unwrap()]
 }
 
@@ -157,7 +166,10 @@ async fn fed_collector(dir: &Path) -> Running {
             r.http_addr,
             "POST",
             "/api/v1/admin/topology",
-            &[("Authorization", &auth), ("Content-Type", "application/json")],
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
             f.as_bytes(),
         )
         .await;
@@ -213,11 +225,18 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
     assert_eq!(attribute(dom, "data-js-errors"), "0", "{dom}");
     assert_eq!(attribute(dom, "data-state"), "ok", "{dom}");
     let polls: u32 = attribute(dom, "data-polls").parse().unwrap();
-    assert!(polls >= 2, "the page polled {polls} times in {BUDGET_MS} ms");
+    assert!(
+        polls >= 2,
+        "the page polled {polls} times in {BUDGET_MS} ms"
+    );
 
     // Tiles: the counters.
-    let tiles = section(dom, "tiles");
-    for (n, what) in [(4 * REPORTS, "reports"), (3 * REPORTS, "accepted"), (REPORTS, "rejected")] {
+    let tiles = &dom[dom.find("id=\"tiles\"").unwrap()..dom.find("<main>").unwrap()];
+    for (n, what) in [
+        (4 * REPORTS, "reports"),
+        (3 * REPORTS, "accepted"),
+        (REPORTS, "rejected"),
+    ] {
         let tile = format!("<div class=\"v\">{n}</div><div class=\"k\">{what}</div>");
         assert!(tiles.contains(&tile), "{tile} not in {tiles}");
     }
@@ -227,41 +246,81 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
     let paths_table = section(dom, "paths");
     assert!(paths_table.contains(&id), "{paths_table}");
     assert!(paths_table.contains("1-ff00:0:a → 1-ff00:0:d"));
-    for m in ["latency_ns", "utilisation_kbps", "queue_len", "energy_nj", "co2_pg"] {
+    for m in [
+        "latency_ns",
+        "utilisation_kbps",
+        "queue_len",
+        "energy_nj",
+        "co2_pg",
+    ] {
         let v = value("path", None, m);
         assert!(v > 0.0, "path {m} {v}");
         let text = shown(m, v);
-        assert!(paths_table.contains(&text), "path {m}: {text} not in {paths_table}");
+        assert!(
+            paths_table.contains(&text),
+            "path {m}: {text} not in {paths_table}"
+        );
     }
 
-    // Every AS hop of the path with its values.
+    // Every AS hop of the path with its values: energy and CO2 as the chain's routers hand
+    // them out (node n: 11 n nJ, 3 n pg; AS B's two routers summed), the rest as the API has
+    // them, every hop with a latency and all but the last with utilisation and queue.
+    let hop_values = get_json(api, &format!("/dashboard/hops?path={id}")).await;
     let hops = section(dom, "hops");
+    let nodes_of_hop: [&[u32]; 4] = [&[1], &[2, 3], &[4], &[5]];
     for (i, ia) in ases().iter().enumerate() {
-        assert!(hops.contains(&format!("<td>{ia}</td>")), "{ia} not in {hops}");
-        for m in ["queue_len", "utilisation_kbps", "energy_nj", "co2_pg"] {
-            let text = shown(m, value("hop", Some(i as u64), m));
-            assert!(hops.contains(&text), "hop {i} {m}: {text} not in {hops}");
+        let row = hops
+            .split("<tr>")
+            .find(|r| r.contains(&format!("<td>{ia}</td>")))
+            .unwrap_or_else(|| panic!("no row of {ia} in {hops}"));
+        let h = &hop_values["hops"][i];
+        assert_eq!(h["ia"], ia.to_string());
+        let nodes: u32 = nodes_of_hop[i].iter().sum();
+        assert_eq!(h["energy_nj"], f64::from(11 * nodes), "{h}");
+        assert_eq!(h["co2_pg"], f64::from(3 * nodes), "{h}");
+        let mut ms = vec!["latency_ns", "energy_nj", "co2_pg"];
+        // The destination sends on no link.
+        if i < 3 {
+            ms.extend(["utilisation_kbps", "queue_len"]);
+        }
+        for m in ms {
+            let v = h[m]
+                .as_f64()
+                .unwrap_or_else(|| panic!("hop {i} has no {m}: {h}"));
+            assert!(v > 0.0, "hop {i} {m} {v}");
+            let text = shown(m, v);
+            assert!(row.contains(&text), "hop {i} {m}: {text} not in {row}");
         }
     }
-    // Hop latencies exist where routers stamped both ends.
-    let latency_text = shown("latency_ns", value("hop", Some(1), "latency_ns"));
-    assert!(hops.contains(&latency_text), "{latency_text} not in {hops}");
 
-    // Charts, the topology and the ranking.
-    for chart in ["history.svg", "hops.svg?path="] {
-        assert!(dom.contains(&format!("dashboard/charts/{chart}")), "{chart}");
+    // Charts and the topology, each shown once loaded, and the ranking.
+    let charts = section(dom, "charts");
+    for chart in ["history.svg?path=", "hops.svg?path="] {
+        assert!(
+            charts.contains(&format!("dashboard/charts/{chart}{id}")),
+            "{chart} not in {charts}"
+        );
     }
     assert!(dom.contains(&format!("dashboard/topology.svg?path={id}")));
     let ranking = section(dom, "ranking");
-    assert!(ranking.contains(&id) && ranking.contains("1-ff00:0:b"), "{ranking}");
+    assert!(
+        ranking.contains(&id) && ranking.contains("1-ff00:0:b"),
+        "{ranking}"
+    );
     assert!(ranking.contains(&shown("latency_ns", value("path", None, "latency_ns"))));
 
     // Rejections by reason and the quarantined reports; events.
-    let reasons = section(dom, "reasons");
-    assert!(reasons.contains("replayed") && reasons.contains(&format!(">{REPORTS}<")), "{reasons}");
+    let reasons = &dom[dom.find("id=\"reasons\"").unwrap()..dom.find("id=\"quarantine\"").unwrap()];
+    assert!(
+        reasons.contains("replayed") && reasons.contains(&format!(">{REPORTS}<")),
+        "{reasons}"
+    );
     assert!(section(dom, "quarantine").contains("replayed"));
     let events = section(dom, "events");
-    assert!(events.contains("<td>new</td>") && events.contains(&format!("path {id}")), "{events}");
+    assert!(
+        events.contains("<td>new</td>") && events.contains(&format!("path {id}")),
+        "{events}"
+    );
 
     // The charts the page shows are SVG with the values in them.
     let (st, svg) = http(
@@ -275,8 +334,12 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
     assert_eq!(st, 200);
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("1-ff00:0:c"));
-    let queue_c = value("hop", Some(2), "queue_len");
-    assert!(svg.contains(&format!(">{queue_c}<")), "queue {queue_c} not in the chart");
+    let queue_c = hop_values["hops"][2]["queue_len"].as_f64().unwrap();
+    // plotters writes each text on a line of its own.
+    assert!(
+        svg.contains(&format!("\n{queue_c}\n")),
+        "queue {queue_c} not in the chart"
+    );
     let (st, svg) = http(api, "GET", "/dashboard/topology.svg", &[], b"").await;
     assert_eq!(st, 200);
     let svg = String::from_utf8(svg).unwrap();
@@ -295,7 +358,11 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
             .unwrap()
             .unwrap()
     };
-    assert!(shot.status.success(), "{}", String::from_utf8_lossy(&shot.stderr));
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     assert!(bytes.len() > 50_000, "a {} byte screenshot", bytes.len());
@@ -316,7 +383,9 @@ async fn a_deliberate_script_error_is_detected() {
     assert_eq!(st, 200);
     let html = String::from_utf8(html).unwrap();
     // The served page's hook, with a page that throws after loading.
-    let start = html.find("<script id=\"error-hook\">").expect("the error hook");
+    let start = html
+        .find("<script id=\"error-hook\">")
+        .expect("the error hook");
     let end = start + html[start..].find("</script>").unwrap() + "</script>".len();
     let page = format!(
         "<!doctype html><html data-js-errors=\"0\"><head>{}</head><body>\
@@ -327,10 +396,18 @@ async fn a_deliberate_script_error_is_detected() {
     let file = dir.join("broken.html");
     std::fs::write(&file, page).unwrap();
     let loaded = load(format!("file://{}", file.display()), dir.clone()).await;
-    assert_eq!(attribute(&loaded.dom, "data-js-errors"), "1", "{}", loaded.dom);
+    assert_eq!(
+        attribute(&loaded.dom, "data-js-errors"),
+        "1",
+        "{}",
+        loaded.dom
+    );
     assert!(loaded.dom.contains("deliberate"), "{}", loaded.dom);
     assert!(
-        loaded.console.iter().any(|l| l.contains("Uncaught TypeError")),
+        loaded
+            .console
+            .iter()
+            .any(|l| l.contains("Uncaught TypeError")),
         "{:#?}",
         loaded.console
     );

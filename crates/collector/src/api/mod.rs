@@ -78,6 +78,7 @@ pub(crate) fn routes() -> Vec<Route> {
         get("/dashboard/style.css", dashboard::style_css),
         get("/dashboard/summary", dashboard::summary),
         get("/dashboard/events", dashboard::events),
+        get("/dashboard/hops", dashboard::hops),
         get("/dashboard/topology.svg", dashboard::topology_svg),
         get("/dashboard/charts/hops.svg", dashboard::hops_chart),
         get("/dashboard/charts/history.svg", dashboard::history_chart),

@@ -44,6 +44,7 @@ const BEARER: &str = "bearer";
         dashboard::style_css,
         dashboard::summary,
         dashboard::events,
+        dashboard::hops,
         dashboard::topology_svg,
         dashboard::hops_chart,
         dashboard::history_chart,
@@ -165,6 +166,7 @@ mod tests {
             "LatestValue",
             "DashboardSummary",
             "EventList",
+            "PathHops",
         ] {
             assert!(schemas.contains_key(name), "schema {name} missing");
         }

@@ -28,6 +28,8 @@ const NS_PER_S: f64 = 1e9;
 const BAR: RGBColor = RGBColor(58, 110, 165);
 /// Accent colour: the selected path, the line of a line chart.
 const ACCENT: RGBColor = RGBColor(214, 96, 39);
+/// The fine grid lines of the charts.
+const FINE_GRID: RGBColor = RGBColor(242, 242, 242);
 /// Grey of secondary text and lines.
 const GREY: RGBColor = RGBColor(120, 120, 120);
 /// Core AS fill.
@@ -88,7 +90,11 @@ pub(super) fn bars(
 ) -> Result<String, String> {
     let max = bars.iter().filter_map(|b| b.1).fold(0.0, f64::max);
     let (div, unit) = display_unit(m, max);
-    let top = if max > 0.0 { max / div * HEAD_ROOM } else { 1.0 };
+    let top = if max > 0.0 {
+        max / div * HEAD_ROOM
+    } else {
+        1.0
+    };
     let n = bars.len().max(1);
     let mut svg = String::new();
     {
@@ -112,6 +118,7 @@ pub(super) fn bars(
             .x_label_formatter(&label)
             .y_labels(5)
             .y_label_formatter(&|v| short(*v))
+            .light_line_style(FINE_GRID)
             .label_style((FONT, LABEL_PX))
             .draw()
             .map_err(failed)?;
@@ -119,14 +126,18 @@ pub(super) fn bars(
             .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
                 let v = b.1? / div;
                 let mut r = Rectangle::new(
-                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), v)],
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), v),
+                    ],
                     BAR.filled(),
                 );
                 r.set_margin(0, 0, 12, 12);
                 Some(r)
             }))
             .map_err(failed)?;
-        let above = TextStyle::from((FONT, LABEL_PX).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
+        let above =
+            TextStyle::from((FONT, LABEL_PX).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let (text, y) = match b.1 {
@@ -150,7 +161,11 @@ pub(super) fn line(
 ) -> Result<String, String> {
     let max = points.iter().map(|p| p.1).fold(0.0, f64::max);
     let (div, unit) = display_unit(m, max);
-    let top = if max > 0.0 { max / div * HEAD_ROOM } else { 1.0 };
+    let top = if max > 0.0 {
+        max / div * HEAD_ROOM
+    } else {
+        1.0
+    };
     let ago = |t: u64| -((now_ns.saturating_sub(t)) as f64) / NS_PER_S;
     let oldest = points.first().map_or(0.0, |p| ago(p.0));
     let left = oldest.min(-MIN_SPAN_S);
@@ -172,6 +187,7 @@ pub(super) fn line(
             .y_labels(5)
             .y_label_formatter(&|v| short(*v))
             .x_desc("seconds before now")
+            .light_line_style(FINE_GRID)
             .label_style((FONT, LABEL_PX))
             .draw()
             .map_err(failed)?;
@@ -289,8 +305,8 @@ fn link_points(p: (i32, i32), q: (i32, i32)) -> Vec<(i32, i32)> {
     if p.0 != q.0 {
         return vec![p, q];
     }
-    let bend = BEND_PER_ROW * f64::from((q.1 - p.1).abs()) / f64::from(ROW_H)
-        + f64::from(BOX_W) / 2.0;
+    let bend =
+        BEND_PER_ROW * f64::from((q.1 - p.1).abs()) / f64::from(ROW_H) + f64::from(BOX_W) / 2.0;
     let c = (f64::from(p.0) + bend, f64::from(p.1 + q.1) / 2.0);
     (0..=BEND_STEPS)
         .map(|s| {
@@ -331,7 +347,8 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
         root.fill(&WHITE).map_err(failed)?;
         let heading = TextStyle::from((FONT, CAPTION_PX).into_font().color(&GREY))
             .pos(Pos::new(HPos::Center, VPos::Top));
-        let mut isds: Vec<(u16, i32)> = g.nodes.iter().zip(&at).map(|(n, p)| (n.isd, p.0)).collect();
+        let mut isds: Vec<(u16, i32)> =
+            g.nodes.iter().zip(&at).map(|(n, p)| (n.isd, p.0)).collect();
         isds.sort_unstable();
         isds.dedup();
         for (isd, x) in isds {
@@ -349,14 +366,19 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
             .map_err(failed)?;
         }
         for e in &g.edges {
-            let (color, width) = if e.highlighted { (ACCENT, 3) } else { (GREY, 1) };
+            let (color, width) = if e.highlighted {
+                (ACCENT, 3)
+            } else {
+                (GREY, 1)
+            };
             let pts = link_points(at[e.a], at[e.b]);
             let style = color.stroke_width(width);
             if e.from_paths {
                 root.draw(&DashedPathElement::new(pts.clone(), 6, 4, style))
                     .map_err(failed)?;
             } else {
-                root.draw(&PathElement::new(pts.clone(), style)).map_err(failed)?;
+                root.draw(&PathElement::new(pts.clone(), style))
+                    .map_err(failed)?;
             }
             if !e.label.is_empty() {
                 let mid = pts[pts.len() / 2];
@@ -374,7 +396,10 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
                 Some(false) => (LEAF_FILL, BLACK),
                 None => (UNKNOWN_FILL, BLACK),
             };
-            let corners = [(x - BOX_W / 2, y - BOX_H / 2), (x + BOX_W / 2, y + BOX_H / 2)];
+            let corners = [
+                (x - BOX_W / 2, y - BOX_H / 2),
+                (x + BOX_W / 2, y + BOX_H / 2),
+            ];
             root.draw(&Rectangle::new(corners, fill.filled()))
                 .map_err(failed)?;
             let border = if n.highlighted { ACCENT } else { CORE_FILL };
@@ -422,7 +447,10 @@ mod tests {
     fn units_scale_with_the_largest_value() {
         assert_eq!(display_unit(Measurement::LatencyNs, 500.0), (1.0, "ns"));
         assert_eq!(display_unit(Measurement::LatencyNs, 2.5e6), (1e6, "ms"));
-        assert_eq!(display_unit(Measurement::UtilisationKbps, 4000.0), (1e3, "Mbit/s"));
+        assert_eq!(
+            display_unit(Measurement::UtilisationKbps, 4000.0),
+            (1e3, "Mbit/s")
+        );
         assert_eq!(short(1234.4), "1234");
         assert_eq!(short(12.34), "12.3");
         assert_eq!(short(1.5), "1.5");
@@ -434,14 +462,23 @@ mod tests {
         let svg = bars(
             "Latency per AS hop",
             Measurement::LatencyNs,
-            &[("1-ff00:0:a".into(), Some(1100.0)), ("1-ff00:0:b".into(), None)],
+            &[
+                ("1-ff00:0:a".into(), Some(1100.0)),
+                ("1-ff00:0:b".into(), None),
+            ],
         )
         .unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         for text in ["1-ff00:0:a", "1.1", "n/a", "µs"] {
             assert!(svg.contains(text), "{text} missing");
         }
-        let svg = line("Path latency", Measurement::QueueLen, &[(1, 3.0), (2, 4.0)], 2).unwrap();
+        let svg = line(
+            "Path latency",
+            Measurement::QueueLen,
+            &[(1, 3.0), (2, 4.0)],
+            2,
+        )
+        .unwrap();
         assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
         let empty = line("Path latency", Measurement::QueueLen, &[], 2).unwrap();
         assert!(empty.contains("no values yet"));
@@ -473,7 +510,14 @@ mod tests {
             left_out: 3,
         };
         let svg = topology(&g).unwrap();
-        for text in ["ISD 1", "ISD 2", "1-ff00:0:3", "2-ff00:0:4", "core", "3 more"] {
+        for text in [
+            "ISD 1",
+            "ISD 2",
+            "1-ff00:0:3",
+            "2-ff00:0:4",
+            "core",
+            "3 more",
+        ] {
             assert!(svg.contains(text), "{text} missing");
         }
         let (at, _) = layout(&g);

@@ -17,7 +17,7 @@ use utoipa::IntoParams;
 
 use super::error::{ApiError, ErrorBody, bad, not_found};
 use super::responses::{
-    DashboardSummary, EventBody, EventKind, EventList, LatestValue, hex_id,
+    DashboardSummary, EventBody, EventKind, EventList, HopValues, LatestValue, PathHops, hex_id,
 };
 use super::{ApiResult, Q, parse_path_id};
 use crate::state::{AppState, now_ns};
@@ -154,7 +154,12 @@ pub(super) struct EventQuery {
 /// The events among a key's newest written values: its first value (when still kept) and
 /// every value that moved beyond the threshold (values written by the periodic refresh are
 /// no events).
-fn events_of(k: &MetricKey, l: &collector_core::metrics::Latest, threshold: f64, out: &mut Vec<EventBody>) {
+fn events_of(
+    k: &MetricKey,
+    l: &collector_core::metrics::Latest,
+    threshold: f64,
+    out: &mut Vec<EventBody>,
+) {
     let kept = l.history.len();
     let from = kept.saturating_sub(EVENTS_PER_KEY + 1);
     let event = |kind, previous, (time_ns, value): (u64, f64)| {
@@ -257,6 +262,10 @@ pub(super) struct ChartQuery {
     #[serde(default = "default_measurement")]
     #[param(required = false)]
     measurement: String,
+    /// Ignored: a page adds it to make each refresh's URL unique (any number).
+    #[serde(rename = "t")]
+    #[param(rename = "t")]
+    _refresh: Option<u64>,
 }
 
 /// The path and measurement a chart query names (400: bad, 404: unknown path).
@@ -269,7 +278,102 @@ fn chart_target(t: &Topology, q: &ChartQuery) -> Result<(u64, Measurement), ApiE
     Ok((id, m))
 }
 
-/// A bar chart of one measurement's current value at each AS hop of a path.
+/// The current values of each AS hop of path `id` (known to be in `t`).
+fn hop_values(s: &AppState, t: &Topology, id: u64) -> Vec<HopValues> {
+    let Some(p) = t.paths.get(&id) else {
+        return Vec::new();
+    };
+    let metrics = &s.shared.metrics;
+    let value = |k: MetricKey| metrics.get_with(&k, |l| l.value);
+    let sum = |vs: Vec<f64>| (!vs.is_empty()).then(|| vs.iter().sum());
+    p.hops
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let ends = [h.ingress, h.egress];
+            let routers: Vec<u32> = t
+                .ases
+                .get(&h.ia)
+                .map(|a| {
+                    a.routers
+                        .values()
+                        .filter(|r| r.interfaces.iter().any(|f| *f != 0 && ends.contains(f)))
+                        .filter_map(|r| r.node_id)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let of_routers = |m: Measurement| {
+                sum(routers
+                    .iter()
+                    .filter_map(|&n| value(MetricKey::router(h.ia, n, m)))
+                    .collect())
+            };
+            let egress = (h.egress != 0).then_some(h.egress);
+            HopValues {
+                co2_pg: of_routers(Measurement::Co2Pg),
+                egress: h.egress,
+                energy_nj: of_routers(Measurement::EnergyNj),
+                ia: h.ia.to_string(),
+                ingress: h.ingress,
+                latency_ns: value(MetricKey::hop(id, i, Measurement::LatencyNs)),
+                queue_len: egress.and_then(|f| {
+                    routers
+                        .iter()
+                        .filter_map(|&n| value(MetricKey::queue(h.ia, n, f)))
+                        .reduce(f64::max)
+                }),
+                routers,
+                utilisation_kbps: egress
+                    .and_then(|f| value(MetricKey::link(h.ia, f, Measurement::UtilisationKbps))),
+            }
+        })
+        .collect()
+}
+
+/// One measurement of a hop.
+fn hop_value(h: &HopValues, m: Measurement) -> Option<f64> {
+    match m {
+        Measurement::LatencyNs => h.latency_ns,
+        Measurement::UtilisationKbps => h.utilisation_kbps,
+        Measurement::QueueLen => h.queue_len,
+        Measurement::EnergyNj => h.energy_nj,
+        Measurement::Co2Pg => h.co2_pg,
+    }
+}
+
+/// Parameters of `GET /dashboard/hops`.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+// A misspelt parameter is an error, not a filter silently left out.
+#[serde(deny_unknown_fields)]
+pub(super) struct HopsQuery {
+    /// Path id (16 hex digits).
+    #[param(pattern = "^[0-9a-fA-F]{16}$")]
+    path: String,
+}
+
+/// The AS hops of a path with their current latency, utilisation, queue, energy and CO2:
+/// the hop's latency, the egress link's utilisation, and the queue, energy and CO2 of the
+/// routers owning the hop's interfaces (energy and CO2 summed, the longest queue).
+#[utoipa::path(get, path = "/dashboard/hops", tag = "dashboard", params(HopsQuery),
+    responses(
+        (status = 200, description = "the path's hops", body = PathHops),
+        (status = 400, description = "bad path id or parameter", body = ErrorBody),
+        (status = 404, description = "unknown path", body = ErrorBody)))]
+pub(super) async fn hops(State(s): State<AppState>, Q(q): Q<HopsQuery>) -> ApiResult<PathHops> {
+    let t = s.shared.topology.snapshot();
+    let id = parse_path_id(&q.path)?;
+    if !t.paths.contains_key(&id) {
+        return Err(not_found(format!("path {} unknown", hex_id(id))));
+    }
+    Ok(axum::Json(PathHops {
+        hops: hop_values(&s, &t, id),
+        path: hex_id(id),
+    }))
+}
+
+/// A bar chart of one measurement's current value at each AS hop of a path (as
+/// `/dashboard/hops` has them).
 #[utoipa::path(get, path = "/dashboard/charts/hops.svg", tag = "dashboard", params(ChartQuery),
     responses(
         (status = 200, description = "the chart (SVG)", body = String, content_type = "image/svg+xml"),
@@ -281,19 +385,18 @@ pub(super) async fn hops_chart(
 ) -> Result<Response, ApiError> {
     let t = s.shared.topology.snapshot();
     let (id, m) = chart_target(&t, &q)?;
-    let hops = t.paths.get(&id).map(|p| p.hops.as_slice()).unwrap_or(&[]);
-    let bars: Vec<(String, Option<f64>)> = hops
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let v = s
-                .shared
-                .metrics
-                .get_with(&MetricKey::hop(id, i, m), |l| l.value);
-            (h.ia.to_string(), v)
+    let bars: Vec<(String, Option<f64>)> = hop_values(&s, &t, id)
+        .into_iter()
+        .map(|h| {
+            let v = hop_value(&h, m);
+            (h.ia, v)
         })
         .collect();
-    svg(charts::bars(&format!("{} per AS hop", title_of(m)), m, &bars))
+    svg(charts::bars(
+        &format!("{} per AS hop", title_of(m)),
+        m,
+        &bars,
+    ))
 }
 
 /// A line chart of one measurement of a path over the values kept in memory (written values
@@ -337,14 +440,20 @@ pub(super) struct TopologyQuery {
     /// A path to highlight (16 hex digits).
     #[param(pattern = "^[0-9a-fA-F]{16}$")]
     path: Option<String>,
+    /// Ignored: a page adds it to make each refresh's URL unique (any number).
+    #[serde(rename = "t")]
+    #[param(rename = "t")]
+    _refresh: Option<u64>,
 }
 
 /// The latency of a link (either end's egress measurement), as text.
 fn link_latency(s: &AppState, ends: [(IsdAsn, u16); 2]) -> Option<String> {
     let m = Measurement::LatencyNs;
-    let v = ends
-        .iter()
-        .find_map(|&(ia, ifid)| s.shared.metrics.get_with(&MetricKey::link(ia, ifid, m), |l| l.value))?;
+    let v = ends.iter().find_map(|&(ia, ifid)| {
+        s.shared
+            .metrics
+            .get_with(&MetricKey::link(ia, ifid, m), |l| l.value)
+    })?;
     let (div, unit) = charts::display_unit(m, v);
     Some(format!("{} {unit}", charts::short(v / div)))
 }

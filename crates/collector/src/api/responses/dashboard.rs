@@ -83,3 +83,42 @@ pub struct EventList {
     /// The most recent events, newest first.
     pub events: Vec<EventBody>,
 }
+
+/// One AS hop of a path with its current values: the hop's latency, and the values of the
+/// routers that handle it (those owning its ingress or egress interface) and of its egress
+/// link.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HopValues {
+    /// CO2 per packet of the hop's routers, summed, pg (null: not measured).
+    #[schema(required = true)]
+    pub co2_pg: Option<f64>,
+    /// Interface the packet leaves the AS by (0 at the destination).
+    pub egress: u16,
+    /// Energy per packet of the hop's routers, summed, nJ (null: not measured).
+    #[schema(required = true)]
+    pub energy_nj: Option<f64>,
+    /// The AS.
+    pub ia: String,
+    /// Interface the packet enters the AS by (0 at the source).
+    pub ingress: u16,
+    /// The AS hop's latency (first ingress to last egress), ns (null: not measured).
+    #[schema(required = true)]
+    pub latency_ns: Option<f64>,
+    /// The longest egress queue of the hop's routers on the egress interface, packets.
+    #[schema(required = true)]
+    pub queue_len: Option<f64>,
+    /// Node ids of the routers counted.
+    pub routers: Vec<u32>,
+    /// Utilisation of the egress link, kbit/s (null: not measured).
+    #[schema(required = true)]
+    pub utilisation_kbps: Option<f64>,
+}
+
+/// `GET /dashboard/hops`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PathHops {
+    /// AS hops in travel direction.
+    pub hops: Vec<HopValues>,
+    /// Path id (16 hex digits).
+    pub path: String,
+}

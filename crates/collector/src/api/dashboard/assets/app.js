@@ -68,13 +68,10 @@ function tiles(s) {
   document.getElementById("local-ia").textContent = s.local_ia;
 }
 
-// Path and per-hop values of a path body: { path: {m: v}, hops: [{m: v}] }.
-function valuesOf(path) {
-  const out = { path: {}, hops: path.hops.map(() => ({})) };
-  for (const t of path.telemetry) {
-    if (t.scope === "path") out.path[t.measurement] = t.value;
-    else if (t.scope === "hop" && out.hops[Number(t.tags.hop)]) out.hops[Number(t.tags.hop)][t.measurement] = t.value;
-  }
+// The path-wide values of a path body, by measurement.
+function pathValues(path) {
+  const out = {};
+  for (const t of path.telemetry) if (t.scope === "path") out[t.measurement] = t.value;
   return out;
 }
 
@@ -86,7 +83,7 @@ function pathsTable(list) {
   document.getElementById("paths-total").textContent =
     list.total > list.paths.length ? `(${list.paths.length} of ${list.total})` : `(${list.total})`;
   const rows = list.paths.map((p) => {
-    const v = valuesOf(p).path;
+    const v = pathValues(p);
     const tr = el("tr", { "data-path": p.id, class: p.id === state.selected ? "selected" : "" },
       el("td", {}, el("code", {}, p.id)), el("td", {}, `${p.src} → ${p.dst}`), el("td", { class: "num" }, p.hops.length),
       ...MEASUREMENTS.map((m) => el("td", { class: "num" }, fmt(m, v[m]))), el("td", {}, p.origin));
@@ -96,16 +93,32 @@ function pathsTable(list) {
   fill(document.querySelector("#paths tbody"), rows, 9);
 }
 
-function pathDetail(path) {
+// Shows a chart once it has loaded: a new image replaces `img` then, so the page never shows
+// a half-loaded or broken chart; a refresh is skipped while the previous one still loads.
+function refreshImage(img, src) {
+  if (img.dataset.loading) return;
+  img.dataset.loading = "1";
+  const next = new Image();
+  next.alt = img.alt;
+  next.id = img.id;
+  next.onload = () => img.replaceWith(next);
+  next.onerror = () => {
+    delete img.dataset.loading;
+    window.recordDashboardError(`failed to load ${src}`);
+  };
+  next.src = src;
+}
+
+async function pathDetail(path) {
   const detail = document.getElementById("path-detail");
   detail.hidden = !path;
   if (!path) return;
   document.getElementById("path-id").textContent = path.id;
   document.getElementById("path-route").textContent = route(path.hops);
-  const v = valuesOf(path);
-  const rows = path.hops.map((h, i) => el("tr", {},
+  const values = await getJson(`dashboard/hops?path=${path.id}`);
+  const rows = values.hops.map((h, i) => el("tr", {},
     el("td", {}, i), el("td", {}, h.ia), el("td", {}, `${h.ingress} → ${h.egress}`),
-    ...MEASUREMENTS.map((m) => el("td", { class: "num" }, fmt(m, v.hops[i][m])))));
+    ...MEASUREMENTS.map((m) => el("td", { class: "num" }, fmt(m, h[m])))));
   fill(document.querySelector("#hops tbody"), rows, 8);
   const stamp = Date.now();
   const q = (m) => `path=${path.id}&measurement=${m}&t=${stamp}`;
@@ -113,9 +126,9 @@ function pathDetail(path) {
     ...MEASUREMENTS.map((m) => `dashboard/charts/hops.svg?${q(m)}`)];
   const box = document.getElementById("charts");
   if (box.children.length !== charts.length) {
-    box.replaceChildren(...charts.map(() => el("img", { alt: "chart" })));
+    box.replaceChildren(...charts.map((_, i) => el("img", { alt: "chart", id: `chart-${i}` })));
   }
-  charts.forEach((src, i) => { box.children[i].src = src; });
+  charts.forEach((src, i) => refreshImage(document.getElementById(`chart-${i}`), src));
 }
 
 async function ranking(path) {
@@ -182,12 +195,12 @@ async function poll() {
     const path = paths.paths.find((p) => p.id === state.selected) || null;
     tiles(summary);
     pathsTable(paths);
-    pathDetail(path);
+    await pathDetail(path);
     rejected(quarantine);
     events(recent);
     await ranking(path);
-    document.getElementById("topology").src =
-      `dashboard/topology.svg?${path ? `path=${path.id}&` : ""}t=${Date.now()}`;
+    refreshImage(document.getElementById("topology"),
+      `dashboard/topology.svg?${path ? `path=${path.id}&` : ""}t=${Date.now()}`);
     document.getElementById("updated").textContent = clock(summary.now_ns);
     setStatus(summary.workers_ready === summary.workers, summary.workers_ready === summary.workers ? "ready" : "workers down");
     state.polls += 1;
