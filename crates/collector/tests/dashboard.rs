@@ -199,18 +199,14 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
     assert_eq!(paths["total"], 1, "{paths}");
     let path = &paths["paths"][0];
     let id = path["id"].as_str().unwrap().to_owned();
-    let value = |scope: &str, hop: Option<u64>, m: &str| {
+    let value = |m: &str| {
         path["telemetry"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|t| {
-                t["scope"] == scope
-                    && t["measurement"] == m
-                    && hop.is_none_or(|h| t["tags"]["hop"] == h.to_string())
-            })
+            .find(|t| t["scope"] == "path" && t["measurement"] == m)
             .and_then(|t| t["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {scope} {m} in {path}"))
+            .unwrap_or_else(|| panic!("no path {m} in {path}"))
     };
     let quarantine = get_json(api, "/api/v1/quarantine").await;
     assert_eq!(quarantine["rejected"]["replayed"], REPORTS as u64);
@@ -253,7 +249,7 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
         "energy_nj",
         "co2_pg",
     ] {
-        let v = value("path", None, m);
+        let v = value(m);
         assert!(v > 0.0, "path {m} {v}");
         let text = shown(m, v);
         assert!(
@@ -307,7 +303,7 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
         ranking.contains(&id) && ranking.contains("1-ff00:0:b"),
         "{ranking}"
     );
-    assert!(ranking.contains(&shown("latency_ns", value("path", None, "latency_ns"))));
+    assert!(ranking.contains(&shown("latency_ns", value("latency_ns"))));
 
     // Rejections by reason and the quarantined reports; events.
     let reasons = &dom[dom.find("id=\"reasons\"").unwrap()..dom.find("id=\"quarantine\"").unwrap()];

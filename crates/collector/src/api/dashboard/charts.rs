@@ -193,7 +193,9 @@ pub(super) fn line(
             .map_err(failed)?;
         let xy: Vec<(f64, f64)> = points.iter().map(|&(t, v)| (ago(t), v / div)).collect();
         if xy.is_empty() {
-            let mid = TextStyle::from((FONT, CAPTION_PX).into_font().color(&GREY))
+            let mid = (FONT, CAPTION_PX)
+                .into_font()
+                .color(&GREY)
                 .pos(Pos::new(HPos::Center, VPos::Center));
             chart
                 .draw_series(std::iter::once(Text::new(
@@ -332,7 +334,9 @@ fn label_box(
         WHITE.mix(0.9).filled(),
     ))
     .map_err(failed)?;
-    let style = TextStyle::from((FONT, LABEL_PX).into_font().color(color))
+    let style = (FONT, LABEL_PX)
+        .into_font()
+        .color(color)
         .pos(Pos::new(HPos::Center, VPos::Center));
     root.draw(&Text::new(text.to_owned(), at, style))
         .map_err(failed)
@@ -345,7 +349,9 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(failed)?;
-        let heading = TextStyle::from((FONT, CAPTION_PX).into_font().color(&GREY))
+        let heading = (FONT, CAPTION_PX)
+            .into_font()
+            .color(&GREY)
             .pos(Pos::new(HPos::Center, VPos::Top));
         let mut isds: Vec<(u16, i32)> =
             g.nodes.iter().zip(&at).map(|(n, p)| (n.isd, p.0)).collect();
@@ -356,7 +362,9 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
                 .map_err(failed)?;
         }
         if g.nodes.is_empty() {
-            let mid = TextStyle::from((FONT, CAPTION_PX).into_font().color(&GREY))
+            let mid = (FONT, CAPTION_PX)
+                .into_font()
+                .color(&GREY)
                 .pos(Pos::new(HPos::Center, VPos::Center));
             root.draw(&Text::new(
                 "no topology yet: import topology.json files or paths",
@@ -406,7 +414,9 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
             let width = if n.highlighted || n.local { 3 } else { 1 };
             root.draw(&Rectangle::new(corners, border.stroke_width(width)))
                 .map_err(failed)?;
-            let style = TextStyle::from((FONT, LABEL_PX + 1).into_font().color(&text))
+            let style = (FONT, LABEL_PX + 1)
+                .into_font()
+                .color(&text)
                 .pos(Pos::new(HPos::Center, VPos::Center));
             root.draw(&Text::new(n.label.clone(), (x, y), style))
                 .map_err(failed)?;
@@ -418,14 +428,18 @@ pub(super) fn topology(g: &Graph) -> Result<String, String> {
                 notes.push("collector");
             }
             if !notes.is_empty() {
-                let small = TextStyle::from((FONT, LABEL_PX - 1).into_font().color(&GREY))
+                let small = (FONT, LABEL_PX - 1)
+                    .into_font()
+                    .color(&GREY)
                     .pos(Pos::new(HPos::Center, VPos::Top));
                 root.draw(&Text::new(notes.join(", "), (x, y + BOX_H / 2 + 2), small))
                     .map_err(failed)?;
             }
         }
         if g.left_out > 0 {
-            let note = TextStyle::from((FONT, LABEL_PX).into_font().color(&GREY))
+            let note = (FONT, LABEL_PX)
+                .into_font()
+                .color(&GREY)
                 .pos(Pos::new(HPos::Right, VPos::Bottom));
             root.draw(&Text::new(
                 format!("{} more ASes and links not drawn", g.left_out),

@@ -190,7 +190,7 @@ fn events_of(
 
 /// Newest first, at most `limit`.
 fn keep_newest(events: &mut Vec<EventBody>, limit: usize) {
-    events.sort_by(|a, b| b.time_ns.cmp(&a.time_ns));
+    events.sort_by_key(|e| std::cmp::Reverse(e.time_ns));
     events.truncate(limit);
 }
 
@@ -446,8 +446,11 @@ pub(super) struct TopologyQuery {
     _refresh: Option<u64>,
 }
 
+/// The two ends of a link: (ISD-AS, interface id) each.
+type LinkEnds = [(IsdAsn, u16); 2];
+
 /// The latency of a link (either end's egress measurement), as text.
-fn link_latency(s: &AppState, ends: [(IsdAsn, u16); 2]) -> Option<String> {
+fn link_latency(s: &AppState, ends: LinkEnds) -> Option<String> {
     let m = Measurement::LatencyNs;
     let v = ends.iter().find_map(|&(ia, ifid)| {
         s.shared
@@ -493,7 +496,7 @@ fn graph(s: &AppState, t: &Topology, highlight: Option<u64>) -> charts::Graph {
     let pair = |a: IsdAsn, b: IsdAsn| if a <= b { (a, b) } else { (b, a) };
     let path_pairs: Vec<(IsdAsn, IsdAsn)> = on_path.windows(2).map(|w| pair(w[0], w[1])).collect();
     // Imported links by AS pair.
-    let mut by_pair: BTreeMap<(IsdAsn, IsdAsn), Vec<[(IsdAsn, u16); 2]>> = BTreeMap::new();
+    let mut by_pair: BTreeMap<(IsdAsn, IsdAsn), Vec<LinkEnds>> = BTreeMap::new();
     for l in &t.links {
         by_pair
             .entry(pair(l.a, l.b))
