@@ -17,7 +17,7 @@ use test_kit::require::Need;
 use test_kit::service::{self as kit, http, tempdir};
 
 const TOKEN: &str = "dashboard-token";
-/// The collector's API port (this test's private range).
+/// The collector's API port (this test's private range; the tests use it and the next two).
 const API_PORT: u16 = 28131;
 /// Virtual time the page's scripts get before the DOM is taken, ms (the page polls every 3 s).
 const BUDGET_MS: u32 = 10_000;
@@ -155,10 +155,10 @@ async fn post_batch(api: SocketAddr, batch: &idint_report::v1::ReportBatch) {
 }
 
 /// A collector with the chain's topology imported, fed latency and carbon probes and one
-/// replayed batch (rejected).
-async fn fed_collector(dir: &Path) -> Running {
+/// replayed batch (rejected), its API on `port`.
+async fn fed_collector(dir: &Path, port: u16) -> Running {
     let mut cfg = kit::config(dir, TOKEN, true, "");
-    cfg.api.listen = SocketAddr::from(([127, 0, 0, 1], API_PORT));
+    cfg.api.listen = SocketAddr::from(([127, 0, 0, 1], port));
     let r = kit::start(cfg, Stores::default()).await;
     let auth = format!("Bearer {TOKEN}");
     for f in chain::topology_files() {
@@ -191,7 +191,7 @@ async fn fed_collector(dir: &Path) -> Running {
 async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_errors() {
     require!(Need::Chromium);
     let dir = tempdir("dashboard");
-    let r = fed_collector(&dir).await;
+    let r = fed_collector(&dir, API_PORT).await;
     let api = r.http_addr;
 
     // What the API says, to compare the page with.
@@ -407,5 +407,98 @@ async fn a_deliberate_script_error_is_detected() {
         "{:#?}",
         loaded.console
     );
+    r.shutdown().await;
+}
+
+/// The dashboard's endpoints refuse bad parameters with a 400 naming the fault, unknown
+/// paths with a 404, and serve the page's assets with their content types.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_dashboard_queries_get_clear_errors() {
+    let dir = tempdir("dashboard-bad");
+    let r = fed_collector(&dir, API_PORT + 2).await;
+    let api = r.http_addr;
+    let id = get_json(api, "/api/v1/paths").await["paths"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let other = if id == "0000000000000001" {
+        "0000000000000002"
+    } else {
+        "0000000000000001"
+    };
+    let cases: Vec<(String, u16, &str)> = vec![
+        (
+            "/dashboard/events?limit=0".into(),
+            400,
+            "limit 0 is out of range",
+        ),
+        ("/dashboard/events?limit=201".into(), 400, "1 to 200"),
+        ("/dashboard/events?limits=3".into(), 400, "unknown field"),
+        ("/dashboard/hops".into(), 400, "missing field `path`"),
+        ("/dashboard/hops?path=xyz".into(), 400, "bad path id"),
+        (format!("/dashboard/hops?path={other}"), 404, "unknown"),
+        (
+            format!("/dashboard/charts/hops.svg?path={id}&measurement=speed"),
+            400,
+            "unknown measurement",
+        ),
+        (
+            format!("/dashboard/charts/history.svg?path={id}&colour=red"),
+            400,
+            "unknown field",
+        ),
+        (
+            format!("/dashboard/charts/history.svg?path={id}&t=soon"),
+            400,
+            "invalid digit",
+        ),
+        (
+            format!("/dashboard/charts/hops.svg?path={other}"),
+            404,
+            "unknown",
+        ),
+        ("/dashboard/topology.svg?path=12".into(), 400, "bad path id"),
+        (
+            format!("/dashboard/topology.svg?path={other}"),
+            404,
+            "unknown",
+        ),
+    ];
+    for (url, status, says) in cases {
+        let (st, body) = http(api, "GET", &url, &[], b"").await;
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        assert_eq!(st, status, "{url}: {body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(says),
+            "{url}: {error:?} does not say {says:?}"
+        );
+    }
+    let events = get_json(api, "/dashboard/events?limit=3").await;
+    assert_eq!(events["events"].as_array().unwrap().len(), 3);
+    let summary = get_json(api, "/dashboard/summary").await;
+    assert_eq!(summary["accepted"], 3 * REPORTS as u64);
+    assert_eq!(summary["rejected"]["replayed"], REPORTS as u64);
+    for (url, content_type) in [
+        ("/", "text/html"),
+        ("/dashboard/app.js", "text/javascript"),
+        ("/dashboard/style.css", "text/css"),
+        ("/dashboard/topology.svg", "image/svg+xml"),
+    ] {
+        let mut s = tokio::net::TcpStream::connect(api).await.unwrap();
+        let req = format!("GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        tokio::io::AsyncWriteExt::write_all(&mut s, req.as_bytes())
+            .await
+            .unwrap();
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut s, &mut out)
+            .await
+            .unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{url}: {out}");
+        assert!(
+            out.contains(&format!("content-type: {content_type}")),
+            "{url}: {out}"
+        );
+    }
     r.shutdown().await;
 }
