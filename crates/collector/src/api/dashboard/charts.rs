@@ -266,8 +266,10 @@ const ROW_H: i32 = 78;
 const TOP: i32 = 46;
 /// Smallest drawing, px.
 const MIN_SIZE: (i32, i32) = (520, 260);
-/// How far a link between two ASes of one column bends out, px per row between them.
-const BEND_PER_ROW: f64 = 34.0;
+/// How much further a link between two ASes of one column bends out per row between them, px.
+const BEND_PER_ROW: f64 = 16.0;
+/// Space between a bent link and the AS boxes it passes, px.
+const BEND_CLEARANCE: f64 = 14.0;
 /// Points a bent link is drawn with.
 const BEND_STEPS: usize = 16;
 /// Approximate width of a label character, px.
@@ -307,8 +309,12 @@ fn link_points(p: (i32, i32), q: (i32, i32)) -> Vec<(i32, i32)> {
     if p.0 != q.0 {
         return vec![p, q];
     }
-    let bend =
-        BEND_PER_ROW * f64::from((q.1 - p.1).abs()) / f64::from(ROW_H) + f64::from(BOX_W) / 2.0;
+    // A quadratic curve reaches half way to its control point: clear of the boxes, a little
+    // further for ASes further apart, within the column.
+    let rows_apart = f64::from((q.1 - p.1).abs()) / f64::from(ROW_H);
+    let reach = (f64::from(BOX_W) / 2.0 + BEND_CLEARANCE + BEND_PER_ROW * (rows_apart - 1.0))
+        .min(f64::from(COLUMN_W) / 2.0 - BEND_CLEARANCE);
+    let bend = 2.0 * reach;
     let c = (f64::from(p.0) + bend, f64::from(p.1 + q.1) / 2.0);
     (0..=BEND_STEPS)
         .map(|s| {
