@@ -364,6 +364,7 @@ async fn the_dashboard_shows_the_reports_values_in_chromium_without_console_erro
     assert!(bytes.len() > 50_000, "a {} byte screenshot", bytes.len());
     eprintln!("dashboard screenshot: {}", png.display());
     r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The page's own error hook and the console log both catch a deliberate error: the checks
@@ -408,6 +409,7 @@ async fn a_deliberate_script_error_is_detected() {
         loaded.console
     );
     r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The dashboard's endpoints refuse bad parameters with a 400 naming the fault, unknown
@@ -500,5 +502,15 @@ async fn bad_dashboard_queries_get_clear_errors() {
             "{url}: {out}"
         );
     }
+    // The document names the parameters as the endpoints take them.
+    let doc = get_json(api, "/openapi.json").await;
+    let params: Vec<&str> = doc["paths"]["/dashboard/charts/hops.svg"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(params, ["path", "measurement", "t"]);
     r.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
