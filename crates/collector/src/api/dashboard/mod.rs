@@ -449,20 +449,26 @@ pub(super) struct TopologyQuery {
 /// The two ends of a link: (ISD-AS, interface id) each.
 type LinkEnds = [(IsdAsn, u16); 2];
 
-/// The latency of a link (either end's egress measurement), as text.
-fn link_latency(s: &AppState, ends: LinkEnds) -> Option<String> {
-    let m = Measurement::LatencyNs;
-    let v = ends.iter().find_map(|&(ia, ifid)| {
-        s.shared
-            .metrics
-            .get_with(&MetricKey::link(ia, ifid, m), |l| l.value)
-    })?;
-    let (div, unit) = charts::display_unit(m, v);
-    Some(format!("{} {unit}", charts::short(v / div)))
+/// A link's latency and utilisation as text (each from whichever end measured it as the
+/// sender), nothing when neither is measured.
+fn link_values(s: &AppState, ends: LinkEnds) -> Vec<String> {
+    [Measurement::LatencyNs, Measurement::UtilisationKbps]
+        .into_iter()
+        .filter_map(|m| {
+            let v = ends.iter().find_map(|&(ia, ifid)| {
+                s.shared
+                    .metrics
+                    .get_with(&MetricKey::link(ia, ifid, m), |l| l.value)
+            })?;
+            let (div, unit) = charts::display_unit(m, v);
+            Some(format!("{} {unit}", charts::short(v / div)))
+        })
+        .collect()
 }
 
 /// The topology as a graph: ASes (bounded), imported links between them (labelled with
-/// their interfaces and latency) and, dashed, AS hops of paths no imported link covers.
+/// their interfaces, latency and utilisation) and, dashed, AS hops of paths no imported
+/// link covers.
 fn graph(s: &AppState, t: &Topology, highlight: Option<u64>) -> charts::Graph {
     let named_only = t.ases_named_only();
     let all: Vec<(IsdAsn, Option<bool>)> = t
@@ -528,11 +534,9 @@ fn graph(s: &AppState, t: &Topology, highlight: Option<u64>) -> charts::Graph {
         }
         let label = match links.map(Vec::as_slice) {
             Some([ends]) => {
-                let ifs = format!("{}–{}", ends[0].1, ends[1].1);
-                match link_latency(s, *ends) {
-                    Some(lat) => format!("{ifs} · {lat}"),
-                    None => ifs,
-                }
+                let mut parts = vec![format!("{}–{}", ends[0].1, ends[1].1)];
+                parts.extend(link_values(s, *ends));
+                parts.join(" · ")
             }
             Some(several) => format!("{} links", several.len()),
             None => String::new(),
