@@ -28,6 +28,9 @@ pub enum Need {
     Luac,
     /// The `vmalert` binary (Debian's `victoria-metrics` package), to validate alerting rules.
     Vmalert,
+    /// The `chromium` browser (Debian's `chromium` package), headless, for the collector's
+    /// dashboard.
+    Chromium,
 }
 
 impl Need {
@@ -49,6 +52,8 @@ impl Need {
             }
             Need::Vmalert => (!on_path("vmalert"))
                 .then(|| "needs vmalert on PATH (apt install victoria-metrics)".to_string()),
+            Need::Chromium => (!on_path("chromium"))
+                .then(|| "needs chromium on PATH (apt install chromium)".to_string()),
         }
     }
 }

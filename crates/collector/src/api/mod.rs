@@ -3,7 +3,8 @@
 //! generated from the handlers and the body types, is served at `/openapi.json`.
 //!
 //! Modules: [`error`] (the error type), [`responses`] (the bodies), the handlers by area
-//! (`ops`, `ingest`, `topology`, `telemetry`, `sla`, `admin`) and `openapi` (the document).
+//! (`ops`, `ingest`, `topology`, `telemetry`, `sla`, `admin`), the operator's page
+//! (`dashboard`, at `/`) and `openapi` (the document).
 //! Nothing else in the crate but `service` uses this module.
 
 use axum::Router;
@@ -19,6 +20,7 @@ use serde::de::DeserializeOwned;
 use crate::state::AppState;
 
 mod admin;
+mod dashboard;
 pub mod error;
 mod ingest;
 mod openapi;
@@ -71,6 +73,15 @@ pub(crate) fn routes() -> Vec<Route> {
         post("/api/v1/admin/topology", admin::import_topology),
         post("/api/v1/admin/paths", admin::import_paths),
         post("/api/v1/admin/keys", admin::import_keys),
+        get("/", dashboard::index),
+        get("/dashboard/app.js", dashboard::app_js),
+        get("/dashboard/style.css", dashboard::style_css),
+        get("/dashboard/summary", dashboard::summary),
+        get("/dashboard/events", dashboard::events),
+        get("/dashboard/hops", dashboard::hops),
+        get("/dashboard/topology.svg", dashboard::topology_svg),
+        get("/dashboard/charts/hops.svg", dashboard::hops_chart),
+        get("/dashboard/charts/history.svg", dashboard::history_chart),
     ]
 }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{admin, error, ingest, ops, sla, telemetry, topology};
+use super::{admin, dashboard, error, ingest, ops, sla, telemetry, topology};
 
 /// The name of the admin endpoints' security scheme (an `api.admin_token` bearer token).
 const BEARER: &str = "bearer";
@@ -39,6 +39,15 @@ const BEARER: &str = "bearer";
         admin::import_topology,
         admin::import_paths,
         admin::import_keys,
+        dashboard::index,
+        dashboard::app_js,
+        dashboard::style_css,
+        dashboard::summary,
+        dashboard::events,
+        dashboard::hops,
+        dashboard::topology_svg,
+        dashboard::hops_chart,
+        dashboard::history_chart,
     ),
     components(schemas(error::ErrorBody)),
     modifiers(&BearerScheme),
@@ -48,6 +57,7 @@ const BEARER: &str = "bearer";
         (name = "topology", description = "ASes, routers, links and paths"),
         (name = "telemetry", description = "current and historical values, SLA checks"),
         (name = "admin", description = "imports (bearer api.admin_token)"),
+        (name = "dashboard", description = "the operator's page at / and its charts"),
     )
 )]
 pub struct ApiDoc;
@@ -154,6 +164,9 @@ mod tests {
             "PathsImported",
             "KeysImported",
             "LatestValue",
+            "DashboardSummary",
+            "EventList",
+            "PathHops",
         ] {
             assert!(schemas.contains_key(name), "schema {name} missing");
         }

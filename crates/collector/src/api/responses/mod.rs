@@ -13,8 +13,10 @@ use utoipa::ToSchema;
 use collector_core::counters::Quarantined;
 use collector_core::metrics::{Latest, Measurement, MetricKey, Scope};
 
+mod dashboard;
 mod topology;
 
+pub use dashboard::*;
 pub use topology::*;
 
 /// A path id as JSON has it: 16 hex digits.
