@@ -58,7 +58,10 @@ fn main() -> ExitCode {
 fn init_logging(cfg: &Config) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&cfg.log.filter));
-    let b = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only for a terminal: logs written to files stay plain text.
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()));
     if cfg.log.format == "json" {
         b.json().init();
     } else {

@@ -46,7 +46,10 @@ pub fn check(dir: &Path, repo: &Path, net: &Network, checks: &mut Checks) -> Val
         let idint = count(&file, &dissector, "scion.idint.version");
         let ok = matches!((&scion, &idint), (Ok(s), Ok(i)) if *s > 0 && *i > 0);
         checks.add(
-            &format!("capture {}: SCION and ID-INT on the link", file_name(net, k)),
+            &format!(
+                "capture {}: SCION and ID-INT on the link",
+                file_name(net, k)
+            ),
             ok,
             format!("{scion:?} SCION frames, {idint:?} with ID-INT"),
         );

@@ -73,7 +73,7 @@ pub fn run(
         .filter(|p| (p.src, p.dst) == peer_pair)
         .cloned()
         .collect();
-    let hosts = hosts::Hosts::new(opts, layout, net);
+    let hosts = hosts::Hosts::new(opts, layout, net, std::time::Instant::now());
 
     // 1. Link down.
     let scmp_before = scmp_replies(&ra) + scmp_replies(&rb);
@@ -128,7 +128,11 @@ pub fn run(
     let back = procs.wait_until("core link BFD Up again", BFD_UP_WITHIN, || {
         api::router_all_up(&ra) && api::router_all_up(&rb)
     });
-    checks.add("core link up: BFD Up again", back.is_ok(), format!("{back:?}"));
+    checks.add(
+        "core link up: BFD Up again",
+        back.is_ok(),
+        format!("{back:?}"),
+    );
     let after = hosts.ping_all(procs, &over_core, PINGS)?;
     checks.add(
         "link up: both paths deliver verified telemetry again",
@@ -173,8 +177,16 @@ pub fn run(
         opts.out.join("logs").join("collector-1.log"),
     )?;
     crate::run::start_collector(procs, opts, layout)?;
-    let ready = procs.wait_until("collector back", COLLECTOR_BACK_WITHIN, || collector.ready());
-    checks.add("collector restarted: ready", ready.is_ok(), format!("{ready:?}"));
+    let ready = procs.wait_until("collector back", COLLECTOR_BACK_WITHIN, || {
+        collector.ready()
+    });
+    checks.add(
+        "collector restarted: ready",
+        ready.is_ok(),
+        format!("{ready:?}"),
+    );
+    // Secrets are not written to PostgreSQL: the operator imports the keys again.
+    crate::run::import_keys(opts, layout)?;
     let accepted = procs.wait_until("reports accepted again", COLLECTOR_BACK_WITHIN, || {
         collector
             .metrics()
@@ -184,6 +196,22 @@ pub fn run(
         "collector restarted: reports accepted again",
         accepted.is_ok(),
         format!("{accepted:?}"),
+    );
+    // Every path's reports resume: each has telemetry in the new instance.
+    let resumed = procs.wait_until("every path measured again", COLLECTOR_BACK_WITHIN, || {
+        collector.get("/api/v1/paths?limit=1000").is_ok_and(|v| {
+            v["paths"].as_array().is_some_and(|ps| {
+                ps.len() >= paths.len()
+                    && ps
+                        .iter()
+                        .all(|p| p["telemetry"].as_array().is_some_and(|t| !t.is_empty()))
+            })
+        })
+    });
+    checks.add(
+        "collector restarted: reports of every path resume",
+        resumed.is_ok(),
+        format!("{resumed:?}"),
     );
     let paths_known = collector
         .get("/api/v1/paths")

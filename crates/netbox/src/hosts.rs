@@ -31,7 +31,7 @@ pub struct PingResult {
     pub received: u64,
     /// Replies whose telemetry verified.
     pub verified: u64,
-    /// Milliseconds from the start of the pings to the end of the first run with a verified
+    /// Milliseconds from the start of the box to the end of the first run with a verified
     /// reply (an upper bound of the first verified packet's time).
     pub first_verified_ms: Option<u128>,
     /// The run's JSON output.
@@ -60,11 +60,13 @@ pub struct Hosts<'n> {
     /// The pings' verifier: the box's collector (so that the hosts' reports are verified and
     /// stored by it).
     verifier: String,
+    /// When the box started (timings are from it).
+    t0: Instant,
 }
 
 impl<'n> Hosts<'n> {
     /// Hosts of `net` using the files of `layout`.
-    pub fn new(opts: &Options, layout: &Layout, net: &'n Network) -> Self {
+    pub fn new(opts: &Options, layout: &Layout, net: &'n Network, t0: Instant) -> Self {
         Hosts {
             net,
             ping: opts.bin.join("idint-ping"),
@@ -72,6 +74,7 @@ impl<'n> Hosts<'n> {
             keys: layout.keys_root(),
             dir: opts.out.join("hosts"),
             verifier: format!("{},{COLLECTOR_IP}", crate::files::collector_ia(net)),
+            t0,
         }
     }
 
@@ -133,7 +136,6 @@ impl<'n> Hosts<'n> {
         paths: &[BoxPath],
         count: u32,
     ) -> Result<Vec<PingResult>, WaitError> {
-        let start = Instant::now();
         let mut out = Vec::new();
         for p in paths {
             if procs.interrupted() {
@@ -173,7 +175,7 @@ impl<'n> Hosts<'n> {
                 sent: n("sent"),
                 received: n("received"),
                 verified,
-                first_verified_ms: (verified > 0).then(|| start.elapsed().as_millis()),
+                first_verified_ms: (verified > 0).then(|| self.t0.elapsed().as_millis()),
                 output,
             });
         }

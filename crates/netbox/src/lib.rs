@@ -55,7 +55,10 @@ mod tests {
             let mut bad = raws[0].clone();
             let last = bad.len() - 1;
             bad[last] ^= 1;
-            assert!(sim.send(&net, &all[0], &bad, now_s * 1_000_000_000).is_err());
+            assert!(
+                sim.send(&net, &all[0], &bad, now_s * 1_000_000_000)
+                    .is_err()
+            );
         }
     }
 }

@@ -13,14 +13,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 use netbox::files::{self, Layout, Storage};
+use netbox::netns;
 use netbox::paths::all_paths;
 use netbox::plan::Network;
 use netbox::run::{Options, run, unix_now};
 use netbox::sim::SimNetwork;
-use netbox::netns;
 
 #[derive(Parser)]
-#[command(name = "idint-netbox", about = "A multi-AS SCION network with ID-INT on one machine")]
+#[command(
+    name = "idint-netbox",
+    about = "A multi-AS SCION network with ID-INT on one machine"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -123,14 +126,22 @@ fn main() -> ExitCode {
                 Err(e) => {
                     eprintln!(
                         "idint-netbox: {e}{}",
-                        if stop.load(Ordering::Relaxed) { " (interrupted)" } else { "" }
+                        if stop.load(Ordering::Relaxed) {
+                            " (interrupted)"
+                        } else {
+                            ""
+                        }
                     );
                     ExitCode::FAILURE
                 }
             }
         }
         Cmd::Files { out, small } => {
-            let net = if small { Network::small() } else { Network::demo() };
+            let net = if small {
+                Network::small()
+            } else {
+                Network::demo()
+            };
             let layout = Layout::new(&out);
             let paths = all_paths(&net);
             let storage = Storage {
@@ -138,7 +149,8 @@ fn main() -> ExitCode {
                 victoria_url: "http://127.0.0.1:28428".into(),
             };
             let now_s = unix_now();
-            let written = files::write_all(&net, &layout, now_s, &paths, "127.0.0.1:28580", &storage);
+            let written =
+                files::write_all(&net, &layout, now_s, &paths, "127.0.0.1:28580", &storage);
             let (_, raws) = match written {
                 Ok(r) => r,
                 Err(e) => {
@@ -163,7 +175,11 @@ fn main() -> ExitCode {
                     }
                 }
             }
-            if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            if failed == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Cmd::Down => {
             for r in netns::teardown() {

@@ -118,7 +118,11 @@ fn add_veth(
         Some(ns) => run(&["ip", "-n", ns, "link", "set", &tb, "name", b, "up"]),
         None => {
             run(&["ip", "link", "set", &tb, "name", b])?;
-            run(&["sysctl", "-qw", &format!("net.ipv6.conf.{b}.disable_ipv6=1")])?;
+            run(&[
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{b}.disable_ipv6=1"),
+            ])?;
             run(&["ip", "link", "set", b, "up"])
         }
     }
@@ -159,7 +163,10 @@ pub fn build(net: &Network) -> Result<(), CommandError> {
     for a in &net.ases {
         let ns = as_ns(a.number);
         add_ns(&ns)?;
-        run(&["ip", "-n", &ns, "link", "add", AS_BRIDGE, "type", "bridge"])?;
+        let mac = mac_text(a.host_mac());
+        run(&[
+            "ip", "-n", &ns, "link", "add", AS_BRIDGE, "address", &mac, "type", "bridge",
+        ])?;
         run(&[
             "ip",
             "-n",
@@ -265,7 +272,9 @@ pub fn teardown() -> Vec<String> {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
-    if run(&["ip", "link", "show", MGMT_BRIDGE]).is_ok() && run(&["ip", "link", "del", MGMT_BRIDGE]).is_ok() {
+    if run(&["ip", "link", "show", MGMT_BRIDGE]).is_ok()
+        && run(&["ip", "link", "del", MGMT_BRIDGE]).is_ok()
+    {
         removed.push(format!("bridge {MGMT_BRIDGE}"));
     }
     removed

@@ -103,6 +103,12 @@ impl AsNode {
         self.internal_ip(HOST_OCTET)
     }
 
+    /// The MAC of its end host (the AS namespace's bridge, set explicitly so that the routers
+    /// know it from the start).
+    pub fn host_mac(&self) -> [u8; 6] {
+        [0x02, 0x00, self.number, 0x00, 0x00, HOST_OCTET]
+    }
+
     /// The ISD-AS as a file-name component (`1-ff00_0_110`).
     pub fn file_name(&self) -> String {
         self.ia.to_string().replace(':', "_")

@@ -123,6 +123,15 @@ impl Procs {
         }
     }
 
+    /// The process ids of the processes named in `names` that are in the list.
+    pub fn pids(&self, names: &[String]) -> Vec<u32> {
+        self.list
+            .iter()
+            .filter(|p| names.contains(&p.name))
+            .map(Proc::pid)
+            .collect()
+    }
+
     /// Stops process `name` (TERM, then KILL after a grace period); its exit status.
     pub fn stop(&mut self, name: &str) -> Option<std::process::ExitStatus> {
         let i = self.list.iter().position(|p| p.name == name)?;
@@ -173,6 +182,29 @@ impl Drop for Procs {
         self.stop_all();
         netns::teardown();
     }
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (Linux's USER_HZ on every architecture
+/// this runs on).
+const USER_HZ: f64 = 100.0;
+
+/// CPU time (user + system) of process `pid` so far, seconds.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / USER_HZ)
+}
+
+/// CPU use of `pids` together over `window`, in percent of one CPU.
+pub fn cpu_percent(pids: &[u32], window: Duration) -> f64 {
+    let total = || pids.iter().filter_map(|&p| cpu_seconds(p)).sum::<f64>();
+    let before = total();
+    std::thread::sleep(window);
+    (total() - before) / window.as_secs_f64() * 100.0
 }
 
 /// SIGTERM (through `kill`, as the child may be `ip netns exec`, which passes it on), then

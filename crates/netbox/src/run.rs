@@ -36,6 +36,9 @@ const COLLECTOR_READY_WITHIN: Duration = Duration::from_secs(60);
 /// How long the first report may take to be queryable.
 const FIRST_REPORT_WITHIN: Duration = Duration::from_secs(30);
 
+/// How long the routers' CPU use is sampled with only probes running.
+const IDLE_WINDOW: Duration = Duration::from_secs(3);
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -159,8 +162,28 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     t.mark("network_up", start);
     println!("   up in {:.1} s", start.elapsed().as_secs_f64());
 
-    println!("== 3. hosts: idint-ping over every path between the ASes' hosts");
-    let hosts = hosts::Hosts::new(opts, &layout, &net);
+    println!("== 3. the collector: the routers' probes, first report queryable");
+    let first = procs.wait_until("first report queryable", FIRST_REPORT_WITHIN, || {
+        collector
+            .get("/api/v1/paths")
+            .ok()
+            .and_then(|v| v["paths"].as_array().cloned())
+            .is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| !p["telemetry"].as_array().is_none_or(Vec::is_empty))
+            })
+    });
+    checks.add("a report is queryable", first.is_ok(), format!("{first:?}"));
+    if first.is_ok() {
+        t.mark("first_report_queryable", start);
+    }
+    let idle_cpu = crate::procs::cpu_percent(&procs.pids(&names), IDLE_WINDOW);
+    println!(
+        "   {} routers with only probes running: {idle_cpu:.1}% of one CPU together",
+        names.len()
+    );
+    println!("== 4. hosts: idint-ping over every path between the ASes' hosts");
+    let hosts = hosts::Hosts::new(opts, &layout, &net, start);
     hosts.start_servers(&mut procs)?;
     procs.sleep(Duration::from_millis(500))?;
     let pings = hosts.ping_all(&procs, &paths, opts.pings)?;
@@ -172,22 +195,14 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
         checks.add(
             &format!("host ping {}: replies verified", p.path),
             p.verified > 0 && p.verified == p.received,
-            format!("{} sent, {} received, {} verified", p.sent, p.received, p.verified),
+            format!(
+                "{} sent, {} received, {} verified",
+                p.sent, p.received, p.verified
+            ),
         );
     }
 
-    println!("== 4. the collector: first report queryable, probes for {} s", opts.probe_secs);
-    let first = procs.wait_until("first report queryable", FIRST_REPORT_WITHIN, || {
-        collector
-            .get("/api/v1/paths")
-            .ok()
-            .and_then(|v| v["paths"].as_array().cloned())
-            .is_some_and(|ps| ps.iter().any(|p| !p["telemetry"].as_array().is_none_or(Vec::is_empty)))
-    });
-    checks.add("a report is queryable", first.is_ok(), format!("{first:?}"));
-    if first.is_ok() {
-        t.mark("first_report_queryable", start);
-    }
+    println!("   probes for {} s more", opts.probe_secs);
     procs.sleep(Duration::from_secs(opts.probe_secs))?;
 
     if opts.faults {
@@ -198,9 +213,13 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     println!("== 6. the collector's API");
     let answers = query_api(&collector, &net, &paths, &mut checks);
     let metrics = collector.metrics().unwrap_or_default();
-    let accepted = api::sample(&metrics, "idint_collector_accepted_total");
+    // Counts of this collector process, plus those of the one the faults stopped.
+    let first_log = opts.out.join("logs").join("collector-1.log");
+    let earlier = |name| crate::store::final_counter(&first_log, name).unwrap_or(0) as f64;
+    let accepted = api::sample(&metrics, "idint_collector_accepted_total") + earlier("accepted");
     let rejected = api::samples_with_labels(&metrics, "idint_collector_rejected_total");
-    let points = api::sample(&metrics, "idint_collector_points_written_total");
+    let points =
+        api::sample(&metrics, "idint_collector_points_written_total") + earlier("points_written");
     checks.add(
         "reports accepted and points stored",
         accepted > 0.0 && points > 0.0,
@@ -218,7 +237,8 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     );
 
     println!("== 7. link captures");
-    let captures = crate::captures::check(&opts.out.join("captures"), &opts.repo, &net, &mut checks);
+    let captures =
+        crate::captures::check(&opts.out.join("captures"), &opts.repo, &net, &mut checks);
 
     if let Some(shot) = &opts.screenshot {
         let png = opts.out.join("dashboard.png");
@@ -234,7 +254,11 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     let host_stats = hosts.stop_servers(&mut procs);
     for n in &names {
         let alive = procs.check(n);
-        checks.add(&format!("router {n} still running"), alive.is_ok(), format!("{alive:?}"));
+        checks.add(
+            &format!("router {n} still running"),
+            alive.is_ok(),
+            format!("{alive:?}"),
+        );
     }
     let down_start = Instant::now();
     drop(procs);
@@ -255,6 +279,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
             "paths": paths.iter().map(|p| p.name(&net)).collect::<Vec<_>>(),
         },
         "timings_ms": t.0,
+        "routers_idle_cpu_percent": idle_cpu,
         "hosts": {
             "pings": pings.iter().map(hosts::PingResult::to_json).collect::<Vec<_>>(),
             "servers": host_stats,
@@ -333,28 +358,50 @@ pub fn start_collector(procs: &mut Procs, opts: &Options, layout: &Layout) -> st
 }
 
 /// Imports topology, paths and the other ASes' level-1 keys with `idint-collector import`.
-fn import(opts: &Options, layout: &Layout, net: &Network) -> Result<(), Box<dyn std::error::Error>> {
-    let url = format!("http://{}", opts.api);
+fn import(
+    opts: &Options,
+    layout: &Layout,
+    net: &Network,
+) -> Result<(), Box<dyn std::error::Error>> {
     let topo: Vec<String> = (0..net.ases.len())
-        .map(|i| layout.as_dir(net, i).join("topology.json").display().to_string())
+        .map(|i| {
+            layout
+                .as_dir(net, i)
+                .join("topology.json")
+                .display()
+                .to_string()
+        })
         .collect();
-    let cdir = layout.collector_dir();
-    for (what, files) in [
-        ("topology", topo),
-        ("paths", vec![cdir.join("paths.json").display().to_string()]),
-        ("keys", vec![cdir.join("level1-keys.json").display().to_string()]),
-    ] {
-        let out = std::process::Command::new(opts.bin.join("idint-collector"))
-            .args(["import", "--url", &url, "--token", ADMIN_TOKEN, what])
-            .args(&files)
-            .output()?;
-        if !out.status.success() {
-            return Err(format!(
-                "idint-collector import {what}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )
-            .into());
-        }
+    collector_import(opts, "topology", &topo)?;
+    let paths = layout.collector_dir().join("paths.json");
+    collector_import(opts, "paths", &[paths.display().to_string()])?;
+    import_keys(opts, layout)
+}
+
+/// Imports the other ASes' level-1 keys (they live in the collector's memory only: a restarted
+/// collector needs them again).
+pub fn import_keys(opts: &Options, layout: &Layout) -> Result<(), Box<dyn std::error::Error>> {
+    let keys = layout.collector_dir().join("level1-keys.json");
+    collector_import(opts, "keys", &[keys.display().to_string()])
+}
+
+/// `idint-collector import ... <what> <files>`.
+fn collector_import(
+    opts: &Options,
+    what: &str,
+    files: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let url = format!("http://{}", opts.api);
+    let out = std::process::Command::new(opts.bin.join("idint-collector"))
+        .args(["import", "--url", &url, "--token", ADMIN_TOKEN, what])
+        .args(files)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "idint-collector import {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
     }
     Ok(())
 }
@@ -380,16 +427,14 @@ pub fn start_router(
 
 /// Asks the collector what a user would: the paths of each AS pair the hosts used, the
 /// ranking, one path's per-hop latency history, an SLA check.
-fn query_api(
-    c: &Collector,
-    net: &Network,
-    paths: &[BoxPath],
-    checks: &mut Checks,
-) -> Value {
+fn query_api(c: &Collector, net: &Network, paths: &[BoxPath], checks: &mut Checks) -> Value {
     let mut pairs = BTreeMap::new();
     let mut answers = serde_json::Map::new();
     for p in paths {
-        let (s, d) = (net.ases[p.src].ia.to_string(), net.ases[p.dst].ia.to_string());
+        let (s, d) = (
+            net.ases[p.src].ia.to_string(),
+            net.ases[p.dst].ia.to_string(),
+        );
         *pairs.entry((s, d)).or_insert(0usize) += 1;
     }
     let mut measured_pairs = 0;
@@ -405,12 +450,18 @@ fn query_api(
             .as_ref()
             .ok()
             .and_then(|v| v["paths"].as_array().cloned())
-            .map(|ps| ps.iter().filter(|p| p["telemetry"].as_array().is_some_and(|t| !t.is_empty())).count())
+            .map(|ps| {
+                ps.iter()
+                    .filter(|p| p["telemetry"].as_array().is_some_and(|t| !t.is_empty()))
+                    .count()
+            })
             .unwrap_or(0);
         if measured > 0 {
             measured_pairs += 1;
         }
-        pair_answers.push(json!({"src": s, "dst": d, "paths": listed, "measured": measured, "expected": n}));
+        pair_answers.push(
+            json!({"src": s, "dst": d, "paths": listed, "measured": measured, "expected": n}),
+        );
     }
     checks.add(
         "the API lists every AS pair's paths with telemetry",
@@ -423,9 +474,16 @@ fn query_api(
     let peering = paths
         .iter()
         .find(|p| p.kind == crate::paths::PathKind::Peering)
-        .map(|p| (net.ases[p.src].ia.to_string(), net.ases[p.dst].ia.to_string()));
+        .map(|p| {
+            (
+                net.ases[p.src].ia.to_string(),
+                net.ases[p.dst].ia.to_string(),
+            )
+        });
     if let Some((s, d)) = peering {
-        let rank = c.get(&format!("/api/v1/paths/rank?src={s}&dst={d}&objective=latency"));
+        let rank = c.get(&format!(
+            "/api/v1/paths/rank?src={s}&dst={d}&objective=latency"
+        ));
         let ranked: Vec<Value> = rank
             .as_ref()
             .ok()
@@ -437,7 +495,10 @@ fn query_api(
             ranked.len() == 2 && valued == 2,
             format!("{} ranked, {valued} with a value", ranked.len()),
         );
-        answers.insert("ranking".into(), rank.unwrap_or_else(|e| json!({"error": e})));
+        answers.insert(
+            "ranking".into(),
+            rank.unwrap_or_else(|e| json!({"error": e})),
+        );
         if let Some(best) = ranked.first().and_then(|p| p["path"].as_str()) {
             let hist = c.get(&format!(
                 "/api/v1/telemetry/history?scope=hop&measurement=latency_ns&path={best}"
@@ -446,7 +507,11 @@ fn query_api(
                 .as_ref()
                 .ok()
                 .and_then(|v| v["series"].as_array().cloned())
-                .map(|ss| ss.iter().map(|s| s["points"].as_array().map_or(0, Vec::len)).sum())
+                .map(|ss| {
+                    ss.iter()
+                        .map(|s| s["points"].as_array().map_or(0, Vec::len))
+                        .sum()
+                })
                 .unwrap_or(0);
             checks.add(
                 "per-hop latency history of the best path",
@@ -457,10 +522,17 @@ fn query_api(
             let sla = c.get(&format!(
                 "/api/v1/sla?path={best}&objective=latency&max=1000000000&window_s=60"
             ));
-            let ok = sla
-                .as_ref()
-                .is_ok_and(|v| v["samples"].as_u64().is_some_and(|n| n > 0) && v["compliant"].is_boolean());
-            checks.add("SLA check of the best path (latency <= 1 s over 60 s)", ok, format!("{:?}", sla.as_ref().map(|v| (&v["samples"], &v["compliant"]))));
+            let ok = sla.as_ref().is_ok_and(|v| {
+                v["samples"].as_u64().is_some_and(|n| n > 0) && v["compliant"].is_boolean()
+            });
+            checks.add(
+                "SLA check of the best path (latency <= 1 s over 60 s)",
+                ok,
+                format!(
+                    "{:?}",
+                    sla.as_ref().map(|v| (&v["samples"], &v["compliant"]))
+                ),
+            );
             answers.insert("sla".into(), sla.unwrap_or_else(|e| json!({"error": e})));
         }
     }
@@ -477,22 +549,39 @@ fn print_summary(s: &Value) {
         println!("timings: {}", line.join(", "));
     }
     println!(
+        "routers' CPU with only probes running: {:.1}% of one CPU (all routers together)",
+        s["routers_idle_cpu_percent"].as_f64().unwrap_or(0.0)
+    );
+    println!(
         "collector: {} reports accepted, {} points written, rejected {}",
         s["collector"]["accepted"], s["collector"]["points_written"], s["collector"]["rejected"]
     );
     if let Some(pairs) = s["api"]["pairs"].as_array() {
-        let measured = pairs.iter().filter(|p| p["measured"].as_u64() > Some(0)).count();
-        println!("API: {measured} of {} AS pairs with measured paths", pairs.len());
+        let measured = pairs
+            .iter()
+            .filter(|p| p["measured"].as_u64() > Some(0))
+            .count();
+        println!(
+            "API: {measured} of {} AS pairs with measured paths",
+            pairs.len()
+        );
     }
     if let Some(r) = s["api"]["ranking"]["paths"].as_array() {
         for p in r {
             let hops: Vec<String> = p["hops"]
                 .as_array()
-                .map(|hs| hs.iter().map(|h| h["ia"].as_str().unwrap_or("?").to_string()).collect())
+                .map(|hs| {
+                    hs.iter()
+                        .map(|h| h["ia"].as_str().unwrap_or("?").to_string())
+                        .collect()
+                })
                 .unwrap_or_default();
             println!(
                 "  rank {} path {} latency {} ns: {}",
-                p["rank"], p["path"], p["value"], hops.join(" > ")
+                p["rank"],
+                p["path"],
+                p["value"],
+                hops.join(" > ")
             );
         }
     }

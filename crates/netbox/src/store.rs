@@ -11,11 +11,39 @@ const VISIBLE_WITHIN: Duration = Duration::from_secs(15);
 
 /// `points_written` of the last "collector stopped" line of the collector's log.
 pub fn written_in_log(log: &Path) -> Option<u64> {
-    let text = std::fs::read_to_string(log).ok()?;
-    let line = text.lines().rev().find(|l| l.contains("collector stopped"))?;
+    final_counter(log, "points_written")
+}
+
+/// Counter `name` (`accepted`, `points_written`) of the last "collector stopped" line of the
+/// collector's log.
+pub fn final_counter(log: &Path, name: &str) -> Option<u64> {
+    let text = strip_ansi(&std::fs::read_to_string(log).ok()?);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.contains("collector stopped"))?;
+    let key = format!("{name}=");
     line.split_whitespace()
-        .find_map(|w| w.strip_prefix("points_written="))
+        .find_map(|w| w.strip_prefix(key.as_str()))
         .and_then(|v| v.trim_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+}
+
+/// `text` without ANSI colour sequences (`ESC [ ... m`).
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Raw samples in the store (every series) stamped at or before `end_s` (Unix seconds).
@@ -73,6 +101,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(written_in_log(&log), Some(40));
+        std::fs::write(
+            &log,
+            "\u{1b}[2m2026\u{1b}[0m collector stopped \u{1b}[3maccepted\u{1b}[0m\u{1b}[2m=\u{1b}[0m5571 \
+             \u{1b}[3mpoints_written\u{1b}[0m\u{1b}[2m=\u{1b}[0m34907\n",
+        )
+        .unwrap();
+        assert_eq!(written_in_log(&log), Some(34907));
         std::fs::write(&log, "nothing\n").unwrap();
         assert_eq!(written_in_log(&log), None);
     }
