@@ -64,6 +64,10 @@
 //!                                   # (a port needs interfaces, internal = true, or both)
 //! default_next_hop_mac = "02:00:00:00:00:fe"  # optional: next hops without a known MAC
 //! vlan = 120                        # optional 802.1Q VLAN ID (1 ..= 4094)
+//! subnets = ["10.0.0.0/16"]         # optional: on-link prefixes whose addresses ARP/NDP
+//!                                   # may teach this port (default: the internal port the
+//!                                   # /24 or /64 of the internal address, others none;
+//!                                   # link peers and sibling routers are always learnable)
 //!
 //! [[neighbor]]                      # next-hop MAC per underlay IP
 //! ip = "192.0.2.2"                  # unicast; IPv4 written as IPv4, not ::ffff:a.b.c.d
@@ -199,6 +203,7 @@ struct RawPort {
     device: String,
     default_next_hop_mac: Option<String>,
     vlan: Option<u16>,
+    subnets: Option<Vec<String>>,
     #[serde(default)]
     interfaces: Vec<u16>,
     #[serde(default)]
@@ -331,6 +336,10 @@ pub struct PortPlan {
     /// 802.1Q VLAN of the port: frames arrive and leave tagged with this VLAN ID; untagged or
     /// otherwise tagged frames are dropped (`wrong_vlan`).
     pub vlan: Option<u16>,
+    /// On-link prefixes: addresses in them may be learned from ARP/NDP on this port (besides
+    /// the port's next hops). Default: the internal port the /24 (/64) of the internal
+    /// address, other ports none.
+    pub subnets: Vec<crate::tables::Subnet>,
 }
 
 /// A validated configuration.
@@ -834,12 +843,22 @@ impl Items<'_> {
                     ),
                 ));
             }
+            let subnets = match &p.subnets {
+                Some(list) => list
+                    .iter()
+                    .map(|n| n.parse())
+                    .collect::<Result<Vec<crate::tables::Subnet>, String>>()
+                    .map_err(|r| self.err(&format!("{name}.subnets"), r))?,
+                None if p.internal => vec![crate::tables::Subnet::around(me.internal_addr.ip())],
+                None => Vec::new(),
+            };
             ports.push(PortPlan {
                 device,
                 interfaces,
                 internal: p.internal,
                 default_next_hop_mac,
                 vlan: p.vlan,
+                subnets,
             });
         }
         if internal_port.is_none() {

@@ -6,9 +6,9 @@ use scion_dp::Ingress;
 
 use super::{RunError, config_error};
 use crate::config::{Config, Distribution};
-use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::worker::{IfEgress, Tables};
 use dpdk::{DpdkError, Eal, Mempool, Port, PortCaps, PortSetup};
+use router_core::tables::PortNeighbors;
 
 /// Initialises EAL with the configured arguments. EAL's refusal of its arguments (`EINVAL`)
 /// or of a device they name (`ENODEV`) is a configuration error of `eal`.
@@ -203,6 +203,7 @@ pub(super) fn start_ports(
         port_ids.push(port.id());
         ports.push(port);
     }
+    let siblings = sibling_links(&config.router);
     let tables = Arc::new(Tables {
         ports: port_macs,
         port_ids,
@@ -211,9 +212,19 @@ pub(super) fn start_ports(
         internal_port,
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
-        learned: NeighborTable::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
-        learned6: Neighbor6Table::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
-        siblings: sibling_links(&config.router),
+        learned: config
+            .ports
+            .iter()
+            .map(|p| {
+                PortNeighbors::new(
+                    LEARNED_NEIGHBOURS,
+                    config.neighbor_aging,
+                    port_next_hops(config, p),
+                    p.subnets.clone(),
+                )
+            })
+            .collect(),
+        siblings,
         default_macs: config
             .ports
             .iter()
@@ -224,8 +235,18 @@ pub(super) fn start_ports(
     Ok((ports, tables))
 }
 
-/// Slots of each learned-neighbour table (ARP, NDP).
+/// Slots of each learned-neighbour table (ARP, NDP; one of each per port).
 const LEARNED_NEIGHBOURS: usize = 4096;
+
+/// The next hops of port `p`, which ARP/NDP on it may always teach: the link peers of its
+/// interfaces and, on the internal port, the sibling routers.
+fn port_next_hops(config: &Config, p: &crate::config::PortPlan) -> Vec<std::net::IpAddr> {
+    let mut hops: Vec<std::net::IpAddr> = p.interfaces.iter().map(|i| i.remote.ip()).collect();
+    if p.internal {
+        hops.extend(sibling_links(&config.router).iter().map(|(a, _)| a.ip()));
+    }
+    hops
+}
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
 /// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
