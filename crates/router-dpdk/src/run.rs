@@ -429,6 +429,10 @@ fn worker_io(
     Ok((rx, tx))
 }
 
+/// Fault injection for the tests: the worker whose index this environment variable holds
+/// panics as it starts (read once at start; no cost per packet).
+pub const FAULT_PANIC_WORKER: &str = "IDINT_ROUTER_TEST_PANIC_WORKER";
+
 /// Starts a worker on every worker lcore, with its queues or rings and its export ring.
 #[allow(clippy::type_complexity)]
 fn launch_workers(
@@ -444,6 +448,9 @@ fn launch_workers(
     let mut export_in = export_in.into_iter();
     let mut stats = Vec::new();
     let mut handles = Vec::new();
+    let fault_worker: Option<usize> = std::env::var(FAULT_PANIC_WORKER)
+        .ok()
+        .and_then(|v| v.parse().ok());
     for (w, &lcore) in s.lcores.workers.iter().enumerate() {
         let q = w as u16;
         let mine = if software {
@@ -491,7 +498,9 @@ fn launch_workers(
             exporter: export_in.next().map(|r| RingExporter::new(s.pool, r)),
             bfd: bfd.next().unwrap_or_default(),
         };
+        let panic_on_start = fault_worker == Some(w);
         handles.push(dpdk::launch(&s.eal, lcore, move || {
+            assert!(!panic_on_start, "{FAULT_PANIC_WORKER} asked worker {w} to panic");
             worker.run();
             0
         })?);

@@ -456,3 +456,69 @@ fn sigterm_stops_cleanly_with_final_counters() {
     assert!(s["rx_mpps"].as_f64().unwrap() > 0.0);
     assert_eq!(s["forwarded_mpps"].as_f64(), Some(0.0), "nothing was SCION");
 }
+
+/// A GET of `path` from the control endpoint at `addr`; `None` if nothing answers.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// Control port of the worker-panic test (private range 28300-28399).
+const PANIC_TEST_HTTP: &str = "127.0.0.1:28311";
+
+#[test]
+fn a_panicking_worker_fails_health_and_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(
+        dir.path(),
+        &["net_null0".into()],
+        "net_null0",
+        &format!("\n[control]\nhttp = \"{PANIC_TEST_HTTP}\"\n"),
+    );
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "30"])
+        .env(router_dpdk::run::FAULT_PANIC_WORKER, "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // /health must say the router is broken while it is still up.
+    let mut health = None;
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Some(h) = http_get(PANIC_TEST_HTTP, "/health") {
+            if !h.starts_with("HTTP/1.0 200") {
+                health = Some(h);
+                break;
+            }
+        } else if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ... and the process must end on its own, well before --duration, with code 1.
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the router kept running with a dead worker; /health: {health:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let health = health.expect("/health never reported the dead worker");
+    assert!(health.starts_with("HTTP/1.0 503"), "{health}");
+    assert!(health.contains("\"status\":\"failed\""), "{health}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("panicked"), "{stderr}");
+}
