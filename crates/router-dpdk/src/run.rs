@@ -115,6 +115,22 @@ struct Shared {
     done: Arc<AtomicBool>,
     /// Stops the distributor (after the workers).
     dist_done: Arc<AtomicBool>,
+    /// Set when a worker or the distributor ended before the stop request (a panic): `/health`
+    /// fails and the router stops with exit code 1.
+    failed: Arc<AtomicBool>,
+}
+
+/// Marks the router failed when the lcore function holding it ends before the stop request,
+/// whether it returned or a panic unwound through it (the lcore launch catches the panic; the
+/// queues of that lcore would otherwise go unpolled while the router looks healthy).
+struct FailGuard(Arc<AtomicBool>);
+
+impl Drop for FailGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() || !dpdk::stop_requested() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// The threads and lcores running, to be joined at shutdown.
@@ -146,6 +162,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         dist_stats: Arc::new(DistStats::default()),
         done: Arc::new(AtomicBool::new(false)),
         dist_done: Arc::new(AtomicBool::new(false)),
+        failed: Arc::new(AtomicBool::new(false)),
     };
     let (export_in, exporter) = start_exporter(&s.eal, &config, s.lcores.workers.len(), &shared)?;
     let mut rings = dist_rings(
@@ -162,6 +179,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         std::mem::take(&mut rings.workers),
         export_in,
         bfd_rings,
+        &shared.failed,
     )?;
     let distributor = launch_distributor(&mut s, config.idle_sleep_us, &mut rings, &shared)?;
     let control = match s.control.take() {
@@ -180,6 +198,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 dist_stats: shared.dist_stats.clone(),
                 done: shared.done.clone(),
                 bfd: bfd_stats.clone(),
+                failed: shared.failed.clone(),
             };
             Some(control::spawn_control(listener, monitors, c)?)
         }
@@ -198,6 +217,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         &s.shared_clock,
         s.clock,
         &mut bfd,
+        &shared.failed,
     );
     let failure = shut_down(running, &shared);
     // Its ring ends and port monitors go after the workers and the control thread.
@@ -441,6 +461,7 @@ fn launch_workers(
     rings: Vec<Vec<(Consumer, Producer)>>,
     export_in: Vec<Producer>,
     bfd: Vec<BfdRings>,
+    failed: &Arc<AtomicBool>,
 ) -> Result<(Vec<Arc<WorkerStats>>, Vec<LcoreHandle>), RunError> {
     let software = s.lcores.software;
     let mut rings = rings.into_iter();
@@ -499,7 +520,9 @@ fn launch_workers(
             bfd: bfd.next().unwrap_or_default(),
         };
         let panic_on_start = fault_worker == Some(w);
+        let guard = FailGuard(failed.clone());
         handles.push(dpdk::launch(&s.eal, lcore, move || {
+            let _guard = guard;
             assert!(!panic_on_start, "{FAULT_PANIC_WORKER} asked worker {w} to panic");
             worker.run();
             0
@@ -576,7 +599,9 @@ fn launch_distributor(
         done: shared.dist_done.clone(),
         idle_sleep_us,
     };
+    let guard = FailGuard(shared.failed.clone());
     Ok(Some(dpdk::launch(&s.eal, lcore, move || {
+        let _guard = guard;
         d.run();
         0
     })?))
