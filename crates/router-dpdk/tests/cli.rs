@@ -522,3 +522,68 @@ fn a_panicking_worker_fails_health_and_the_exit_code() {
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn a_pool_smaller_than_what_the_configuration_pins_is_refused() {
+    // One worker, one queue of 4096 rx and 4096 tx descriptors: 8192 mbufs pinned by the
+    // queues alone, more than the 4095 configured.
+    let cases: Vec<Case> = vec![(
+        "pool below the descriptors",
+        Box::new(|t| {
+            format!("{t}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n")
+        }),
+        2,
+        "dataplane.mbufs: 4095 mbufs cannot hold what this configuration pins",
+    )];
+    check_cases(cases);
+}
+
+/// A network namespace for one test (names start `rtr-`), deleted when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Self {
+        let name = format!("rtr-{tag}-{}", std::process::id());
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "ip netns add {name}");
+        Netns(name)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn an_exporter_that_cannot_start_stops_the_router_at_start() {
+    // In a namespace without routes the collector is unreachable: the exporter's socket
+    // cannot be connected.
+    let ns = Netns::new("export");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(
+        dir.path(),
+        &["net_null0".into()],
+        "net_null0",
+        "\n[export]\ncollector = \"192.0.2.9:4740\"\nrouter_number = 1\n",
+    );
+    let started = std::time::Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "8"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the router ran on without its exporter: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("report export: 192.0.2.9:4740"), "{stderr}");
+    assert!(out.stdout.is_empty(), "it never started forwarding");
+}
