@@ -31,6 +31,8 @@ pub struct PortCaps {
     pub tx_offloads: u64,
     /// The port's MAC address.
     pub mac: [u8; 6],
+    /// The NUMA socket the device is attached to (`None`: unknown, e.g. a virtual device).
+    pub socket: Option<u32>,
 }
 
 /// Tx offload bit: IPv4 header checksum.
@@ -120,7 +122,15 @@ pub fn probe_port(_eal: &Eal, id: u16) -> Result<PortCaps, DpdkError> {
         rx_offloads: info.rx_offload_capa,
         tx_offloads: info.tx_offload_capa,
         mac: mac.addr_bytes,
+        socket: port_socket(id),
     })
+}
+
+/// The NUMA socket of port `id` (`rte_eth_dev_socket_id`; `None` when DPDK does not know).
+fn port_socket(id: u16) -> Option<u32> {
+    // SAFETY: plain query of a valid port id.
+    let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+    u32::try_from(socket).ok()
 }
 
 /// The started device; stopped and closed when the last handle (port, queue or monitor) is
@@ -234,9 +244,7 @@ impl Port {
         check(|| format!("port {id}: configure"), unsafe {
             sys::rte_eth_dev_configure(id, setup.rx_queues, setup.tx_queues, &conf)
         })?;
-        // SAFETY: valid port id.
-        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
-        let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
+        let socket = caps.socket.unwrap_or(sys::SOCKET_ID_ANY as u32);
         for q in 0..setup.rx_queues {
             // SAFETY: the port is configured with these queues; null conf = driver defaults;
             // the pool lives for the process.

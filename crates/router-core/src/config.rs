@@ -13,7 +13,8 @@
 //!
 //! [dataplane]                       # all optional
 //! distribution = "auto"             # "queues" (RSS), "software" (distributor lcore) or auto
-//! mbufs = 8191                      # >= 512
+//! mbufs = 8191                      # >= 512 and >= what the configuration pins
+//!                                   # (default: sized from that, at least 8191)
 //! rx_desc = 512                     # power of two in 32 ..= 4096
 //! tx_desc = 512
 //! io_only = false                   # measurement aid (cargo feature `measurement-aids`,
@@ -363,8 +364,9 @@ pub struct Config {
     pub neighbors: HashMap<IpAddr, [u8; 6]>,
     /// How packets reach the workers.
     pub distribution: Distribution,
-    /// Mbufs in the pool.
-    pub mbufs: u32,
+    /// Mbufs in the pool (`None`: sized from what the configuration pins, see
+    /// [`crate::pool::auto_size`]); checked against that at start ([`crate::pool::check`]).
+    pub mbufs: Option<u32>,
     /// Rx descriptors per queue.
     pub rx_desc: u16,
     /// Tx descriptors per queue.
@@ -584,8 +586,10 @@ impl Config {
         let neighbors = at.static_neighbors(&raw.neighbor)?;
         let (epoch_secs, cache_keys) = at.drkey(raw.drkey.as_ref())?;
         let neighbor_aging = at.neighbor_aging(&raw.dataplane)?;
-        let mbufs = raw.dataplane.mbufs.unwrap_or(DEFAULT_MBUFS);
-        if mbufs < MIN_MBUFS {
+        let mbufs = raw.dataplane.mbufs;
+        if let Some(mbufs) = mbufs
+            && mbufs < MIN_MBUFS
+        {
             return Err(item(
                 "dataplane.mbufs",
                 format!("{mbufs} is below {MIN_MBUFS}"),
@@ -665,8 +669,6 @@ const CACHE_KEYS_RANGE: std::ops::RangeInclusive<u32> = 4..=1 << 20;
 pub const DEFAULT_IDLE_SLEEP_US: u32 = 100;
 /// Allowed longest idle pauses, µs (0: busy polling; at most 10 ms).
 pub const IDLE_SLEEP_US_RANGE: std::ops::RangeInclusive<u32> = 0..=10_000;
-/// Default mbufs in the pool.
-const DEFAULT_MBUFS: u32 = 8191;
 /// Fewest mbufs in the pool.
 const MIN_MBUFS: u32 = 512;
 /// Default rx/tx descriptors per queue.

@@ -16,6 +16,7 @@
 //! * [`forward`]: where a processed packet goes and its underlay rewrite.
 //! * [`resolver`]: the rate limit and frames of ARP/NDP requests for next hops.
 //! * [`export`]: ID-INT sink records and report batching for the collector.
+//! * [`pool`]: what the configuration pins of the mbuf pool, the check and the default size.
 //!
 //! Nothing here does I/O or needs `unsafe`: the shell hands in frame bytes and readings.
 
@@ -30,6 +31,7 @@ pub mod forward;
 pub mod idle;
 pub mod ndp;
 pub mod neighbor;
+pub mod pool;
 pub mod probes;
 pub mod resolver;
 pub mod tables;

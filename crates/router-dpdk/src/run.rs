@@ -22,6 +22,7 @@ use crate::stats::WorkerStats;
 use crate::worker::{BfdRings, DpdkTsc, Probes, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, LcoreHandle, Mempool, Port, Producer};
 use router_core::clock::{SharedClock, TscClock};
+use router_core::pool::PoolDemand;
 use router_core::telemetry::PortSample;
 use router_core::telemetry_source::Measurements;
 
@@ -247,8 +248,6 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
 fn set_up(config: &Config) -> Result<Setup, RunError> {
     let eal = setup::init_eal(config)?;
     let workers = setup::worker_lcores(config, &eal)?;
-    // Lives for the process (mbufs never outlive it).
-    let pool = Mempool::new(&eal, "router_pool", config.mbufs, POOL_CACHE)?;
     let router = Arc::new(
         Router::new(config.router.clone())
             .map_err(|e| RunError::Setup(format!("router model: {e}")))?,
@@ -267,6 +266,7 @@ fn set_up(config: &Config) -> Result<Setup, RunError> {
     } else {
         lcores.workers.len() as u16
     };
+    let pool = create_pool(&eal, config, &lcores, &probed)?;
     let (ports, tables) = setup::start_ports(&eal, config, probed, queues, pool)?;
     let provider = Arc::new(
         LocalProvider::new(config.router.local_ia, &config.master0, config.epoch_secs)
@@ -297,6 +297,62 @@ fn set_up(config: &Config) -> Result<Setup, RunError> {
 
 /// Slots of the BFD rings (a few packets per session and second).
 const BFD_RING_SLOTS: u32 = 256;
+
+/// What the configuration pins of the mbuf pool with `workers` worker lcores, with software
+/// distribution or not (then one queue per port, else one per worker).
+pub fn pool_demand(config: &Config, workers: usize, software: bool) -> PoolDemand {
+    PoolDemand {
+        ports: config.ports.len(),
+        queues: if software { 1 } else { workers },
+        rx_desc: config.rx_desc,
+        tx_desc: config.tx_desc,
+        // The main lcore, the workers and the distributor.
+        lcores: 1 + workers + usize::from(software),
+        cache: POOL_CACHE,
+        workers,
+        software,
+        ring_slots: RING_SLOTS,
+        export: config.export.is_some(),
+        bfd_ring_slots: BFD_RING_SLOTS,
+        burst: dpdk::MAX_BURST,
+    }
+}
+
+/// The mbuf pool (it lives for the process: mbufs never outlive it): of the configured size
+/// if that holds what the configuration pins (else a configuration error of
+/// `dataplane.mbufs`), or sized from it; on the NUMA socket of the ports.
+fn create_pool(
+    eal: &Eal,
+    config: &Config,
+    lcores: &Lcores,
+    probed: &[dpdk::PortCaps],
+) -> Result<&'static Mempool, RunError> {
+    let demand = pool_demand(config, lcores.workers.len(), lcores.software);
+    let mbufs = match config.mbufs {
+        Some(n) => {
+            router_core::pool::check(n, &demand)
+                .map_err(|r| config_error(config, "dataplane.mbufs", r))?;
+            n
+        }
+        None => router_core::pool::auto_size(&demand),
+    };
+    let sockets: Vec<u32> = probed.iter().filter_map(|c| c.socket).collect();
+    let socket = sockets.first().copied();
+    if sockets.iter().any(|s| Some(*s) != socket) {
+        eprintln!(
+            "idint-router: the ports are on NUMA sockets {sockets:?}; the mbuf pool is on \
+             socket {} (the first port's): traffic of the others crosses sockets",
+            socket.unwrap_or_default()
+        );
+    }
+    Ok(Mempool::on_socket(
+        eal,
+        "router_pool",
+        mbufs,
+        POOL_CACHE,
+        socket,
+    )?)
+}
 
 /// The BFD control side and each worker's BFD rings: one ring from every worker to the
 /// control side, one from it to worker 0.
@@ -358,6 +414,10 @@ fn start_exporter(
     let Some(e) = &config.export else {
         return Ok((Vec::new(), None));
     };
+    // Before any ring or thread: a collector that cannot be reached stops the router here,
+    // instead of an exporter thread that ends at once while the workers fill its rings.
+    let socket = export::collector_socket(e.collector)
+        .map_err(|err| RunError::Setup(format!("report export: {}: {err}", e.collector)))?;
     let mut export_in = Vec::new();
     let mut export_out = Vec::new();
     for w in 0..workers {
@@ -379,7 +439,7 @@ fn start_exporter(
     let (st, d) = (shared.export_stats.clone(), shared.done.clone());
     let thread = std::thread::Builder::new()
         .name("report-export".into())
-        .spawn(move || export::run_exporter(cfg, export_out, st, d))
+        .spawn(move || export::run_exporter(cfg, socket, export_out, st, d))
         .map_err(|e| RunError::Setup(format!("exporter thread: {e}")))?;
     Ok((export_in, Some(thread)))
 }
@@ -523,7 +583,10 @@ fn launch_workers(
         let guard = FailGuard(failed.clone());
         handles.push(dpdk::launch(&s.eal, lcore, move || {
             let _guard = guard;
-            assert!(!panic_on_start, "{FAULT_PANIC_WORKER} asked worker {w} to panic");
+            assert!(
+                !panic_on_start,
+                "{FAULT_PANIC_WORKER} asked worker {w} to panic"
+            );
             worker.run();
             0
         })?);

@@ -529,9 +529,7 @@ fn a_pool_smaller_than_what_the_configuration_pins_is_refused() {
     // queues alone, more than the 4095 configured.
     let cases: Vec<Case> = vec![(
         "pool below the descriptors",
-        Box::new(|t| {
-            format!("{t}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n")
-        }),
+        Box::new(|t| format!("{t}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n")),
         2,
         "dataplane.mbufs: 4095 mbufs cannot hold what this configuration pins",
     )];
