@@ -27,6 +27,9 @@
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //! idle_sleep_us = 100               # 0 ..= 10000: longest pause of an idle worker between
 //!                                   # polls (0: pure busy polling)
+//! scmp_rate = 1000                  # 0 ..= 1000000: SCMP error replies per second and
+//!                                   # worker after the burst (0: none after the burst)
+//! scmp_burst = 100                  # 0 ..= 100000: replies a worker sends at once
 //!
 //! [drkey]
 //! epoch_secs = 86400                # 360 ..= 259200
@@ -153,6 +156,8 @@ struct RawDataplane {
     neighbor_refresh_secs: Option<u32>,
     neighbor_expire_secs: Option<u32>,
     idle_sleep_us: Option<u32>,
+    scmp_rate: Option<u32>,
+    scmp_burst: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -391,6 +396,11 @@ pub struct Config {
     /// Longest pause of an idle worker between polls, µs (`[dataplane] idle_sleep_us`; 0:
     /// pure busy polling). See [`IDLE_SLEEP_US_RANGE`].
     pub idle_sleep_us: u32,
+    /// SCMP error replies per second and worker (`[dataplane] scmp_rate`), after
+    /// [`Config::scmp_burst`] at once (see [`crate::ratelimit`]).
+    pub scmp_rate: u32,
+    /// SCMP error replies a worker sends at once (`[dataplane] scmp_burst`).
+    pub scmp_burst: u32,
     /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
     /// the router names the bound address on stderr at start).
     pub http: Option<SocketAddr>,
@@ -614,6 +624,16 @@ impl Config {
             idle_sleep_us,
             IDLE_SLEEP_US_RANGE,
         )?;
+        let scmp_rate = raw
+            .dataplane
+            .scmp_rate
+            .unwrap_or(crate::ratelimit::DEFAULT_RATE);
+        at.within("dataplane.scmp_rate", scmp_rate, SCMP_RATE_RANGE)?;
+        let scmp_burst = raw
+            .dataplane
+            .scmp_burst
+            .unwrap_or(crate::ratelimit::DEFAULT_BURST);
+        at.within("dataplane.scmp_burst", scmp_burst, SCMP_BURST_RANGE)?;
         let http = at.control_http(&raw.control)?;
         let distribution = at.distribution(&raw.dataplane)?;
         #[cfg(feature = "measurement-aids")]
@@ -630,6 +650,8 @@ impl Config {
             export,
             probes,
             idle_sleep_us,
+            scmp_rate,
+            scmp_burst,
             http,
             energy: crate::telemetry::EnergyFigures {
                 power_w: idint.power_w,
@@ -669,6 +691,10 @@ const CACHE_KEYS_RANGE: std::ops::RangeInclusive<u32> = 4..=1 << 20;
 pub const DEFAULT_IDLE_SLEEP_US: u32 = 100;
 /// Allowed longest idle pauses, µs (0: busy polling; at most 10 ms).
 pub const IDLE_SLEEP_US_RANGE: std::ops::RangeInclusive<u32> = 0..=10_000;
+/// Allowed SCMP error replies per second and worker.
+pub const SCMP_RATE_RANGE: std::ops::RangeInclusive<u32> = 0..=1_000_000;
+/// Allowed bursts of SCMP error replies per worker.
+pub const SCMP_BURST_RANGE: std::ops::RangeInclusive<u32> = 0..=100_000;
 /// Fewest mbufs in the pool.
 const MIN_MBUFS: u32 = 512;
 /// Default rx/tx descriptors per queue.

@@ -578,6 +578,8 @@ fn launch_workers(
             telemetry: RouterTelemetry::new(measurements, rx, tx, tx_queue, DpdkTsc),
             exporter: export_in.next().map(|r| RingExporter::new(s.pool, r)),
             bfd: bfd.next().unwrap_or_default(),
+            scmp_rate: config.scmp_rate,
+            scmp_burst: config.scmp_burst,
         };
         let panic_on_start = fault_worker == Some(w);
         let guard = FailGuard(failed.clone());

@@ -508,3 +508,23 @@ fn port_subnets_default_to_the_internal_address_and_are_checked() {
         "port[0].subnets: \"10.0.0.1/8\": host bits set",
     );
 }
+
+#[test]
+fn scmp_rate_limit_defaults_and_bounds() {
+    let c = example(|t| t.to_string(), "").unwrap();
+    assert_eq!(
+        (c.scmp_rate, c.scmp_burst),
+        (
+            crate::ratelimit::DEFAULT_RATE,
+            crate::ratelimit::DEFAULT_BURST
+        )
+    );
+    let c = example(
+        |t| t.to_string(),
+        "[dataplane]\nscmp_rate = 0\nscmp_burst = 5",
+    )
+    .unwrap();
+    assert_eq!((c.scmp_rate, c.scmp_burst), (0, 5));
+    refused("[dataplane]\nscmp_rate = 1000001", "dataplane.scmp_rate");
+    refused("[dataplane]\nscmp_burst = 100001", "dataplane.scmp_burst");
+}
