@@ -585,3 +585,112 @@ fn an_exporter_that_cannot_start_stops_the_router_at_start() {
     assert!(stderr.contains("report export: 192.0.2.9:4740"), "{stderr}");
     assert!(out.stdout.is_empty(), "it never started forwarding");
 }
+
+/// Runs `idint-router --check-config` on `cfg`; (exit code, stdout, stderr).
+fn check_config(cfg: &std::path::Path) -> (i32, String, String) {
+    let out = run_router(&["--check-config", cfg.to_str().unwrap()]);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_config_validates_the_shipped_two_port_sample_without_dpdk() {
+    let sample =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/router-2port.toml");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = check_config(&sample);
+    assert_eq!(code, 0, "{stderr}");
+    // Its PCI devices are not on this machine: DPDK was never started.
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    assert!(
+        stdout.contains("port[0] 0000:01:00.0: interfaces [2, 3]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("port[1] 0000:01:00.1: interfaces [], internal network"),
+        "{stdout}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn check_config_refuses_what_the_start_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &["net_null0".into()], "net_null0", "");
+    let base = std::fs::read_to_string(&cfg).unwrap();
+    let (code, stdout, stderr) = check_config(&cfg);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "missing topology",
+            base.replace("topology.json", "nope.json"),
+            "nope.json",
+        ),
+        (
+            "pool too small",
+            format!("{base}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n"),
+            "dataplane.mbufs: 4095 mbufs cannot hold what this configuration pins: 9662 mbufs",
+        ),
+        (
+            "subnet with host bits",
+            base.replace(
+                "internal = true",
+                "internal = true\nsubnets = [\"10.0.0.1/8\"]",
+            ),
+            "port[0].subnets",
+        ),
+        (
+            "software distribution with one worker lcore",
+            format!("{base}\n[dataplane]\ndistribution = \"software\"\n"),
+            "distribution = \"software\" needs a distributor",
+        ),
+        (
+            "help in the EAL arguments",
+            base.replace("\"--no-huge\"", "\"--help\", \"--no-huge\""),
+            "eal",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        std::fs::write(&cfg, text).unwrap();
+        let (code, stdout, stderr) = check_config(&cfg);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        assert!(
+            stderr.contains(needle),
+            "{name}: {needle:?} not in {stderr}"
+        );
+    }
+    // An unreachable collector (a namespace without routes).
+    let ns = Netns::new("check");
+    std::fs::write(
+        &cfg,
+        format!("{base}\n[export]\ncollector = \"192.0.2.9:4740\"\nrouter_number = 1\n"),
+    )
+    .unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--check-config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("export.collector: 192.0.2.9:4740: cannot be sent to"),
+        "{stderr}"
+    );
+    // Nothing else on its command line.
+    for args in [
+        &["--check-config"][..],
+        &["--check-config", "a.toml", "--duration", "1"],
+        &["--config", "a.toml", "--check-config", "a.toml"],
+    ] {
+        let out = run_router(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
