@@ -11,8 +11,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use router_core::classify::{self, Frame};
 use router_core::counters::IoCounters;
 use router_core::forward::{self, EgressMacs, PacketMeta};
-use router_core::neighbor::{Aging, Neighbor6Table, NeighborTable};
-use router_core::tables::{IfEgress, Tables};
+use router_core::neighbor::Aging;
+use router_core::tables::{IfEgress, PortNeighbors, Tables};
 use router_core::underlay::{self, V4_HDR_LEN};
 use scion_dp::{Disposition, Ingress};
 
@@ -47,7 +47,9 @@ fn tables() -> Tables {
     ];
     let mut egress = vec![None; usize::from(OUT_IF) + 1];
     let mut ingress = vec![vec![(addr("10.0.0.1:30042"), Ingress::Internal)]];
-    let learned = NeighborTable::new(1024, Aging::default());
+    let learned: Vec<PortNeighbors> = (0..PORTS)
+        .map(|_| PortNeighbors::new(1024, Aging::default(), Vec::new(), Vec::new()))
+        .collect();
     for (k, (local, remote)) in links.into_iter().enumerate() {
         let (port, ifid) = (k + 1, k as u16 + 1);
         egress[usize::from(ifid)] = Some(IfEgress::new(port, port_mac(port), local, remote, None));
@@ -55,11 +57,17 @@ fn tables() -> Tables {
         let IpAddr::V4(next) = remote.ip() else {
             unreachable!("IPv4 links")
         };
-        assert!(learned.learn(next, [7, 0, 0, 0, 0, port as u8], NOW_S));
+        assert!(
+            learned[port]
+                .v4
+                .learn(next, [7, 0, 0, 0, 0, port as u8], NOW_S)
+        );
     }
     // Other neighbours around them (one whose slots are taken is left out).
     for i in 0..NEIGHBOURS {
-        let _ = learned.learn(std::net::Ipv4Addr::from(0x0a00_0000 + i), [9; 6], NOW_S);
+        let _ = learned[1]
+            .v4
+            .learn(std::net::Ipv4Addr::from(0x0a00_0000 + i), [9; 6], NOW_S);
     }
     Tables {
         ports: (0..PORTS).map(port_mac).collect(),
@@ -70,7 +78,6 @@ fn tables() -> Tables {
         internal_addr: addr("10.0.0.1:30042"),
         neighbors: Vec::new(),
         learned,
-        learned6: Neighbor6Table::new(1024, Aging::default()),
         default_macs: vec![None; PORTS],
         vlans: vec![None; PORTS],
         siblings: Vec::new(),

@@ -42,13 +42,28 @@ unsafe impl Sync for Mempool {}
 impl Mempool {
     /// Creates a pool of `n` mbufs of [`MBUF_BUF_SIZE`] with a per-lcore cache of `cache`,
     /// which lives for the rest of the process.
-    pub fn new(_eal: &Eal, name: &str, n: u32, cache: u32) -> Result<&'static Mempool, DpdkError> {
+    pub fn new(eal: &Eal, name: &str, n: u32, cache: u32) -> Result<&'static Mempool, DpdkError> {
+        Self::on_socket(eal, name, n, cache, None)
+    }
+
+    /// A pool as [`Mempool::new`] in the memory of NUMA socket `socket` (that of the NIC it
+    /// serves, so that the NIC's DMA and the workers stay on one node; `None`: any socket).
+    pub fn on_socket(
+        _eal: &Eal,
+        name: &str,
+        n: u32,
+        cache: u32,
+        socket: Option<u32>,
+    ) -> Result<&'static Mempool, DpdkError> {
         let c = CString::new(name)
             .map_err(|_| DpdkError::other("mempool", format!("NUL in {name:?}")))?;
-        // SAFETY: EAL is initialised (we hold an `Eal`); valid name; sizes are checked by DPDK.
-        let p = unsafe {
-            sys::rte_pktmbuf_pool_create(c.as_ptr(), n, cache, 0, MBUF_BUF_SIZE, sys::SOCKET_ID_ANY)
-        };
+        let socket = socket
+            .and_then(|s| i32::try_from(s).ok())
+            .unwrap_or(sys::SOCKET_ID_ANY);
+        // SAFETY: EAL is initialised (we hold an `Eal`); valid name; sizes and the socket id
+        // are checked by DPDK.
+        let p =
+            unsafe { sys::rte_pktmbuf_pool_create(c.as_ptr(), n, cache, 0, MBUF_BUF_SIZE, socket) };
         let ptr = NonNull::new(p)
             .ok_or_else(|| DpdkError::from_errno(format!("mempool {name:?} of {n} mbufs")))?;
         Ok(Box::leak(Box::new(Mempool { ptr })))

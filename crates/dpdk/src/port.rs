@@ -31,14 +31,25 @@ pub struct PortCaps {
     pub tx_offloads: u64,
     /// The port's MAC address.
     pub mac: [u8; 6],
+    /// The NUMA socket the device is attached to (`None`: unknown, e.g. a virtual device).
+    pub socket: Option<u32>,
 }
 
 /// Tx offload bit: IPv4 header checksum.
 pub const TX_OFFLOAD_IPV4_CKSUM: u64 = 1 << 1;
 /// Tx offload bit: UDP checksum.
 pub const TX_OFFLOAD_UDP_CKSUM: u64 = 1 << 2;
-/// RSS hash types used when RSS is on: IPv4, IPv4/UDP, IPv6, IPv6/UDP.
-pub const RSS_HASH_IP_UDP: u64 = (1 << 2) | (1 << 4) | (1 << 8) | (1 << 10);
+/// RSS hash type `RTE_ETH_RSS_IPV4` (`rte_ethdev.h`; bindgen does not expand `RTE_BIT64`).
+pub const RSS_IPV4: u64 = 1 << 2;
+/// RSS hash type `RTE_ETH_RSS_NONFRAG_IPV4_UDP`.
+pub const RSS_NONFRAG_IPV4_UDP: u64 = 1 << 5;
+/// RSS hash type `RTE_ETH_RSS_IPV6`.
+pub const RSS_IPV6: u64 = 1 << 8;
+/// RSS hash type `RTE_ETH_RSS_NONFRAG_IPV6_UDP`.
+pub const RSS_NONFRAG_IPV6_UDP: u64 = 1 << 11;
+/// RSS hash types used when RSS is on: IPv4, IPv4/UDP, IPv6, IPv6/UDP (SCION's underlay is
+/// UDP; the TCP types would leave its packets hashed on the addresses alone).
+pub const RSS_HASH_IP_UDP: u64 = RSS_IPV4 | RSS_NONFRAG_IPV4_UDP | RSS_IPV6 | RSS_NONFRAG_IPV6_UDP;
 
 impl PortCaps {
     /// Whether the port can spread traffic over rx queues with RSS.
@@ -120,7 +131,15 @@ pub fn probe_port(_eal: &Eal, id: u16) -> Result<PortCaps, DpdkError> {
         rx_offloads: info.rx_offload_capa,
         tx_offloads: info.tx_offload_capa,
         mac: mac.addr_bytes,
+        socket: port_socket(id),
     })
+}
+
+/// The NUMA socket of port `id` (`rte_eth_dev_socket_id`; `None` when DPDK does not know).
+fn port_socket(id: u16) -> Option<u32> {
+    // SAFETY: plain query of a valid port id.
+    let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
+    u32::try_from(socket).ok()
 }
 
 /// The started device; stopped and closed when the last handle (port, queue or monitor) is
@@ -234,9 +253,7 @@ impl Port {
         check(|| format!("port {id}: configure"), unsafe {
             sys::rte_eth_dev_configure(id, setup.rx_queues, setup.tx_queues, &conf)
         })?;
-        // SAFETY: valid port id.
-        let socket = unsafe { sys::rte_eth_dev_socket_id(id) };
-        let socket = u32::try_from(socket).unwrap_or(sys::SOCKET_ID_ANY as u32);
+        let socket = caps.socket.unwrap_or(sys::SOCKET_ID_ANY as u32);
         for q in 0..setup.rx_queues {
             // SAFETY: the port is configured with these queues; null conf = driver defaults;
             // the pool lives for the process.
@@ -348,5 +365,21 @@ impl PortMonitor {
     /// Link state: (up, speed in Mbit/s).
     pub fn link(&self) -> (bool, u32) {
         self.started.link()
+    }
+}
+
+#[cfg(test)]
+mod rss_tests {
+    use super::*;
+
+    /// The RSS hash types the router asks for are the IP and IP/UDP ones of `rte_ethdev.h`
+    /// (DPDK 22.11: `RTE_ETH_RSS_IPV4` bit 2, `NONFRAG_IPV4_UDP` 5, `IPV6` 8,
+    /// `NONFRAG_IPV6_UDP` 11), never the TCP ones (bits 4 and 10): SCION's underlay is UDP.
+    #[test]
+    fn rss_hashes_ip_and_udp_not_tcp() {
+        let (ipv4, ipv4_udp, ipv6, ipv6_udp) = (1u64 << 2, 1u64 << 5, 1u64 << 8, 1u64 << 11);
+        let (ipv4_tcp, ipv6_tcp) = (1u64 << 4, 1u64 << 10);
+        assert_eq!(RSS_HASH_IP_UDP, ipv4 | ipv4_udp | ipv6 | ipv6_udp);
+        assert_eq!(RSS_HASH_IP_UDP & (ipv4_tcp | ipv6_tcp), 0);
     }
 }

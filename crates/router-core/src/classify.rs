@@ -3,7 +3,7 @@
 //! solicitation answered in place, or something to free. Learns next-hop MACs from ARP and
 //! NDP on the way. Works on the frame bytes; the I/O shell keeps the buffers.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use scion_dp::Ingress;
 
@@ -99,11 +99,13 @@ fn arp_frame(
 ) -> Frame {
     let mine = |ip: Ipv4Addr| tables.is_mine(port, ip);
     // An ARP packet to one of our addresses teaches its sender; any other one (a gratuitous
-    // ARP after a failover, say) updates a sender already known (RFC 826's merge), so a
-    // neighbour's new MAC is used at once.
+    // ARP after a failover, say) updates a sender already known on this port (RFC 826's
+    // merge), so a neighbour's new MAC is used at once. Only into this port's table, and
+    // only for an address the port may learn (see `Tables::learner`).
     if let Some((ip, mac, target)) = underlay::arp_sender(frame)
-        && (mine(target) || tables.learned.lookup(ip, now_s).is_some())
-        && tables.learned.learn(ip, mac, now_s)
+        && let Some(learned) = tables.learner(port, IpAddr::V4(ip))
+        && (mine(target) || learned.v4.lookup(ip, now_s).is_some())
+        && learned.v4.learn(ip, mac, now_s)
     {
         io.arp_learned += 1;
     }
@@ -133,11 +135,17 @@ fn ndp_frame(
     if let Ok(msg) = ndp::parse(frame) {
         // What a message to us teaches; or an unsolicited advertisement with the Override flag
         // for a neighbour already known (RFC 4861 7.2.5: its new MAC replaces the old).
-        let learned = msg
-            .neighbor_for(mine)
-            .or_else(|| msg.update_for(|ip| tables.learned6.lookup(ip, now_s).is_some()));
+        // Only into this port's table, for an address the port may learn.
+        let known = |ip: Ipv6Addr| {
+            tables
+                .learned
+                .get(port)
+                .is_some_and(|l| l.v6.lookup(ip, now_s).is_some())
+        };
+        let learned = msg.neighbor_for(mine).or_else(|| msg.update_for(known));
         if let Some((ip, mac)) = learned
-            && tables.learned6.learn(ip, mac, now_s)
+            && let Some(table) = tables.learner(port, IpAddr::V6(ip))
+            && table.v6.learn(ip, mac, now_s)
         {
             io.ndp_learned += 1;
         }
@@ -263,7 +271,7 @@ mod tests {
         assert_eq!(&f[0..6], &NEIGHBOUR_MAC, "back to the asker");
         assert_eq!(&f[6..12], &port_mac(1));
         assert_eq!(
-            t.learned.lookup(them, NOW).map(|l| l.mac),
+            t.learned[1].v4.lookup(them, NOW).map(|l| l.mac),
             Some(NEIGHBOUR_MAC)
         );
         // A request for someone else: not answered, not learned from.
@@ -278,7 +286,7 @@ mod tests {
         let (got, io) = run(&t, 1, &mut f);
         assert_eq!(got, Frame::Drop);
         assert_eq!((io.arp_replies, io.arp_learned, io.not_scion), (0, 0, 1));
-        assert_eq!(t.learned.lookup(stranger, NOW), None);
+        assert_eq!(t.learned[1].v4.lookup(stranger, NOW), None);
     }
 
     #[test]
@@ -293,7 +301,7 @@ mod tests {
         assert_eq!((io.ndp_replies, io.ndp_learned), (1, 1));
         assert_eq!(ndp::parse(&f).map(|m| m.kind), Ok(ndp::Kind::Advertisement));
         assert_eq!(
-            t.learned6.lookup(them, NOW).map(|l| l.mac),
+            t.learned[0].v6.lookup(them, NOW).map(|l| l.mac),
             Some(NEIGHBOUR_MAC)
         );
         // The same solicitation on a port where the address is not the router's.
@@ -302,6 +310,113 @@ mod tests {
         let (got, io) = run(&t, 1, &mut f);
         assert_eq!(got, Frame::Drop);
         assert_eq!((io.ndp_replies, io.not_scion), (0, 1));
+    }
+
+    /// An ARP request from `sender` (`mac`) for `target`.
+    fn arp_request(mac: [u8; 6], sender: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
+        let mut f = vec![0u8; underlay::ARP_FRAME_LEN];
+        assert!(underlay::write_arp_request(&mut f, mac, sender, target));
+        f
+    }
+
+    const ATTACKER_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xee];
+
+    #[test]
+    fn a_frame_on_one_port_never_changes_another_ports_neighbour() {
+        let t = tables(None);
+        let peer = Ipv4Addr::new(192, 0, 2, 2);
+        // Interface 1's peer answers on port 1: learned there.
+        let (got, _) = run(
+            &t,
+            1,
+            &mut arp_request(NEIGHBOUR_MAC, peer, Ipv4Addr::new(192, 0, 2, 1)),
+        );
+        assert_eq!(got, Frame::Answer);
+        assert_eq!(
+            t.neighbor(1, &IpAddr::V4(peer), NOW).map(|l| l.mac),
+            Some(NEIGHBOUR_MAC)
+        );
+        // Someone on the internal port claims the peer's address, addressed to the router
+        // and as a gratuitous ARP: the MAC used on port 1 stays the peer's.
+        let internal_ip = Ipv4Addr::new(10, 0, 0, 1);
+        run(&t, 0, &mut arp_request(ATTACKER_MAC, peer, internal_ip));
+        run(&t, 0, &mut arp_request(ATTACKER_MAC, peer, peer));
+        assert_eq!(
+            t.neighbor(1, &IpAddr::V4(peer), NOW).map(|l| l.mac),
+            Some(NEIGHBOUR_MAC)
+        );
+        // The same for NDP: interface 2's peer is on port 2 only.
+        let peer6: Ipv6Addr = "2001:db8::2".parse().unwrap();
+        let mut f = vec![0u8; ndp::NS_FRAME_LEN];
+        assert!(ndp::write_solicitation(
+            &mut f,
+            ATTACKER_MAC,
+            peer6,
+            "fd00::1".parse().unwrap()
+        ));
+        run(&t, 0, &mut f);
+        assert_eq!(t.neighbor(2, &IpAddr::V6(peer6), NOW), None);
+    }
+
+    #[test]
+    fn only_next_hops_and_addresses_on_the_ports_subnet_are_learned() {
+        let t = tables(None);
+        let me1 = Ipv4Addr::new(192, 0, 2, 1);
+        // On interface 1's port only its peer is a next hop.
+        let stranger = Ipv4Addr::new(198, 51, 100, 7);
+        run(&t, 1, &mut arp_request(ATTACKER_MAC, stranger, me1));
+        assert_eq!(
+            t.neighbor(1, &IpAddr::V4(stranger), NOW),
+            None,
+            "stranger on a link port"
+        );
+        // On the internal port: hosts of the internal subnet, nothing from elsewhere.
+        let me0 = Ipv4Addr::new(10, 0, 0, 1);
+        let host = Ipv4Addr::new(10, 0, 0, 5);
+        let far = Ipv4Addr::new(203, 0, 113, 5);
+        run(&t, 0, &mut arp_request(NEIGHBOUR_MAC, host, me0));
+        run(&t, 0, &mut arp_request(ATTACKER_MAC, far, me0));
+        assert_eq!(
+            t.neighbor(0, &IpAddr::V4(host), NOW).map(|l| l.mac),
+            Some(NEIGHBOUR_MAC)
+        );
+        assert_eq!(
+            t.neighbor(0, &IpAddr::V4(far), NOW),
+            None,
+            "off-subnet on the internal port"
+        );
+        let me6: Ipv6Addr = "fd00::1".parse().unwrap();
+        let far6: Ipv6Addr = "fd00:1:2:3::5".parse().unwrap();
+        let mut f = vec![0u8; ndp::NS_FRAME_LEN];
+        assert!(ndp::write_solicitation(&mut f, ATTACKER_MAC, far6, me6));
+        run(&t, 0, &mut f);
+        assert_eq!(
+            t.neighbor(0, &IpAddr::V6(far6), NOW),
+            None,
+            "off-subnet IPv6"
+        );
+    }
+
+    #[test]
+    fn static_neighbours_win_and_take_no_learned_slot() {
+        let mut t = tables(None);
+        let peer = Ipv4Addr::new(192, 0, 2, 2);
+        let configured = [2, 0, 0, 0, 0, 0x55];
+        t.neighbors.push((IpAddr::V4(peer), configured));
+        run(
+            &t,
+            1,
+            &mut arp_request(ATTACKER_MAC, peer, Ipv4Addr::new(192, 0, 2, 1)),
+        );
+        assert_eq!(
+            t.neighbor(1, &IpAddr::V4(peer), NOW).map(|l| l.mac),
+            Some(configured)
+        );
+        assert_eq!(
+            t.learned[1].v4.lookup(peer, NOW),
+            None,
+            "a configured address is not learned"
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!
 //! [dataplane]                       # all optional
 //! distribution = "auto"             # "queues" (RSS), "software" (distributor lcore) or auto
-//! mbufs = 8191                      # >= 512
+//! mbufs = 8191                      # >= 512 and >= what the configuration pins
+//!                                   # (default: sized from that, at least 8191)
 //! rx_desc = 512                     # power of two in 32 ..= 4096
 //! tx_desc = 512
 //! io_only = false                   # measurement aid (cargo feature `measurement-aids`,
@@ -26,6 +27,9 @@
 //! neighbor_expire_secs = 300        # ... and forgotten from this age on (> refresh)
 //! idle_sleep_us = 100               # 0 ..= 10000: longest pause of an idle worker between
 //!                                   # polls (0: pure busy polling)
+//! scmp_rate = 1000                  # 0 ..= 1000000: SCMP error replies per second and
+//!                                   # worker after the burst (0: none after the burst)
+//! scmp_burst = 100                  # 0 ..= 100000: replies a worker sends at once
 //!
 //! [drkey]
 //! epoch_secs = 86400                # 360 ..= 259200
@@ -65,6 +69,10 @@
 //!                                   # (a port needs interfaces, internal = true, or both)
 //! default_next_hop_mac = "02:00:00:00:00:fe"  # optional: next hops without a known MAC
 //! vlan = 120                        # optional 802.1Q VLAN ID (1 ..= 4094)
+//! subnets = ["10.0.0.0/16"]         # optional: on-link prefixes whose addresses ARP/NDP
+//!                                   # may teach this port (default: the internal port the
+//!                                   # /24 or /64 of the internal address, others none;
+//!                                   # link peers and sibling routers are always learnable)
 //!
 //! [[neighbor]]                      # next-hop MAC per underlay IP
 //! ip = "192.0.2.2"                  # unicast; IPv4 written as IPv4, not ::ffff:a.b.c.d
@@ -149,6 +157,8 @@ struct RawDataplane {
     neighbor_refresh_secs: Option<u32>,
     neighbor_expire_secs: Option<u32>,
     idle_sleep_us: Option<u32>,
+    scmp_rate: Option<u32>,
+    scmp_burst: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -200,6 +210,7 @@ struct RawPort {
     device: String,
     default_next_hop_mac: Option<String>,
     vlan: Option<u16>,
+    subnets: Option<Vec<String>>,
     #[serde(default)]
     interfaces: Vec<u16>,
     #[serde(default)]
@@ -332,6 +343,10 @@ pub struct PortPlan {
     /// 802.1Q VLAN of the port: frames arrive and leave tagged with this VLAN ID; untagged or
     /// otherwise tagged frames are dropped (`wrong_vlan`).
     pub vlan: Option<u16>,
+    /// On-link prefixes: addresses in them may be learned from ARP/NDP on this port (besides
+    /// the port's next hops). Default: the internal port the /24 (/64) of the internal
+    /// address, other ports none.
+    pub subnets: Vec<crate::tables::Subnet>,
 }
 
 /// A validated configuration.
@@ -355,8 +370,9 @@ pub struct Config {
     pub neighbors: HashMap<IpAddr, [u8; 6]>,
     /// How packets reach the workers.
     pub distribution: Distribution,
-    /// Mbufs in the pool.
-    pub mbufs: u32,
+    /// Mbufs in the pool (`None`: sized from what the configuration pins, see
+    /// [`crate::pool::auto_size`]); checked against that at start ([`crate::pool::check`]).
+    pub mbufs: Option<u32>,
     /// Rx descriptors per queue.
     pub rx_desc: u16,
     /// Tx descriptors per queue.
@@ -381,6 +397,11 @@ pub struct Config {
     /// Longest pause of an idle worker between polls, µs (`[dataplane] idle_sleep_us`; 0:
     /// pure busy polling). See [`IDLE_SLEEP_US_RANGE`].
     pub idle_sleep_us: u32,
+    /// SCMP error replies per second and worker (`[dataplane] scmp_rate`), after
+    /// [`Config::scmp_burst`] at once (see [`crate::ratelimit`]).
+    pub scmp_rate: u32,
+    /// SCMP error replies a worker sends at once (`[dataplane] scmp_burst`).
+    pub scmp_burst: u32,
     /// Loopback address of the `/metrics` and `/health` endpoints (port 0: one the OS chooses;
     /// the router names the bound address on stderr at start).
     pub http: Option<SocketAddr>,
@@ -576,8 +597,10 @@ impl Config {
         let neighbors = at.static_neighbors(&raw.neighbor)?;
         let (epoch_secs, cache_keys) = at.drkey(raw.drkey.as_ref())?;
         let neighbor_aging = at.neighbor_aging(&raw.dataplane)?;
-        let mbufs = raw.dataplane.mbufs.unwrap_or(DEFAULT_MBUFS);
-        if mbufs < MIN_MBUFS {
+        let mbufs = raw.dataplane.mbufs;
+        if let Some(mbufs) = mbufs
+            && mbufs < MIN_MBUFS
+        {
             return Err(item(
                 "dataplane.mbufs",
                 format!("{mbufs} is below {MIN_MBUFS}"),
@@ -602,6 +625,16 @@ impl Config {
             idle_sleep_us,
             IDLE_SLEEP_US_RANGE,
         )?;
+        let scmp_rate = raw
+            .dataplane
+            .scmp_rate
+            .unwrap_or(crate::ratelimit::DEFAULT_RATE);
+        at.within("dataplane.scmp_rate", scmp_rate, SCMP_RATE_RANGE)?;
+        let scmp_burst = raw
+            .dataplane
+            .scmp_burst
+            .unwrap_or(crate::ratelimit::DEFAULT_BURST);
+        at.within("dataplane.scmp_burst", scmp_burst, SCMP_BURST_RANGE)?;
         let http = at.control_http(&raw.control)?;
         let distribution = at.distribution(&raw.dataplane)?;
         #[cfg(feature = "measurement-aids")]
@@ -618,6 +651,8 @@ impl Config {
             export,
             probes,
             idle_sleep_us,
+            scmp_rate,
+            scmp_burst,
             http,
             energy: crate::telemetry::EnergyFigures {
                 power_w: idint.power_w,
@@ -657,8 +692,10 @@ const CACHE_KEYS_RANGE: std::ops::RangeInclusive<u32> = 4..=1 << 20;
 pub const DEFAULT_IDLE_SLEEP_US: u32 = 100;
 /// Allowed longest idle pauses, µs (0: busy polling; at most 10 ms).
 pub const IDLE_SLEEP_US_RANGE: std::ops::RangeInclusive<u32> = 0..=10_000;
-/// Default mbufs in the pool.
-const DEFAULT_MBUFS: u32 = 8191;
+/// Allowed SCMP error replies per second and worker.
+pub const SCMP_RATE_RANGE: std::ops::RangeInclusive<u32> = 0..=1_000_000;
+/// Allowed bursts of SCMP error replies per worker.
+pub const SCMP_BURST_RANGE: std::ops::RangeInclusive<u32> = 0..=100_000;
 /// Fewest mbufs in the pool.
 const MIN_MBUFS: u32 = 512;
 /// Default rx/tx descriptors per queue.
@@ -835,12 +872,22 @@ impl Items<'_> {
                     ),
                 ));
             }
+            let subnets = match &p.subnets {
+                Some(list) => list
+                    .iter()
+                    .map(|n| n.parse())
+                    .collect::<Result<Vec<crate::tables::Subnet>, String>>()
+                    .map_err(|r| self.err(&format!("{name}.subnets"), r))?,
+                None if p.internal => vec![crate::tables::Subnet::around(me.internal_addr.ip())],
+                None => Vec::new(),
+            };
             ports.push(PortPlan {
                 device,
                 interfaces,
                 internal: p.internal,
                 default_next_hop_mac,
                 vlan: p.vlan,
+                subnets,
             });
         }
         if internal_port.is_none() {

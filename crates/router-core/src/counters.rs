@@ -44,10 +44,13 @@ pub struct IoCounters {
     pub probe_errors: u64,
     /// BFD packets dropped between the workers and the control side (ring full, no room).
     pub bfd_dropped: u64,
+    /// SCMP error replies scion-dp built but the worker's rate limit dropped
+    /// (`[dataplane] scmp_rate` / `scmp_burst`).
+    pub scmp_rate_limited: u64,
 }
 
 /// Number of [`IoCounters`] fields (the length of [`IoCounters::to_array`]).
-pub const IO_FIELDS: usize = 19;
+pub const IO_FIELDS: usize = 20;
 
 impl IoCounters {
     /// The counters in field order.
@@ -73,6 +76,7 @@ impl IoCounters {
             self.probes_sent,
             self.probe_errors,
             self.bfd_dropped,
+            self.scmp_rate_limited,
         ]
     }
 
@@ -99,6 +103,7 @@ impl IoCounters {
             probes_sent: a[16],
             probe_errors: a[17],
             bfd_dropped: a[18],
+            scmp_rate_limited: a[19],
         }
     }
 
@@ -125,6 +130,7 @@ impl IoCounters {
             ("probes_sent", a[16]),
             ("probe_errors", a[17]),
             ("bfd_dropped", a[18]),
+            ("scmp_rate_limited", a[19]),
         ]
     }
 

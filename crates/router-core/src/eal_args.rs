@@ -163,6 +163,21 @@ fn ranges(ids: &BTreeSet<u32>) -> String {
     parts.join(", ")
 }
 
+/// How many lcores `args` give EAL with `-l` or `-c` (`None`: neither, an `--lcores` map, or
+/// a value EAL will refuse anyway).
+pub fn lcore_count(args: &[String]) -> Option<usize> {
+    let mut found = None;
+    for (name, value) in options(args) {
+        match (name.as_str(), value) {
+            ("-l", Some(v)) => found = parse_core_list(&v).map(|ids| ids.len()),
+            ("-c", Some(v)) => found = parse_core_mask(&v).map(|ids| ids.len()),
+            (n, _) if n.len() >= 4 && "--lcores".starts_with(n) => return None,
+            _ => {}
+        }
+    }
+    found
+}
+
 /// Checks `args` (the configuration's `eal`) before EAL runs; `cpu` says whether a CPU id is
 /// one of this machine's (`None`: unknown). Returns why the arguments cannot work.
 pub fn check(args: &[String], cpu: impl Fn(u32) -> Option<bool>) -> Result<(), String> {
@@ -419,6 +434,14 @@ mod tests {
         }
         assert_eq!(port_name("net_ring0"), "net_ring0");
         assert_eq!(port_name("3b:00.1"), "0000:3b:00.1");
+    }
+
+    #[test]
+    fn lcores_counted_from_lists_and_masks() {
+        assert_eq!(lcore_count(&args(&["-l", "0-2,5"])), Some(4));
+        assert_eq!(lcore_count(&args(&["-c", "0x3"])), Some(2));
+        assert_eq!(lcore_count(&args(&["--no-huge"])), None);
+        assert_eq!(lcore_count(&args(&["--lcores=0@0,1@1"])), None);
     }
 
     #[test]

@@ -243,14 +243,14 @@ pub fn route<'a>(
         };
         let mac = match e.mac {
             Some(mac) => Some(Learned { mac, stale: false }),
-            None => macs.get_or(ifid, || tables.neighbor(&e.remote.ip(), now_s)),
+            None => macs.get_or(ifid, || tables.neighbor(e.port, &e.remote.ip(), now_s)),
         };
         (e.port, &e.local, &e.remote, mac, meta.len, e.v4.as_ref())
     } else {
         match &meta.disposition {
             Some(Disposition::Sibling { addr, .. } | Disposition::Deliver { addr }) => {
-                let mac = tables.neighbor(&addr.ip(), now_s);
                 let port = tables.internal_port;
+                let mac = tables.neighbor(port, &addr.ip(), now_s);
                 (port, &tables.internal_addr, addr, mac, meta.len, None)
             }
             Some(Disposition::Reply { len, .. }) => {
@@ -446,7 +446,11 @@ mod tests {
             unreachable!()
         };
         let aging = crate::neighbor::Aging::default();
-        assert!(t.learned.learn(next, NEXT_HOP, NOW - aging.refresh_s - 1));
+        assert!(
+            t.learned[1]
+                .v4
+                .learn(next, NEXT_HOP, NOW - aging.refresh_s - 1)
+        );
         let r = decide(&t, &m, &frame, &mut scratch, &mut io);
         assert_eq!(r.ask, Some(ask));
         assert!(r.send.is_some());
@@ -461,7 +465,11 @@ mod tests {
     fn deliveries_and_replies_use_the_internal_port_and_the_arrival_headers() {
         let t = tables(None);
         let host: SocketAddr = "10.0.0.20:31000".parse().unwrap();
-        assert!(t.learned.learn(Ipv4Addr::new(10, 0, 0, 20), NEXT_HOP, NOW));
+        assert!(
+            t.learned[0]
+                .v4
+                .learn(Ipv4Addr::new(10, 0, 0, 20), NEXT_HOP, NOW)
+        );
         let frame = internal_frame();
         let mut io = IoCounters::default();
         let mut scratch = None;

@@ -16,6 +16,8 @@
 //! * [`forward`]: where a processed packet goes and its underlay rewrite.
 //! * [`resolver`]: the rate limit and frames of ARP/NDP requests for next hops.
 //! * [`export`]: ID-INT sink records and report batching for the collector.
+//! * [`ratelimit`]: the per-worker token bucket of SCMP error replies.
+//! * [`pool`]: what the configuration pins of the mbuf pool, the check and the default size.
 //!
 //! Nothing here does I/O or needs `unsafe`: the shell hands in frame bytes and readings.
 
@@ -30,7 +32,9 @@ pub mod forward;
 pub mod idle;
 pub mod ndp;
 pub mod neighbor;
+pub mod pool;
 pub mod probes;
+pub mod ratelimit;
 pub mod resolver;
 pub mod tables;
 pub mod telemetry;

@@ -8,6 +8,11 @@
 //! older than the table's refresh time is still used but reported stale, so the router asks
 //! the neighbour again (a reply refreshes it); one older than the expiry time is gone (a next
 //! hop that stopped answering is not used forever, and its slot can be taken by another).
+//!
+//! The slot of an address comes from a hash keyed with a per-table secret seed (drawn from the
+//! standard library's randomly keyed hasher when the table is made): an outsider who may make
+//! the router learn addresses of its choice cannot compute which ones share a victim's slots,
+//! so it cannot fill them ahead of the victim.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -81,21 +86,51 @@ impl Default for Aging {
     }
 }
 
+/// A secret hash seed: two 64-bit keys.
+pub type Seed = [u64; 2];
+
+/// A fresh secret seed, from the standard library's randomly keyed hasher (keys from the OS
+/// once per process, then varied per hasher).
+pub fn random_seed() -> Seed {
+    use std::hash::{BuildHasher, Hasher};
+    let mut seed = [0u64; 2];
+    for (i, s) in seed.iter_mut().enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        *s = h.finish();
+    }
+    seed
+}
+
+/// Multiplier of the seeded mix (an odd constant with well-spread bits).
+const MIX_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Keyed 64x64 -> 128-bit multiply, folded: every bit of `x` and of the key reaches every
+/// output bit.
+#[inline(always)]
+fn folded_mul(x: u64, key: u64) -> u64 {
+    let p = u128::from(x ^ key) * u128::from(MIX_MUL ^ key.rotate_left(17) | 1);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
 /// The sequence-locked table behind both public tables.
 #[derive(Debug)]
 struct Table<const W: usize> {
     slots: Box<[Slot<W>]>,
     mask: usize,
     aging: Aging,
+    /// The secret hash seed.
+    seed: Seed,
 }
 
 impl<const W: usize> Table<W> {
-    fn new(capacity: usize, aging: Aging) -> Self {
+    fn new(capacity: usize, aging: Aging, seed: Seed) -> Self {
         let n = capacity.max(16).next_power_of_two();
         Table {
             slots: (0..n).map(|_| Slot::default()).collect(),
             mask: n - 1,
             aging,
+            seed,
         }
     }
 
@@ -105,16 +140,13 @@ impl<const W: usize> Table<W> {
         now_s.saturating_sub(learned_s) >= self.aging.expire_s
     }
 
+    /// The home slot of `key` (before masking), keyed with the table's seed.
     #[inline]
-    fn hash(key: &[u64; W]) -> usize {
-        if W == 1 {
-            ((key[0] as u32).wrapping_mul(0x9e37_79b1) >> 8) as usize
-        } else {
-            let x = key
-                .iter()
-                .fold(0u64, |h, k| (h ^ k).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            (x >> 40) as usize
-        }
+    fn hash(&self, key: &[u64; W]) -> usize {
+        let x = key
+            .iter()
+            .fold(self.seed[0], |h, k| folded_mul(h ^ k, self.seed[1]));
+        folded_mul(x, self.seed[0]) as usize
     }
 
     #[inline]
@@ -135,7 +167,7 @@ impl<const W: usize> Table<W> {
         if key.iter().all(|k| *k == 0) {
             return None;
         }
-        let h = Self::hash(&key);
+        let h = self.hash(&key);
         for i in 0..PROBE {
             let s = &self.slots[(h + i) & self.mask];
             let seq = s.seq.load(Ordering::Acquire);
@@ -169,7 +201,7 @@ impl<const W: usize> Table<W> {
         if key.iter().all(|k| *k == 0) {
             return false;
         }
-        let h = Self::hash(&key);
+        let h = self.hash(&key);
         let reusable = |s: &Slot<W>| {
             Self::key_is_empty(s) || self.expired(s.learned_s.load(Ordering::Acquire), now_s)
         };
@@ -211,9 +243,15 @@ impl<const W: usize> Table<W> {
 pub struct NeighborTable(Table<1>);
 
 impl NeighborTable {
-    /// A table of `capacity` slots (rounded up to a power of two, at least 16).
+    /// A table of `capacity` slots (rounded up to a power of two, at least 16), its hash keyed
+    /// with a fresh random seed.
     pub fn new(capacity: usize, aging: Aging) -> Self {
-        NeighborTable(Table::new(capacity, aging))
+        Self::with_seed(capacity, aging, random_seed())
+    }
+
+    /// A table as [`Self::new`] with the hash seed `seed` (tests; a router uses `new`).
+    pub fn with_seed(capacity: usize, aging: Aging, seed: Seed) -> Self {
+        NeighborTable(Table::new(capacity, aging, seed))
     }
 
     /// The MAC learned for `ip`, unless it expired by `now_s` (Unix seconds).
@@ -240,9 +278,15 @@ fn words6(ip: Ipv6Addr) -> [u64; 2] {
 }
 
 impl Neighbor6Table {
-    /// A table of `capacity` slots (rounded up to a power of two, at least 16).
+    /// A table of `capacity` slots (rounded up to a power of two, at least 16), its hash keyed
+    /// with a fresh random seed.
     pub fn new(capacity: usize, aging: Aging) -> Self {
-        Neighbor6Table(Table::new(capacity, aging))
+        Self::with_seed(capacity, aging, random_seed())
+    }
+
+    /// A table as [`Self::new`] with the hash seed `seed` (tests; a router uses `new`).
+    pub fn with_seed(capacity: usize, aging: Aging, seed: Seed) -> Self {
+        Neighbor6Table(Table::new(capacity, aging, seed))
     }
 
     /// The MAC learned for `ip`, unless it expired by `now_s` (Unix seconds).
@@ -367,6 +411,37 @@ mod tests {
         }
         for w in writers {
             w.join().unwrap();
+        }
+    }
+
+    /// The slot the unseeded multiplicative hash gave an IPv4 address in a table of
+    /// `slots` slots: what an outsider can compute without the table's seed.
+    fn unseeded_home(ip: Ipv4Addr, slots: usize) -> usize {
+        ((u32::from(ip).wrapping_mul(0x9e37_79b1) >> 8) as usize) & (slots - 1)
+    }
+
+    #[test]
+    fn an_outsider_cannot_fill_a_victims_slots() {
+        const SLOTS: usize = 4096;
+        let victim = Ipv4Addr::new(10, 0, 0, 2);
+        let home = unseeded_home(victim, SLOTS);
+        // Addresses of the victim's subnet whose unseeded home is the victim's slot or one
+        // of the next few: learning them first would leave the victim no slot.
+        let attack: Vec<Ipv4Addr> = (0..1u32 << 16)
+            .map(|i| Ipv4Addr::from(0x0a00_0000 + i))
+            .filter(|&ip| {
+                ip != victim && (unseeded_home(ip, SLOTS).wrapping_sub(home) & (SLOTS - 1)) < PROBE
+            })
+            .take(32)
+            .collect();
+        assert_eq!(attack.len(), 32);
+        for _ in 0..8 {
+            let t = NeighborTable::new(SLOTS, Aging::default());
+            for ip in &attack {
+                t.learn(*ip, [9; 6], T);
+            }
+            assert!(t.learn(victim, [1; 6], T), "the victim's slots were filled");
+            assert_eq!(t.lookup(victim, T).map(|l| l.mac), Some([1; 6]));
         }
     }
 

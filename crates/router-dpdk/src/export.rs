@@ -154,23 +154,28 @@ fn connected_socket(bind: SocketAddr, collector: SocketAddr) -> std::io::Result<
 /// How long the exporter thread sleeps when every ring was empty.
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 
-/// Runs the exporter until `done` is set (after the workers have stopped) and the rings are
-/// empty.
-pub fn run_exporter(
-    cfg: ExportConfig,
-    mut rings: Vec<Consumer>,
-    stats: Arc<ExportStats>,
-    done: Arc<AtomicBool>,
-) -> std::io::Result<()> {
-    let bind: SocketAddr = if cfg.collector.is_ipv4() {
+/// The exporter's UDP socket, bound to an ephemeral port of the collector's family and
+/// connected to it. Made before the router starts: a collector that cannot be reached (no
+/// route, no address of that family) stops the router at start.
+pub fn collector_socket(collector: SocketAddr) -> std::io::Result<UdpSocket> {
+    let bind: SocketAddr = if collector.is_ipv4() {
         (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let sender = Sender {
-        socket: connected_socket(bind, cfg.collector)?,
-        stats,
-    };
+    connected_socket(bind, collector)
+}
+
+/// Runs the exporter on `socket` (from [`collector_socket`]) until `done` is set (after the
+/// workers have stopped) and the rings are empty.
+pub fn run_exporter(
+    cfg: ExportConfig,
+    socket: UdpSocket,
+    mut rings: Vec<Consumer>,
+    stats: Arc<ExportStats>,
+    done: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let sender = Sender { socket, stats };
     let send = &mut |b: &ReportBatch| sender.send(b);
     let mut batcher = Batcher::new(
         cfg.exporter,

@@ -11,9 +11,11 @@
 //! * [`export`]: ID-INT reports to the collector over UDP, batched, off the packet path.
 //! * [`http`]: the control thread's `/metrics` and `/health` endpoints.
 //! * [`stats`]: counters shared between workers and the control thread.
+//! * [`check`]: `--check-config`: a configuration checked without DPDK.
 //! * [`run`]: wiring it all up (ports, tables, workers, control thread, shutdown, summary).
 
 pub mod bfd;
+pub mod check;
 pub mod distribute;
 pub mod export;
 pub mod http;

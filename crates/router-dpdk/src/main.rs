@@ -2,11 +2,13 @@
 //!
 //! ```text
 //! idint-router --config router.toml [--duration SECS] [--summary FILE]
+//! idint-router --check-config router.toml
 //! idint-router --help
 //! ```
 //! Runs until SIGINT/SIGTERM (or for `--duration` seconds), then prints a JSON summary of
 //! every counter on stdout (and into `--summary FILE`, which is created before the router
-//! starts). Exit codes: 0 done, 1 runtime error, 2 configuration or usage error.
+//! starts). `--check-config` validates the configuration without starting DPDK. Exit codes:
+//! 0 done (or the configuration is valid), 1 runtime error, 2 configuration or usage error.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -17,11 +19,15 @@ use router_dpdk::config::Config;
 use router_dpdk::run::{Finished, Options, run};
 
 const USAGE: &str = "usage: idint-router --config FILE [--duration SECS] [--summary FILE]
+       idint-router --check-config FILE
        idint-router --help
 
   -c, --config FILE   router configuration (TOML; see the router-dpdk README)
   --duration SECS     stop after SECS seconds (default: at SIGINT/SIGTERM)
   --summary FILE      also write the final JSON summary to FILE (created at start)
+  --check-config FILE validate the configuration (topology, keys, ports, EAL arguments,
+                      probe paths, mbuf pool, collector) without starting DPDK; prints
+                      what it sets up, exit code 0 if valid, 2 if not
   -h, --help          print this help and exit
 
 The final JSON summary of every counter is printed on stdout. Exit codes: 0 done,
@@ -32,6 +38,8 @@ The final JSON summary of every counter is printed on stdout. Exit codes: 0 done
 enum Command {
     /// Print the usage on stdout.
     Help,
+    /// Validate a configuration without starting DPDK.
+    Check(PathBuf),
     /// Run the router.
     Run {
         /// The configuration file.
@@ -71,6 +79,18 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 PathBuf::from(value("--summary")?),
             )?,
             "--help" | "-h" => return Ok(Command::Help),
+            "--check-config" => {
+                let file = PathBuf::from(value("--check-config")?);
+                if let Some(extra) = args.next() {
+                    return Err(format!(
+                        "--check-config takes one file and no other argument (got {extra:?})"
+                    ));
+                }
+                if config.is_some() || duration.is_some() || summary.is_some() {
+                    return Err("--check-config takes no other argument".into());
+                }
+                return Ok(Command::Check(file));
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -106,6 +126,18 @@ fn main() -> ExitCode {
         Ok(Command::Help) => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
+        }
+        Ok(Command::Check(file)) => {
+            return match router_dpdk::check::check_config(&file) {
+                Ok(report) => {
+                    print!("{report}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("idint-router: configuration error: {e}");
+                    ExitCode::from(2)
+                }
+            };
         }
         Ok(Command::Run {
             config,

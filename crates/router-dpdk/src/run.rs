@@ -22,6 +22,7 @@ use crate::stats::WorkerStats;
 use crate::worker::{BfdRings, DpdkTsc, Probes, RouterTelemetry, Sink, Source, Tables, Worker};
 use dpdk::{Consumer, DpdkError, Eal, LcoreError, LcoreHandle, Mempool, Port, Producer};
 use router_core::clock::{SharedClock, TscClock};
+use router_core::pool::PoolDemand;
 use router_core::telemetry::PortSample;
 use router_core::telemetry_source::Measurements;
 
@@ -115,6 +116,22 @@ struct Shared {
     done: Arc<AtomicBool>,
     /// Stops the distributor (after the workers).
     dist_done: Arc<AtomicBool>,
+    /// Set when a worker or the distributor ended before the stop request (a panic): `/health`
+    /// fails and the router stops with exit code 1.
+    failed: Arc<AtomicBool>,
+}
+
+/// Marks the router failed when the lcore function holding it ends before the stop request,
+/// whether it returned or a panic unwound through it (the lcore launch catches the panic; the
+/// queues of that lcore would otherwise go unpolled while the router looks healthy).
+struct FailGuard(Arc<AtomicBool>);
+
+impl Drop for FailGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() || !dpdk::stop_requested() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// The threads and lcores running, to be joined at shutdown.
@@ -146,6 +163,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         dist_stats: Arc::new(DistStats::default()),
         done: Arc::new(AtomicBool::new(false)),
         dist_done: Arc::new(AtomicBool::new(false)),
+        failed: Arc::new(AtomicBool::new(false)),
     };
     let (export_in, exporter) = start_exporter(&s.eal, &config, s.lcores.workers.len(), &shared)?;
     let mut rings = dist_rings(
@@ -162,6 +180,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         std::mem::take(&mut rings.workers),
         export_in,
         bfd_rings,
+        &shared.failed,
     )?;
     let distributor = launch_distributor(&mut s, config.idle_sleep_us, &mut rings, &shared)?;
     let control = match s.control.take() {
@@ -180,6 +199,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
                 dist_stats: shared.dist_stats.clone(),
                 done: shared.done.clone(),
                 bfd: bfd_stats.clone(),
+                failed: shared.failed.clone(),
             };
             Some(control::spawn_control(listener, monitors, c)?)
         }
@@ -198,6 +218,7 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
         &s.shared_clock,
         s.clock,
         &mut bfd,
+        &shared.failed,
     );
     let failure = shut_down(running, &shared);
     // Its ring ends and port monitors go after the workers and the control thread.
@@ -227,8 +248,6 @@ pub fn run(config: Config, opts: &Options) -> Result<Finished, RunError> {
 fn set_up(config: &Config) -> Result<Setup, RunError> {
     let eal = setup::init_eal(config)?;
     let workers = setup::worker_lcores(config, &eal)?;
-    // Lives for the process (mbufs never outlive it).
-    let pool = Mempool::new(&eal, "router_pool", config.mbufs, POOL_CACHE)?;
     let router = Arc::new(
         Router::new(config.router.clone())
             .map_err(|e| RunError::Setup(format!("router model: {e}")))?,
@@ -247,6 +266,7 @@ fn set_up(config: &Config) -> Result<Setup, RunError> {
     } else {
         lcores.workers.len() as u16
     };
+    let pool = create_pool(&eal, config, &lcores, &probed)?;
     let (ports, tables) = setup::start_ports(&eal, config, probed, queues, pool)?;
     let provider = Arc::new(
         LocalProvider::new(config.router.local_ia, &config.master0, config.epoch_secs)
@@ -277,6 +297,62 @@ fn set_up(config: &Config) -> Result<Setup, RunError> {
 
 /// Slots of the BFD rings (a few packets per session and second).
 const BFD_RING_SLOTS: u32 = 256;
+
+/// What the configuration pins of the mbuf pool with `workers` worker lcores, with software
+/// distribution or not (then one queue per port, else one per worker).
+pub fn pool_demand(config: &Config, workers: usize, software: bool) -> PoolDemand {
+    PoolDemand {
+        ports: config.ports.len(),
+        queues: if software { 1 } else { workers },
+        rx_desc: config.rx_desc,
+        tx_desc: config.tx_desc,
+        // The main lcore, the workers and the distributor.
+        lcores: 1 + workers + usize::from(software),
+        cache: POOL_CACHE,
+        workers,
+        software,
+        ring_slots: RING_SLOTS,
+        export: config.export.is_some(),
+        bfd_ring_slots: BFD_RING_SLOTS,
+        burst: dpdk::MAX_BURST,
+    }
+}
+
+/// The mbuf pool (it lives for the process: mbufs never outlive it): of the configured size
+/// if that holds what the configuration pins (else a configuration error of
+/// `dataplane.mbufs`), or sized from it; on the NUMA socket of the ports.
+fn create_pool(
+    eal: &Eal,
+    config: &Config,
+    lcores: &Lcores,
+    probed: &[dpdk::PortCaps],
+) -> Result<&'static Mempool, RunError> {
+    let demand = pool_demand(config, lcores.workers.len(), lcores.software);
+    let mbufs = match config.mbufs {
+        Some(n) => {
+            router_core::pool::check(n, &demand)
+                .map_err(|r| config_error(config, "dataplane.mbufs", r))?;
+            n
+        }
+        None => router_core::pool::auto_size(&demand),
+    };
+    let sockets: Vec<u32> = probed.iter().filter_map(|c| c.socket).collect();
+    let socket = sockets.first().copied();
+    if sockets.iter().any(|s| Some(*s) != socket) {
+        eprintln!(
+            "idint-router: the ports are on NUMA sockets {sockets:?}; the mbuf pool is on \
+             socket {} (the first port's): traffic of the others crosses sockets",
+            socket.unwrap_or_default()
+        );
+    }
+    Ok(Mempool::on_socket(
+        eal,
+        "router_pool",
+        mbufs,
+        POOL_CACHE,
+        socket,
+    )?)
+}
 
 /// The BFD control side and each worker's BFD rings: one ring from every worker to the
 /// control side, one from it to worker 0.
@@ -338,6 +414,10 @@ fn start_exporter(
     let Some(e) = &config.export else {
         return Ok((Vec::new(), None));
     };
+    // Before any ring or thread: a collector that cannot be reached stops the router here,
+    // instead of an exporter thread that ends at once while the workers fill its rings.
+    let socket = export::collector_socket(e.collector)
+        .map_err(|err| RunError::Setup(format!("report export: {}: {err}", e.collector)))?;
     let mut export_in = Vec::new();
     let mut export_out = Vec::new();
     for w in 0..workers {
@@ -359,7 +439,7 @@ fn start_exporter(
     let (st, d) = (shared.export_stats.clone(), shared.done.clone());
     let thread = std::thread::Builder::new()
         .name("report-export".into())
-        .spawn(move || export::run_exporter(cfg, export_out, st, d))
+        .spawn(move || export::run_exporter(cfg, socket, export_out, st, d))
         .map_err(|e| RunError::Setup(format!("exporter thread: {e}")))?;
     Ok((export_in, Some(thread)))
 }
@@ -429,6 +509,10 @@ fn worker_io(
     Ok((rx, tx))
 }
 
+/// Fault injection for the tests: the worker whose index this environment variable holds
+/// panics as it starts (read once at start; no cost per packet).
+pub const FAULT_PANIC_WORKER: &str = "IDINT_ROUTER_TEST_PANIC_WORKER";
+
 /// Starts a worker on every worker lcore, with its queues or rings and its export ring.
 #[allow(clippy::type_complexity)]
 fn launch_workers(
@@ -437,6 +521,7 @@ fn launch_workers(
     rings: Vec<Vec<(Consumer, Producer)>>,
     export_in: Vec<Producer>,
     bfd: Vec<BfdRings>,
+    failed: &Arc<AtomicBool>,
 ) -> Result<(Vec<Arc<WorkerStats>>, Vec<LcoreHandle>), RunError> {
     let software = s.lcores.software;
     let mut rings = rings.into_iter();
@@ -444,6 +529,9 @@ fn launch_workers(
     let mut export_in = export_in.into_iter();
     let mut stats = Vec::new();
     let mut handles = Vec::new();
+    let fault_worker: Option<usize> = std::env::var(FAULT_PANIC_WORKER)
+        .ok()
+        .and_then(|v| v.parse().ok());
     for (w, &lcore) in s.lcores.workers.iter().enumerate() {
         let q = w as u16;
         let mine = if software {
@@ -490,8 +578,17 @@ fn launch_workers(
             telemetry: RouterTelemetry::new(measurements, rx, tx, tx_queue, DpdkTsc),
             exporter: export_in.next().map(|r| RingExporter::new(s.pool, r)),
             bfd: bfd.next().unwrap_or_default(),
+            scmp_rate: config.scmp_rate,
+            scmp_burst: config.scmp_burst,
         };
+        let panic_on_start = fault_worker == Some(w);
+        let guard = FailGuard(failed.clone());
         handles.push(dpdk::launch(&s.eal, lcore, move || {
+            let _guard = guard;
+            assert!(
+                !panic_on_start,
+                "{FAULT_PANIC_WORKER} asked worker {w} to panic"
+            );
             worker.run();
             0
         })?);
@@ -568,7 +665,9 @@ fn launch_distributor(
         done: shared.dist_done.clone(),
         idle_sleep_us,
     };
+    let guard = FailGuard(shared.failed.clone());
     Ok(Some(dpdk::launch(&s.eal, lcore, move || {
+        let _guard = guard;
         d.run();
         0
     })?))

@@ -27,6 +27,7 @@ use router_core::classify::{self, Frame};
 use router_core::clock::{SharedClock, TscClock};
 use router_core::forward::{self, Ask, EgressMacs, PacketMeta};
 use router_core::idle::IdleBackoff;
+use router_core::ratelimit::TokenBucket;
 use router_core::resolver::{Resolver, Solicitation};
 use router_core::telemetry_source::{RxBuffer, Tsc, TxBuffer};
 #[cfg(feature = "measurement-aids")]
@@ -190,6 +191,10 @@ pub struct Worker<K: VerifierKeys> {
     pub probes: Option<Probes>,
     /// The BFD rings to and from the control side.
     pub bfd: BfdRings,
+    /// SCMP error replies per second after the burst (`[dataplane] scmp_rate`).
+    pub scmp_rate: u32,
+    /// SCMP error replies sent at once (`[dataplane] scmp_burst`).
+    pub scmp_burst: u32,
 }
 
 /// A worker's BFD rings: every worker hands the BFD packets it receives to the control side;
@@ -257,6 +262,8 @@ impl<K: VerifierKeys> Worker<K> {
             idle_sleep_us,
             probes,
             bfd,
+            scmp_rate,
+            scmp_burst,
         } = self;
         #[cfg(feature = "measurement-aids")]
         let mut telemetry = telemetry;
@@ -270,6 +277,7 @@ impl<K: VerifierKeys> Worker<K> {
             idle_sleep_us,
             probes,
             bfd,
+            scmp: (scmp_rate, scmp_burst),
             #[cfg(feature = "measurement-aids")]
             lower_bound: aids.idint_lower_bound,
         };
@@ -298,6 +306,8 @@ struct Io {
     /// Probes to originate.
     probes: Option<Probes>,
     bfd: BfdRings,
+    /// SCMP error replies: (per second, at once).
+    scmp: (u32, u32),
     /// ID-INT through [`scion_dp::lower_bound`].
     #[cfg(feature = "measurement-aids")]
     lower_bound: scion_dp::lower_bound::Mode,
@@ -368,6 +378,7 @@ impl Io {
             pool: self.pool,
             limit: Resolver::new(clock.hz()),
         };
+        let mut scmp = TokenBucket::new(self.scmp.0, self.scmp.1, clock.hz(), dpdk::rdtsc());
         let tables = &*self.tables;
         let publish_every = clock.hz() / PUBLISH_PER_S;
         let mut last_publish = dpdk::rdtsc();
@@ -415,9 +426,18 @@ impl Io {
                 // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
                 let mut macs = EgressMacs::default();
                 for s in slots[..filled].iter_mut() {
-                    if matches!(s.meta.disposition_mut(), Some(Disposition::Bfd)) {
-                        self.bfd.take(s, &mut bfd_held, &mut io);
-                        continue;
+                    match s.meta.disposition_mut() {
+                        Some(Disposition::Bfd) => {
+                            self.bfd.take(s, &mut bfd_held, &mut io);
+                            continue;
+                        }
+                        // The burst's TSC: tokens are credited per burst.
+                        Some(Disposition::Reply { .. }) if !scmp.allow(start) => {
+                            io.scmp_rate_limited += 1;
+                            s.m = None;
+                            continue;
+                        }
+                        _ => {}
                     }
                     let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
                     route(tables, port, now_s, s, r);

@@ -456,3 +456,241 @@ fn sigterm_stops_cleanly_with_final_counters() {
     assert!(s["rx_mpps"].as_f64().unwrap() > 0.0);
     assert_eq!(s["forwarded_mpps"].as_f64(), Some(0.0), "nothing was SCION");
 }
+
+/// A GET of `path` from the control endpoint at `addr`; `None` if nothing answers.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// Control port of the worker-panic test (private range 28300-28399).
+const PANIC_TEST_HTTP: &str = "127.0.0.1:28311";
+
+#[test]
+fn a_panicking_worker_fails_health_and_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(
+        dir.path(),
+        &["net_null0".into()],
+        "net_null0",
+        &format!("\n[control]\nhttp = \"{PANIC_TEST_HTTP}\"\n"),
+    );
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "30"])
+        .env(router_dpdk::run::FAULT_PANIC_WORKER, "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // /health must say the router is broken while it is still up.
+    let mut health = None;
+    while started.elapsed() < Duration::from_secs(10) {
+        if let Some(h) = http_get(PANIC_TEST_HTTP, "/health") {
+            if !h.starts_with("HTTP/1.0 200") {
+                health = Some(h);
+                break;
+            }
+        } else if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // ... and the process must end on its own, well before --duration, with code 1.
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the router kept running with a dead worker; /health: {health:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let health = health.expect("/health never reported the dead worker");
+    assert!(health.starts_with("HTTP/1.0 503"), "{health}");
+    assert!(health.contains("\"status\":\"failed\""), "{health}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_pool_smaller_than_what_the_configuration_pins_is_refused() {
+    // One worker, one queue of 4096 rx and 4096 tx descriptors: 8192 mbufs pinned by the
+    // queues alone, more than the 4095 configured.
+    let cases: Vec<Case> = vec![(
+        "pool below the descriptors",
+        Box::new(|t| format!("{t}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n")),
+        2,
+        "dataplane.mbufs: 4095 mbufs cannot hold what this configuration pins",
+    )];
+    check_cases(cases);
+}
+
+/// A network namespace for one test (names start `rtr-`), deleted when dropped.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Self {
+        let name = format!("rtr-{tag}-{}", std::process::id());
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "ip netns add {name}");
+        Netns(name)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn an_exporter_that_cannot_start_stops_the_router_at_start() {
+    // In a namespace without routes the collector is unreachable: the exporter's socket
+    // cannot be connected.
+    let ns = Netns::new("export");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(
+        dir.path(),
+        &["net_null0".into()],
+        "net_null0",
+        "\n[export]\ncollector = \"192.0.2.9:4740\"\nrouter_number = 1\n",
+    );
+    let started = std::time::Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--config", cfg.to_str().unwrap(), "--duration", "8"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the router ran on without its exporter: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("report export: 192.0.2.9:4740"), "{stderr}");
+    assert!(out.stdout.is_empty(), "it never started forwarding");
+}
+
+/// Runs `idint-router --check-config` on `cfg`; (exit code, stdout, stderr).
+fn check_config(cfg: &std::path::Path) -> (i32, String, String) {
+    let out = run_router(&["--check-config", cfg.to_str().unwrap()]);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_config_validates_the_shipped_two_port_sample_without_dpdk() {
+    let sample =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/router-2port.toml");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = check_config(&sample);
+    assert_eq!(code, 0, "{stderr}");
+    // Its PCI devices are not on this machine: DPDK was never started.
+    assert!(stderr.is_empty(), "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    assert!(
+        stdout.contains("port[0] 0000:01:00.0: interfaces [2, 3]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("port[1] 0000:01:00.1: interfaces [], internal network"),
+        "{stdout}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn check_config_refuses_what_the_start_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path(), &["net_null0".into()], "net_null0", "");
+    let base = std::fs::read_to_string(&cfg).unwrap();
+    let (code, stdout, stderr) = check_config(&cfg);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("configuration OK"), "{stdout}");
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "missing topology",
+            base.replace("topology.json", "nope.json"),
+            "nope.json",
+        ),
+        (
+            "pool too small",
+            format!("{base}\n[dataplane]\nmbufs = 4095\nrx_desc = 4096\ntx_desc = 4096\n"),
+            "dataplane.mbufs: 4095 mbufs cannot hold what this configuration pins: 9662 mbufs",
+        ),
+        (
+            "subnet with host bits",
+            base.replace(
+                "internal = true",
+                "internal = true\nsubnets = [\"10.0.0.1/8\"]",
+            ),
+            "port[0].subnets",
+        ),
+        (
+            "software distribution with one worker lcore",
+            format!("{base}\n[dataplane]\ndistribution = \"software\"\n"),
+            "distribution = \"software\" needs a distributor",
+        ),
+        (
+            "help in the EAL arguments",
+            base.replace("\"--no-huge\"", "\"--help\", \"--no-huge\""),
+            "eal",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        std::fs::write(&cfg, text).unwrap();
+        let (code, stdout, stderr) = check_config(&cfg);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert!(stdout.is_empty(), "{name}: {stdout}");
+        assert!(
+            stderr.contains(needle),
+            "{name}: {needle:?} not in {stderr}"
+        );
+    }
+    // An unreachable collector (a namespace without routes).
+    let ns = Netns::new("check");
+    std::fs::write(
+        &cfg,
+        format!("{base}\n[export]\ncollector = \"192.0.2.9:4740\"\nrouter_number = 1\n"),
+    )
+    .unwrap();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(env!("CARGO_BIN_EXE_idint-router"))
+        .args(["--check-config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("export.collector: 192.0.2.9:4740: cannot be sent to"),
+        "{stderr}"
+    );
+    // Nothing else on its command line.
+    for args in [
+        &["--check-config"][..],
+        &["--check-config", "a.toml", "--duration", "1"],
+        &["--config", "a.toml", "--check-config", "a.toml"],
+    ] {
+        let out = run_router(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -723,3 +723,33 @@ fn unsealed_lower_bound_entries_do_not_verify() {
         assert_eq!(verified.is_ok(), k == 0, "frame {k}: {verified:?}");
     }
 }
+
+#[test]
+fn a_flood_of_bad_packets_gets_rate_limited_scmp_replies() {
+    // Each of these asks for an SCMP reply (invalid hop-field MAC). Read at line rate, far
+    // more than the default burst of replies per worker.
+    const FLOOD: usize = 600;
+    let now = now_s();
+    let bad_mac = packet(now, 2, true, false, b"bad mac");
+    let frames: Vec<Vec<u8>> = (0..FLOOD)
+        .map(|_| frame(HOST, INTERNAL, &bad_mac))
+        .collect();
+    let PcapRun { summary, sent, .. } = run_on_pcap(&frames, false, "1", |t| t);
+    assert_eq!(summary["io"]["rx_frames"], FLOOD as u64, "{summary:#}");
+    assert_eq!(
+        summary["scmp_replies"]["invalid_hop_field_mac"],
+        FLOOD as u64
+    );
+    // The default bucket: 100 at once, 1000 per second after that; the file is read in a
+    // few milliseconds.
+    assert!(
+        sent.len() >= 100 && sent.len() < 300,
+        "{} replies sent for {FLOOD} bad packets",
+        sent.len()
+    );
+    assert_eq!(
+        summary["io"]["scmp_rate_limited"].as_u64(),
+        Some((FLOOD - sent.len()) as u64),
+        "{summary:#}"
+    );
+}

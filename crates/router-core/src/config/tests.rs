@@ -477,3 +477,54 @@ fn toml_errors_name_file_and_key() {
     .expect_err("missing topology");
     assert!(e.to_string().contains("/nonexistent/t.json"), "{e}");
 }
+
+#[test]
+fn port_subnets_default_to_the_internal_address_and_are_checked() {
+    let c = example(|t| t.to_string(), "").unwrap();
+    let internal = c.router.internal_addr.ip();
+    assert_eq!(
+        c.ports[0].subnets,
+        vec![crate::tables::Subnet::around(internal)]
+    );
+    let c = example(
+        |t| {
+            t.replace(
+                "internal = true",
+                "internal = true\nsubnets = [\"10.0.0.0/8\", \"fd00::/48\"]",
+            )
+        },
+        "",
+    )
+    .unwrap();
+    assert_eq!(c.ports[0].subnets.len(), 2);
+    refused_edit(
+        |t| {
+            t.replace(
+                "internal = true",
+                "internal = true\nsubnets = [\"10.0.0.1/8\"]",
+            )
+        },
+        "",
+        "port[0].subnets: \"10.0.0.1/8\": host bits set",
+    );
+}
+
+#[test]
+fn scmp_rate_limit_defaults_and_bounds() {
+    let c = example(|t| t.to_string(), "").unwrap();
+    assert_eq!(
+        (c.scmp_rate, c.scmp_burst),
+        (
+            crate::ratelimit::DEFAULT_RATE,
+            crate::ratelimit::DEFAULT_BURST
+        )
+    );
+    let c = example(
+        |t| t.to_string(),
+        "[dataplane]\nscmp_rate = 0\nscmp_burst = 5",
+    )
+    .unwrap();
+    assert_eq!((c.scmp_rate, c.scmp_burst), (0, 5));
+    refused("[dataplane]\nscmp_rate = 1000001", "dataplane.scmp_rate");
+    refused("[dataplane]\nscmp_burst = 100001", "dataplane.scmp_burst");
+}

@@ -2,7 +2,7 @@
 //! runs: port samples for the telemetry, clock corrections, the wait for a stop.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::RunError;
@@ -52,6 +52,8 @@ pub(super) struct ControlShared {
     pub done: Arc<AtomicBool>,
     /// BFD sessions and link state.
     pub bfd: Arc<crate::bfd::BfdStats>,
+    /// Set when a worker or the distributor died.
+    pub failed: Arc<AtomicBool>,
 }
 
 /// Serves `/metrics` (Prometheus text of the summed counters and the ports' statistics) and
@@ -67,6 +69,7 @@ pub(super) fn spawn_control(
         dist_stats,
         done,
         bfd,
+        failed,
     } = shared;
     let bfd2 = bfd.clone();
     std::thread::Builder::new()
@@ -89,9 +92,15 @@ pub(super) fn spawn_control(
                 },
                 || {
                     let snap = Snapshot::sum(stats.iter().map(|s| &**s));
-                    let ok = !dpdk::stop_requested();
+                    let dead = failed.load(Ordering::Acquire);
+                    let ok = !dead && !dpdk::stop_requested();
+                    let status = match (dead, ok) {
+                        (true, _) => "failed",
+                        (false, true) => "ok",
+                        (false, false) => "stopping",
+                    };
                     let body = serde_json::json!({
-                        "status": if ok { "ok" } else { "stopping" },
+                        "status": status,
                         "workers": stats.len(),
                         "rx_frames": snap.io.rx_frames,
                         "links": bfd2.health(),
@@ -124,10 +133,14 @@ const POLL_SLEEP: Duration = Duration::from_millis(20);
 const MIN_SLEEP: Duration = Duration::from_millis(1);
 /// How often the ports are sampled and the clock corrected.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// How long `/health` reports a dead worker before the router stops (so that a monitor
+/// polling it sees why the process is about to exit).
+pub(super) const FAILURE_GRACE: Duration = Duration::from_secs(1);
 
 /// The main lcore's loop while the router runs: runs BFD and the ports' link state (`bfd`),
 /// samples the ports for the telemetry and corrects the shared clock against the system
-/// clock (starting from `clock`) until a stop signal or the end of `opts.duration`. Returns
+/// clock (starting from `clock`) until a stop signal, the end of `opts.duration`, or
+/// [`FAILURE_GRACE`] after `failed` was set (a worker or the distributor died). Returns
 /// whether a signal stopped it.
 pub(super) fn until_stopped(
     opts: &super::Options,
@@ -136,14 +149,26 @@ pub(super) fn until_stopped(
     shared_clock: &SharedClock,
     clock: router_core::clock::TscClock,
     bfd: &mut crate::bfd::BfdControl,
+    failed: &AtomicBool,
 ) -> bool {
     let start = Instant::now();
     let mono_ns = || start.elapsed().as_nanos() as u64;
     let mut last_sample = Instant::now();
     // Where the TSC rate is measured from (see `TscClock::resynced`).
     let mut rate_from = clock.anchor();
+    let mut failed_at: Option<Instant> = None;
     while !dpdk::stop_requested() {
         if opts.duration.is_some_and(|d| start.elapsed() >= d) {
+            break;
+        }
+        if failed_at.is_none() && failed.load(Ordering::Acquire) {
+            eprintln!(
+                "idint-router: a worker lcore stopped unexpectedly (its queues are not polled); \
+                 stopping the router"
+            );
+            failed_at = Some(Instant::now());
+        }
+        if failed_at.is_some_and(|t| t.elapsed() >= FAILURE_GRACE) {
             break;
         }
         bfd.step(mono_ns(), (unix_now_ns() / 1_000_000_000) as u32);

@@ -6,9 +6,9 @@ use scion_dp::Ingress;
 
 use super::{RunError, config_error};
 use crate::config::{Config, Distribution};
-use crate::neighbor::{Neighbor6Table, NeighborTable};
 use crate::worker::{IfEgress, Tables};
 use dpdk::{DpdkError, Eal, Mempool, Port, PortCaps, PortSetup};
+use router_core::tables::PortNeighbors;
 
 /// Initialises EAL with the configured arguments. EAL's refusal of its arguments (`EINVAL`)
 /// or of a device they name (`ENODEV`) is a configuration error of `eal`.
@@ -86,6 +86,21 @@ pub(super) fn worker_lcores(config: &Config, eal: &Eal) -> Result<Vec<u32>, RunE
     Ok(workers)
 }
 
+/// Fewest worker lcores with which `auto` picks software distribution although the ports have
+/// queues for every worker: the distributor takes one, and at least two must remain to spread
+/// flows over.
+pub(super) const AUTO_SOFTWARE_MIN_LCORES: usize = 3;
+
+/// What `distribution = "auto"` picks with `lcores` worker lcores: software distribution when
+/// a port has too few queues (`short`), or when the ports carry SCION links (`links`) and
+/// there are lcores enough for a distributor and two workers. Each link is one underlay UDP
+/// 5-tuple, so RSS would put all of a link's packets on one queue; the distributor hashes the
+/// SCION flow (flow ID, ISD-ASes, hosts) instead, as the reference router does. RSS stays where
+/// it spreads: a port without links (the internal network, many hosts) or one worker.
+pub(super) fn auto_software(lcores: usize, short: bool, links: bool) -> bool {
+    short || (links && lcores >= AUTO_SOFTWARE_MIN_LCORES)
+}
+
 /// Chooses between RSS queues and software distribution (`dataplane.distribution` and the
 /// ports' queue counts `probed`) and assigns the `workers` lcores.
 pub(super) fn plan_lcores(
@@ -98,9 +113,10 @@ pub(super) fn plan_lcores(
         .iter()
         .zip(&config.ports)
         .find(|(c, _)| c.max_rx_queues < nw || c.max_tx_queues < nw);
+    let links = config.ports.iter().any(|p| !p.interfaces.is_empty());
     let software = match (config.distribution, short) {
         (Distribution::Software, _) => true,
-        (Distribution::Auto, s) => s.is_some(),
+        (Distribution::Auto, s) => auto_software(workers.len(), s.is_some(), links),
         (Distribution::Queues, None) => false,
         (Distribution::Queues, Some((c, p))) => {
             return Err(config_error(
@@ -203,6 +219,7 @@ pub(super) fn start_ports(
         port_ids.push(port.id());
         ports.push(port);
     }
+    let siblings = sibling_links(&config.router);
     let tables = Arc::new(Tables {
         ports: port_macs,
         port_ids,
@@ -211,9 +228,19 @@ pub(super) fn start_ports(
         internal_port,
         internal_addr: config.router.internal_addr,
         neighbors: config.neighbors.iter().map(|(a, m)| (*a, *m)).collect(),
-        learned: NeighborTable::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
-        learned6: Neighbor6Table::new(LEARNED_NEIGHBOURS, config.neighbor_aging),
-        siblings: sibling_links(&config.router),
+        learned: config
+            .ports
+            .iter()
+            .map(|p| {
+                PortNeighbors::new(
+                    LEARNED_NEIGHBOURS,
+                    config.neighbor_aging,
+                    port_next_hops(config, p),
+                    p.subnets.clone(),
+                )
+            })
+            .collect(),
+        siblings,
         default_macs: config
             .ports
             .iter()
@@ -224,8 +251,18 @@ pub(super) fn start_ports(
     Ok((ports, tables))
 }
 
-/// Slots of each learned-neighbour table (ARP, NDP).
+/// Slots of each learned-neighbour table (ARP, NDP; one of each per port).
 const LEARNED_NEIGHBOURS: usize = 4096;
+
+/// The next hops of port `p`, which ARP/NDP on it may always teach: the link peers of its
+/// interfaces and, on the internal port, the sibling routers.
+fn port_next_hops(config: &Config, p: &crate::config::PortPlan) -> Vec<std::net::IpAddr> {
+    let mut hops: Vec<std::net::IpAddr> = p.interfaces.iter().map(|i| i.remote.ip()).collect();
+    if p.internal {
+        hops.extend(sibling_links(&config.router).iter().map(|(a, _)| a.ip()));
+    }
+    hops
+}
 
 /// Sibling routers by internal address, each with the lowest interface it owns: packets from
 /// that address arrive over the sibling's link, which any of its interfaces names for scion-dp.
@@ -245,6 +282,22 @@ fn sibling_links(r: &scion_dp::config::RouterConfig) -> Vec<(std::net::SocketAdd
 #[cfg(test)]
 mod tests {
     use scion_dp::config::{InterfaceConfig, LinkType, Owner, RouterConfig};
+
+    #[test]
+    fn auto_spreads_links_in_software_and_keeps_rss_where_it_spreads() {
+        use super::auto_software;
+        // Too few queues: software, whatever else.
+        assert!(auto_software(2, true, true));
+        assert!(auto_software(3, true, false));
+        // Links and lcores for a distributor and two workers: software.
+        assert!(auto_software(3, false, true));
+        assert!(auto_software(8, false, true));
+        // One or two worker lcores: the queues (the distributor would leave one worker).
+        assert!(!auto_software(1, false, true));
+        assert!(!auto_software(2, false, true));
+        // No SCION link on the ports (many internal hosts): RSS spreads.
+        assert!(!auto_software(8, false, false));
+    }
 
     #[test]
     fn every_sibling_router_gets_one_link() {
