@@ -7,9 +7,11 @@ set -euo pipefail
 # libclang-dev: libclang for bindgen (crates/dpdk-sys); postgresql, victoria-metrics, influxdb:
 # the collector's stores, started on loopback by scripts/services.sh for the demo and the tests;
 # tshark: runs the Wireshark dissector (tools/wireshark) in crates/wire-tools/tests/dissector.rs;
-# lua5.4: `luac -p` checks the Pktgen-DPDK scripts of pktgen-configs/ (crates/idint-pktgen/tests).
+# lua5.4: `luac -p` checks the Pktgen-DPDK scripts of pktgen-configs/ (crates/idint-pktgen/tests);
+# nginx-light: fronts single-node VictoriaMetrics with a cluster's /insert and /select URL layout
+# (crates/collector-store/tests/timeseries.rs; Debian packages no vminsert/vmselect).
 APT_PACKAGES=(build-essential pkg-config ca-certificates curl libdpdk-dev libclang-dev
-    postgresql victoria-metrics influxdb tshark lua5.4)
+    postgresql victoria-metrics influxdb tshark lua5.4 nginx-light)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

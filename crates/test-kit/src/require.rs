@@ -28,6 +28,9 @@ pub enum Need {
     Luac,
     /// The `vmalert` binary (Debian's `victoria-metrics` package), to validate alerting rules.
     Vmalert,
+    /// The `nginx` binary (Debian's `nginx` package), to front a single-node VictoriaMetrics
+    /// with a cluster's URL layout (Debian packages no vminsert/vmselect).
+    Nginx,
 }
 
 impl Need {
@@ -49,6 +52,9 @@ impl Need {
             }
             Need::Vmalert => (!on_path("vmalert"))
                 .then(|| "needs vmalert on PATH (apt install victoria-metrics)".to_string()),
+            Need::Nginx => {
+                (!on_path("nginx")).then(|| "needs nginx on PATH (apt install nginx)".to_string())
+            }
         }
     }
 }
