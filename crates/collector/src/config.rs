@@ -780,8 +780,8 @@ latency_ns = 500.0
             ),
             (
                 format!(
-                    "{}",
-                    VM.to_string() + &cluster.replace("http://127.0.0.1:8481", "https://s")
+                    "{VM}{}",
+                    cluster.replace("http://127.0.0.1:8481", "https://s")
                 ),
                 "storage.victoria_select_url",
             ),
