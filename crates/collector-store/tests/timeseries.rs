@@ -450,7 +450,20 @@ http {{
 
 impl Drop for ClusterFront {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // `nginx -s stop` makes the master stop its workers too (killing the master alone
+        // would leave them listening).
+        let stopped = std::process::Command::new("nginx")
+            .arg("-p")
+            .arg(&self.dir)
+            .arg("-c")
+            .arg(self.dir.join("nginx.conf"))
+            .args(["-s", "stop"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stopped {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
