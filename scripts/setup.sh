@@ -9,8 +9,10 @@ set -euo pipefail
 # tshark: runs the Wireshark dissector (tools/wireshark) in crates/wire-tools/tests/dissector.rs;
 # lua5.4: `luac -p` checks the Pktgen-DPDK scripts of pktgen-configs/ (crates/idint-pktgen/tests);
 # chromium: headless browser for the collector dashboard's test and scripts/dashboard-shot.sh.
+# nginx-light: fronts single-node VictoriaMetrics with a cluster's /insert and /select URL layout
+# (crates/collector-store/tests/timeseries.rs; Debian packages no vminsert/vmselect).
 APT_PACKAGES=(build-essential pkg-config ca-certificates curl libdpdk-dev libclang-dev
-    postgresql victoria-metrics influxdb tshark lua5.4 chromium)
+    postgresql victoria-metrics influxdb tshark lua5.4 chromium nginx-light)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -369,3 +369,148 @@ fn a_walk_takes_no_interface_the_topology_does_not_know() {
         chain::rejections(&p)
     );
 }
+
+/// The chain's four `topology.json` files without `remote_interface_id` (as scionproto writes
+/// them): no interface names its far end's id. `skip` leaves those ASes (index) out.
+fn topology_files_without_far_ends(skip: &[usize]) -> Vec<String> {
+    let [a, b, c, d] = chain::ases().map(|x| x.to_string());
+    [
+        chain::topology_json(&a, true, &[("ra", Some(1), &[(1, &b, None)])]),
+        chain::topology_json(
+            &b,
+            true,
+            &[
+                ("rb1", Some(2), &[(2, &a, None)]),
+                ("rb2", Some(3), &[(3, &c, None)]),
+            ],
+        ),
+        chain::topology_json(
+            &c,
+            true,
+            &[("rc", Some(4), &[(4, &b, None), (5, &d, None)])],
+        ),
+        chain::topology_json(&d, true, &[("rd", Some(5), &[(6, &c, None)])]),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter(|(i, _)| !skip.contains(i))
+    .map(|(_, f)| f)
+    .collect()
+}
+
+/// A pipeline knowing the chain only from these topology files (no imported path).
+fn pipeline_with_files(files: &[String]) -> Pipeline {
+    let p = chain::collector_pipeline_without_paths(shared(), &[NOW / 1_000_000_000]);
+    for f in files {
+        p.shared().topology.import_topology_json(f).unwrap();
+    }
+    p
+}
+
+/// Whether some known path or link names interface `ifid` of AS `as_index`.
+fn knows_interface(p: &Pipeline, as_index: usize, ifid: u16) -> bool {
+    let ia = chain::ases()[as_index];
+    let topo = p.shared().topology.snapshot();
+    let in_paths = topo.paths.values().any(|path| {
+        path.hops
+            .iter()
+            .any(|h| h.ia == ia && (h.ingress == ifid || h.egress == ifid))
+    });
+    let in_links = topo
+        .links
+        .iter()
+        .any(|l| (l.a, l.a_if) == (ia, ifid) || (l.b, l.b_if) == (ia, ifid));
+    in_paths || in_links
+}
+
+/// Found by the `pipeline` fuzz target: a genuine report whose path names a made-up ingress
+/// interface at a middle hop (B's 77 instead of 2, C's 99 instead of 4) where the interface
+/// before it does not name its far end (no `remote_interface_id`) was walked, accepted (the
+/// entries verify: ID-INT does not authenticate the hop fields' interfaces), measured and
+/// learned as a path with a made-up interface and a made-up link.
+#[test]
+fn a_walk_checks_a_middle_hops_ingress_where_the_far_end_is_not_named() {
+    let mut p = pipeline_with_files(&topology_files_without_far_ends(&[]));
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let genuine = chain.batch(3, 1);
+    let mut at_b = genuine.reports[0].clone();
+    at_b.path.as_mut().unwrap().hop_fields[1].cons_ingress = 77;
+    let mut at_c = genuine.reports[1].clone();
+    at_c.path.as_mut().unwrap().hop_fields[2].cons_ingress = 99;
+    for (what, r) in [("B's ingress 77", at_b), ("C's ingress 99", at_c)] {
+        let out = p.process_batch(&batch(vec![r]), NOW);
+        assert_eq!(
+            (out.accepted, out.rejected),
+            (0, 1),
+            "{what} was walked: {:?}",
+            chain::rejections(&p)
+        );
+    }
+    assert_eq!(p.shared().counters.rejected(RejectReason::UnknownPath), 2);
+    assert!(
+        p.shared().metrics.is_empty(),
+        "the made-up paths produced values"
+    );
+    assert!(!knows_interface(&p, 1, 77), "learned B's made-up 77");
+    assert!(!knows_interface(&p, 2, 99), "learned C's made-up 99");
+    // The genuine path walks: every ingress is an interface of its AS leading back.
+    let out = p.process_batch(&batch(vec![genuine.reports[2].clone()]), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (1, 0),
+        "{:?}",
+        chain::rejections(&p)
+    );
+    let topo = p.shared().topology.snapshot();
+    let learned: Vec<_> = topo.paths.values().map(|x| x.hops.clone()).collect();
+    assert_eq!(learned, vec![chain::path_description().hops]);
+}
+
+/// The destination's ingress when the destination's topology is not imported: only the far
+/// end (the previous AS's interface naming its `remote_interface_id`) can vouch for it.
+#[test]
+fn a_walk_into_an_as_not_imported_takes_its_ingress_only_from_the_far_end() {
+    let mut p = pipeline_with_files(&topology_files_without_far_ends(&[3]));
+    let mut chain = Chain::new(NOW, false, Ask::Latency);
+    let genuine = chain.batch(4, 1);
+    let mut made_up = genuine.reports[0].clone();
+    made_up.path.as_mut().unwrap().hop_fields[3].cons_ingress = 66;
+    // Neither D's file nor C's interface 5 says which interface of D the link ends at.
+    for r in [made_up, genuine.reports[1].clone()] {
+        let out = p.process_batch(&batch(vec![r]), NOW);
+        assert_eq!(
+            (out.accepted, out.rejected),
+            (0, 1),
+            "{:?}",
+            chain::rejections(&p)
+        );
+    }
+    assert!(!knows_interface(&p, 3, 66), "learned D's made-up 66");
+    assert!(p.shared().topology.snapshot().paths.is_empty());
+    // C's file names the far end of its interface 5: D's 6.
+    let [_, _, c, d] = chain::ases().map(|x| x.to_string());
+    p.shared()
+        .topology
+        .import_topology_json(&chain::topology_json(
+            &c,
+            true,
+            &[(
+                "rc",
+                Some(4),
+                &[(4, &chain::ases()[1].to_string(), None), (5, &d, Some(6))],
+            )],
+        ))
+        .unwrap();
+    let mut made_up = genuine.reports[2].clone();
+    made_up.path.as_mut().unwrap().hop_fields[3].cons_ingress = 66;
+    let out = p.process_batch(&batch(vec![made_up]), NOW);
+    assert_eq!((out.accepted, out.rejected), (0, 1));
+    assert!(!knows_interface(&p, 3, 66), "learned D's made-up 66");
+    let out = p.process_batch(&batch(vec![genuine.reports[3].clone()]), NOW);
+    assert_eq!(
+        (out.accepted, out.rejected),
+        (1, 0),
+        "{:?}",
+        chain::rejections(&p)
+    );
+}

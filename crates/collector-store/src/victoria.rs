@@ -1,6 +1,10 @@
 //! VictoriaMetrics backend: InfluxDB line protocol into `/write`, raw values out of
 //! `/api/v1/export`, aggregated steps out of `/api/v1/query_range` (`<agg>_over_time`).
 //!
+//! A single-node server takes all of them at its base URL. A cluster takes writes at
+//! vminsert's `/insert/<tenant>/influx/write` and queries at vmselect's
+//! `/select/<tenant>/prometheus/api/v1/...` ([`Victoria::cluster`]).
+//!
 //! A sample `measurement.field` becomes the metric `measurement_field` with the sample's tags
 //! as labels (VictoriaMetrics' own mapping). VictoriaMetrics keeps millisecond timestamps,
 //! so nanoseconds are truncated to whole milliseconds. Aggregated steps are stamped with the
@@ -9,6 +13,8 @@
 //! step boundary.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -16,27 +22,112 @@ use serde_json::Value;
 use crate::ts::{Aggregation, Line, RangeQuery, Series, StoreError, TimeSeriesStore};
 use crate::ts::{check_name, line_protocol, quote};
 
-/// A VictoriaMetrics server.
+/// A VictoriaMetrics single-node server or cluster.
 #[derive(Debug, Clone)]
 pub struct Victoria {
-    base: String,
+    /// Where line protocol is posted.
+    write_url: String,
+    /// What the query APIs' paths (`/api/v1/...`) are appended to.
+    select_base: String,
+    /// Health pages that must answer (vminsert's and vmselect's in a cluster).
+    health_urls: Vec<String>,
+    /// Asked after every write when set (single node only: a cluster's vminsert has none).
+    flush_url: Option<String>,
     http: reqwest::Client,
-    force_flush: bool,
 }
 
+/// A VictoriaMetrics cluster tenant: `accountID` or `accountID:projectID`, each a 32-bit
+/// unsigned number (VictoriaMetrics' own rule); tenant `0` is the default one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tenant {
+    /// The account id.
+    pub account: u32,
+    /// The project id (0 if not given).
+    pub project: u32,
+}
+
+/// A tenant that is not `accountID` or `accountID:projectID`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "VictoriaMetrics tenant {0:?}: expected accountID or accountID:projectID (32-bit unsigned numbers)"
+)]
+pub struct BadTenant(pub String);
+
+impl FromStr for Tenant {
+    type Err = BadTenant;
+
+    fn from_str(s: &str) -> Result<Self, BadTenant> {
+        let bad = || BadTenant(s.to_string());
+        // Digits only: `u32::from_str` would also take a leading `+`.
+        let num = |x: &str| {
+            if x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            x.parse::<u32>().map_err(|_| bad())
+        };
+        match s.split_once(':') {
+            None => Ok(Tenant {
+                account: num(s)?,
+                project: 0,
+            }),
+            Some((a, p)) => Ok(Tenant {
+                account: num(a)?,
+                project: num(p)?,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Tenant {
+    /// As VictoriaMetrics writes it in URLs: `account` or `account:project`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.project == 0 {
+            write!(f, "{}", self.account)
+        } else {
+            write!(f, "{}:{}", self.account, self.project)
+        }
+    }
+}
+
+/// How long one request to VictoriaMetrics may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 impl Victoria {
-    /// A client for the server at `base` (e.g. `http://127.0.0.1:8428`). With `force_flush`,
-    /// every write is followed by `/internal/force_flush` so that the samples are queryable at
-    /// once (otherwise VictoriaMetrics makes them visible within a few seconds).
+    /// A client for the single-node server at `base` (e.g. `http://127.0.0.1:8428`). With
+    /// `force_flush`, every write is followed by `/internal/force_flush` so that the samples
+    /// are queryable at once (otherwise VictoriaMetrics makes them visible within a few
+    /// seconds).
     pub fn new(base: &str, force_flush: bool) -> Result<Self, StoreError> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let base = base.trim_end_matches('/');
         Ok(Victoria {
-            base: base.trim_end_matches('/').to_string(),
-            http,
-            force_flush,
+            write_url: format!("{base}/write"),
+            select_base: base.to_string(),
+            health_urls: vec![format!("{base}/health")],
+            flush_url: force_flush.then(|| format!("{base}/internal/force_flush")),
+            http: client()?,
+        })
+    }
+
+    /// A client for a cluster: writes to vminsert at `insert_base`
+    /// (`<insert_base>/insert/<tenant>/influx/write`), queries to vmselect at `select_base`
+    /// (`<select_base>/select/<tenant>/prometheus/api/v1/...`), both for `tenant`. Health
+    /// asks both (`/health`). Samples become queryable when vmstorage flushes them (within
+    /// seconds): a cluster has no force flush through vminsert.
+    pub fn cluster(
+        insert_base: &str,
+        select_base: &str,
+        tenant: Tenant,
+    ) -> Result<Self, StoreError> {
+        let (insert, select) = (
+            insert_base.trim_end_matches('/'),
+            select_base.trim_end_matches('/'),
+        );
+        Ok(Victoria {
+            write_url: format!("{insert}/insert/{tenant}/influx/write"),
+            select_base: format!("{select}/select/{tenant}/prometheus"),
+            health_urls: vec![format!("{insert}/health"), format!("{select}/health")],
+            flush_url: None,
+            http: client()?,
         })
     }
 
@@ -58,9 +149,14 @@ impl Victoria {
     }
 
     async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<String, StoreError> {
+        self.get_url(&format!("{}{}", self.select_base, path), query)
+            .await
+    }
+
+    async fn get_url(&self, url: &str, query: &[(&str, String)]) -> Result<String, StoreError> {
         let mut r = self
             .http
-            .get(format!("{}{}", self.base, path))
+            .get(url)
             .query(query)
             .send()
             .await
@@ -86,6 +182,13 @@ impl Victoria {
 
 /// Largest query answer read from VictoriaMetrics, bytes.
 pub const MAX_ANSWER_BYTES: usize = 64 << 20;
+
+fn client() -> Result<reqwest::Client, StoreError> {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(|e| StoreError::Protocol(e.to_string()))
+}
 
 pub(crate) fn unavailable(e: reqwest::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
@@ -148,14 +251,14 @@ impl TimeSeriesStore for Victoria {
         line_protocol(&mut body, samples)?;
         let r = self
             .http
-            .post(format!("{}/write", self.base))
+            .post(&self.write_url)
             .body(body)
             .send()
             .await
             .map_err(unavailable)?;
         body_of(r).await?;
-        if self.force_flush {
-            self.get("/internal/force_flush", &[]).await?;
+        if let Some(flush) = &self.flush_url {
+            self.get_url(flush, &[]).await?;
         }
         Ok(())
     }
@@ -250,6 +353,60 @@ impl TimeSeriesStore for Victoria {
     }
 
     async fn health(&self) -> Result<(), StoreError> {
-        self.get("/health", &[]).await.map(|_| ())
+        for url in &self.health_urls {
+            self.get_url(url, &[]).await?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenants_parse_as_victoria_metrics_writes_them() {
+        assert_eq!("0".parse(), Ok(Tenant::default()));
+        let t: Tenant = "42:7".parse().unwrap();
+        assert_eq!((t.account, t.project), (42, 7));
+        assert_eq!(t.to_string(), "42:7");
+        assert_eq!("42".parse::<Tenant>().unwrap().to_string(), "42");
+        for bad in [
+            "",
+            "x",
+            "-1",
+            "+1",
+            "1:",
+            ":1",
+            "1:2:3",
+            "4294967296",
+            "1/../2",
+        ] {
+            assert_eq!(bad.parse::<Tenant>(), Err(BadTenant(bad.into())), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_writes_to_vminsert_and_asks_vmselect_for_the_tenant() {
+        let v = Victoria::cluster(
+            "http://ins:8480/",
+            "http://sel:8481",
+            "42:7".parse().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v.write_url, "http://ins:8480/insert/42:7/influx/write");
+        assert_eq!(v.select_base, "http://sel:8481/select/42:7/prometheus");
+        assert_eq!(
+            v.health_urls,
+            ["http://ins:8480/health", "http://sel:8481/health"]
+        );
+        assert_eq!(v.flush_url, None);
+        let single = Victoria::new("http://vm:8428/", true).unwrap();
+        assert_eq!(single.write_url, "http://vm:8428/write");
+        assert_eq!(single.select_base, "http://vm:8428");
+        assert_eq!(
+            single.flush_url.as_deref(),
+            Some("http://vm:8428/internal/force_flush")
+        );
     }
 }

@@ -367,3 +367,173 @@ async fn victoria_metrics_outage_with_spool() {
     let vm = Victoria::new(s.url("IDINT_VM_URL"), true).unwrap();
     outage_with_spool(vm, &s, "victoria").await;
 }
+
+/// Ports of the VictoriaMetrics cluster test: the private services' base (VictoriaMetrics on
+/// the next one), nginx's "vminsert" and "vmselect".
+const CLUSTER_PORTS: (u16, u16, u16) = (28430, 28433, 28434);
+/// The tenant the nginx front accepts.
+const TENANT: &str = "42:7";
+
+/// nginx in front of a single-node VictoriaMetrics with a cluster's URL layout for one
+/// tenant: `/insert/<tenant>/influx/write` on one port, `/select/<tenant>/prometheus/api/v1/
+/// {export,query_range}` on another, `/health` on both, 404 for everything else (another
+/// tenant included). Stopped on drop.
+struct ClusterFront {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl ClusterFront {
+    fn start(vm: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("idint-nginx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (_, insert, select) = CLUSTER_PORTS;
+        let d = dir.display();
+        let conf = format!(
+            r#"
+worker_processes 1;
+daemon off;
+user root;
+error_log {d}/error.log warn;
+pid {d}/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{
+        listen 127.0.0.1:{insert};
+        location = /insert/{TENANT}/influx/write {{ proxy_pass {vm}/write; }}
+        location = /health {{ proxy_pass {vm}/health; }}
+        location / {{ return 404; }}
+    }}
+    server {{
+        listen 127.0.0.1:{select};
+        location ~ ^/select/{TENANT}/prometheus/api/v1/(export|query_range)$ {{
+            proxy_pass {vm}/api/v1/$1$is_args$args;
+        }}
+        location = /health {{ proxy_pass {vm}/health; }}
+        location / {{ return 404; }}
+    }}
+}}
+"#
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = std::process::Command::new("nginx")
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&path)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx starts");
+        let front = ClusterFront { child, dir };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", select)).is_ok()
+                && std::net::TcpStream::connect(("127.0.0.1", insert)).is_ok()
+            {
+                return front;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "nginx did not listen: {}",
+            std::fs::read_to_string(front.dir.join("error.log")).unwrap_or_default()
+        );
+    }
+}
+
+impl Drop for ClusterFront {
+    fn drop(&mut self) {
+        // `nginx -s stop` makes the master stop its workers too (killing the master alone
+        // would leave them listening).
+        let stopped = std::process::Command::new("nginx")
+            .arg("-p")
+            .arg(&self.dir)
+            .arg("-c")
+            .arg(self.dir.join("nginx.conf"))
+            .args(["-s", "stop"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !stopped {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A cluster client whose writes are followed by a flush of the single node behind the front
+/// (what vmstorage does by itself within seconds), so that the suite can read at once.
+struct FlushedBehind {
+    vm: Victoria,
+    flush_url: String,
+    http: reqwest::Client,
+}
+
+impl TimeSeriesStore for FlushedBehind {
+    async fn write<L: collector_store::ts::Line>(
+        &self,
+        items: &[L],
+    ) -> Result<(), collector_store::StoreError> {
+        self.vm.write(items).await?;
+        let r = self.http.get(&self.flush_url).send().await.unwrap();
+        assert!(r.status().is_success(), "{}", r.status());
+        Ok(())
+    }
+
+    async fn query_range(
+        &self,
+        q: &RangeQuery,
+    ) -> Result<Vec<collector_store::Series>, collector_store::StoreError> {
+        self.vm.query_range(q).await
+    }
+
+    async fn health(&self) -> Result<(), collector_store::StoreError> {
+        self.vm.health().await
+    }
+}
+
+/// Debian packages only the single-node VictoriaMetrics: the cluster's URL layout (separate
+/// vminsert and vmselect URLs, the tenant in the path) is tested against nginx fronting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victoria_metrics_cluster_url_layout() {
+    test_kit::require!(Need::Root, Need::VictoriaMetrics, Need::Nginx);
+    let s = Services::private("vm-cluster", CLUSTER_PORTS.0, &["victoria"]);
+    let vm_url = s.url("IDINT_VM_URL").to_string();
+    let _front = ClusterFront::start(&vm_url);
+    let (_, insert, select) = CLUSTER_PORTS;
+    let (insert, select) = (
+        format!("http://127.0.0.1:{insert}"),
+        format!("http://127.0.0.1:{select}"),
+    );
+    let vm = Victoria::cluster(&insert, &select, TENANT.parse().unwrap()).unwrap();
+    vm.health().await.unwrap();
+    let store = FlushedBehind {
+        vm,
+        flush_url: format!("{vm_url}/internal/force_flush"),
+        http: reqwest::Client::new(),
+    };
+    exact_round_trip(&store).await;
+    aggregated_steps(&store).await;
+    // Only the cluster's paths of this tenant are served (404 otherwise): the round trips
+    // above went through them.
+    // Another tenant's URLs are not served: refusals (4xx), not outages.
+    let other = Victoria::cluster(&insert, &select, "5".parse().unwrap()).unwrap();
+    assert!(matches!(
+        other.write(&[sample("x", 1, 1.0, now_ns())]).await,
+        Err(collector_store::StoreError::Rejected(_))
+    ));
+    assert!(matches!(
+        other
+            .query_range(&query("x", now_ns() - S, now_ns(), 0, Aggregation::Avg))
+            .await,
+        Err(collector_store::StoreError::Rejected(_))
+    ));
+}

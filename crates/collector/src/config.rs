@@ -56,6 +56,9 @@ const STRING_KEYS: &[&[&str]] = &[
     &["storage", "timeseries"],
     &["storage", "timeseries_url"],
     &["storage", "influx_db"],
+    &["storage", "victoria_insert_url"],
+    &["storage", "victoria_select_url"],
+    &["storage", "victoria_tenant"],
 ];
 
 /// The whole configuration.
@@ -275,10 +278,19 @@ pub struct StorageConfig {
     pub postgres_url: Option<String>,
     /// `victoria`, `influx` or `none`.
     pub timeseries: String,
-    /// Base URL of the time-series store.
+    /// Base URL of the time-series store (a single-node VictoriaMetrics or InfluxDB).
     pub timeseries_url: Option<String>,
     /// InfluxDB database.
     pub influx_db: String,
+    /// A VictoriaMetrics cluster's vminsert (`http://host:8480`): writes go to
+    /// `/insert/<tenant>/influx/write`. Set with `victoria_select_url`, instead of
+    /// `timeseries_url`.
+    pub victoria_insert_url: Option<String>,
+    /// A VictoriaMetrics cluster's vmselect (`http://host:8481`): queries go to
+    /// `/select/<tenant>/prometheus/api/v1/...`.
+    pub victoria_select_url: Option<String>,
+    /// The cluster tenant: `accountID` or `accountID:projectID` (none: tenant `0`).
+    pub victoria_tenant: Option<String>,
     /// Samples the time-series writer buffers at most (1 to [`MAX_BUFFER_SAMPLES`]).
     pub buffer_samples: usize,
     /// Where the time-series writer spills samples when its memory buffer is full (the
@@ -308,6 +320,9 @@ impl Default for StorageConfig {
             timeseries: "none".into(),
             timeseries_url: None,
             influx_db: "idint".into(),
+            victoria_insert_url: None,
+            victoria_select_url: None,
+            victoria_tenant: None,
             buffer_samples: 1_000_000,
             spool_dir: None,
             spool_bytes: DEFAULT_SPOOL_BYTES,
@@ -316,6 +331,76 @@ impl Default for StorageConfig {
             quarantine_queue: 4096,
             wait_ms: 60_000,
         }
+    }
+}
+
+/// Where a VictoriaMetrics cluster takes writes and queries, for which tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VictoriaCluster {
+    /// vminsert's base URL.
+    pub insert_url: String,
+    /// vmselect's base URL.
+    pub select_url: String,
+    /// The tenant.
+    pub tenant: collector_store::victoria::Tenant,
+}
+
+impl StorageConfig {
+    /// The VictoriaMetrics cluster the keys name, if any; an error when they are
+    /// inconsistent: only one of the two URLs, a URL that is no `http` URL, a cluster and
+    /// `timeseries_url` at once, cluster keys with another store than `victoria`, or a tenant
+    /// that does not parse.
+    pub fn victoria_cluster(&self) -> Result<Option<VictoriaCluster>, ConfigError> {
+        let (insert, select) = match (&self.victoria_insert_url, &self.victoria_select_url) {
+            (None, None) => {
+                return match &self.victoria_tenant {
+                    Some(_) => Err(ConfigError(
+                        "storage.victoria_tenant needs storage.victoria_insert_url and \
+                         storage.victoria_select_url"
+                            .into(),
+                    )),
+                    None => Ok(None),
+                };
+            }
+            (Some(i), Some(s)) => (i, s),
+            _ => {
+                return Err(ConfigError(
+                    "storage.victoria_insert_url and storage.victoria_select_url go together"
+                        .into(),
+                ));
+            }
+        };
+        if self.timeseries != "victoria" {
+            return Err(ConfigError(format!(
+                "storage.victoria_insert_url/select_url need storage.timeseries = \"victoria\", \
+                 not {:?}",
+                self.timeseries
+            )));
+        }
+        if self.timeseries_url.is_some() {
+            return Err(ConfigError(
+                "storage.timeseries_url (a single node) and storage.victoria_insert_url/\
+                 select_url (a cluster) exclude each other"
+                    .into(),
+            ));
+        }
+        for (key, url) in [
+            ("victoria_insert_url", insert),
+            ("victoria_select_url", select),
+        ] {
+            check_url(url).map_err(|e| ConfigError(format!("storage.{key} {url:?}: {e}")))?;
+        }
+        let tenant = match &self.victoria_tenant {
+            None => collector_store::victoria::Tenant::default(),
+            Some(t) => t
+                .parse()
+                .map_err(|e| ConfigError(format!("storage.victoria_tenant: {e}")))?,
+        };
+        Ok(Some(VictoriaCluster {
+            insert_url: insert.clone(),
+            select_url: select.clone(),
+            tenant,
+        }))
     }
 }
 
@@ -498,6 +583,7 @@ impl Config {
                 self.storage.timeseries
             )));
         }
+        self.storage.victoria_cluster()?;
         Ok(())
     }
 }
@@ -511,14 +597,14 @@ fn in_range(key: &str, v: usize, max: usize) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Checks that `url` is an absolute `http` URL with a host (the DRKey gRPC client has no
-/// TLS: an `https` URL would not be honoured).
+/// Checks that `url` is an absolute `http` URL with a host (this build's HTTP and gRPC
+/// clients have no TLS: an `https` URL would not be honoured).
 fn check_url(url: &str) -> Result<(), String> {
     let u: axum::http::Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
     match u.scheme_str() {
         Some("http") => {}
         Some("https") => {
-            return Err("https is not supported: this build's gRPC client has no TLS".into());
+            return Err("https is not supported: this build's clients have no TLS".into());
         }
         _ => return Err("scheme must be http".into()),
     }
@@ -622,6 +708,87 @@ latency_ns = 500.0
         assert!(e.0.contains("nope"), "{e}");
         let e = Config::from_toml(&BASE.replace("1-ff00:0:a", "x"), []).unwrap_err();
         assert!(e.0.contains("isd_as"), "{e}");
+    }
+
+    #[test]
+    fn a_victoria_metrics_cluster_needs_both_urls_and_a_tenant_that_parses() {
+        const VM: &str = "[storage]\ntimeseries = \"victoria\"\n";
+        let cluster = "victoria_insert_url = \"http://127.0.0.1:8480\"\n\
+                       victoria_select_url = \"http://127.0.0.1:8481\"\n";
+        let c = Config::from_toml(
+            &format!("{BASE}\n{VM}{cluster}victoria_tenant = \"42:7\""),
+            [],
+        )
+        .unwrap();
+        let vc = c.storage.victoria_cluster().unwrap().unwrap();
+        assert_eq!(vc.insert_url, "http://127.0.0.1:8480");
+        assert_eq!(vc.select_url, "http://127.0.0.1:8481");
+        assert_eq!(vc.tenant.to_string(), "42:7");
+        // Tenant 0 by default; a single node has no cluster.
+        let c = Config::from_toml(&format!("{BASE}\n{VM}{cluster}"), []).unwrap();
+        assert_eq!(
+            c.storage
+                .victoria_cluster()
+                .unwrap()
+                .unwrap()
+                .tenant
+                .account,
+            0
+        );
+        let c = Config::from_toml(
+            &format!("{BASE}\n{VM}timeseries_url = \"http://vm:8428\""),
+            [],
+        )
+        .unwrap();
+        assert_eq!(c.storage.victoria_cluster().unwrap(), None);
+        // A tenant given through the environment stays text.
+        let env = [(
+            "IDINT_COLLECTOR__STORAGE__VICTORIA_TENANT".to_string(),
+            "12".to_string(),
+        )];
+        let c = Config::from_toml(&format!("{BASE}\n{VM}{cluster}"), env).unwrap();
+        assert_eq!(
+            c.storage
+                .victoria_cluster()
+                .unwrap()
+                .unwrap()
+                .tenant
+                .account,
+            12
+        );
+        for (extra, what) in [
+            (
+                format!("{VM}victoria_insert_url = \"http://i:8480\""),
+                "go together",
+            ),
+            (
+                format!("{VM}{cluster}victoria_tenant = \"x\""),
+                "victoria_tenant",
+            ),
+            (
+                format!("{VM}{cluster}victoria_tenant = \"1:2:3\""),
+                "victoria_tenant",
+            ),
+            (format!("{VM}victoria_tenant = \"1\""), "victoria_tenant"),
+            (
+                format!("{VM}{cluster}timeseries_url = \"http://vm:8428\""),
+                "exclude each other",
+            ),
+            (
+                format!("{}{cluster}", VM.replace("victoria", "influx")),
+                "storage.timeseries = \"victoria\"",
+            ),
+            (
+                format!(
+                    "{VM}{}",
+                    cluster.replace("http://127.0.0.1:8481", "https://s")
+                ),
+                "storage.victoria_select_url",
+            ),
+        ] {
+            let e = refused(&extra);
+            assert!(e.contains(what), "{extra}: {e}");
+        }
     }
 
     fn refused(extra: &str) -> String {

@@ -614,8 +614,18 @@ pub async fn connect(cfg: &StorageConfig) -> Result<Stores, StorageError> {
     match cfg.timeseries.as_str() {
         "none" => {}
         "victoria" => {
-            let v = collector_store::victoria::Victoria::new(&url()?, false)
-                .map_err(|e| StorageError(format!("VictoriaMetrics: {e}")))?;
+            let cluster = cfg
+                .victoria_cluster()
+                .map_err(|e| StorageError(e.to_string()))?;
+            let v = match cluster {
+                Some(c) => collector_store::victoria::Victoria::cluster(
+                    &c.insert_url,
+                    &c.select_url,
+                    c.tenant,
+                ),
+                None => collector_store::victoria::Victoria::new(&url()?, false),
+            }
+            .map_err(|e| StorageError(format!("VictoriaMetrics: {e}")))?;
             stores.history = Some(Arc::new(History(v.clone())));
             stores.points = Some(Arc::new(TsSink {
                 writer: Arc::new(BufferedWriter::spawn(v, wcfg).map_err(spawn_error)?),

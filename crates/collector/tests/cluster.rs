@@ -21,6 +21,8 @@ const TOKEN: &str = "cluster-token";
 const INSTANCES: u32 = 2;
 /// Reports each source sends.
 const REPORTS: usize = 40;
+/// Private PostgreSQL and VictoriaMetrics ports of this test (and the next two).
+const BASE_PORT: u16 = 28420;
 
 fn config(dir: &std::path::Path, pg: &str, vm: &str, index: u32) -> collector::config::Config {
     kit::config(
@@ -94,7 +96,7 @@ fn rejected(r: &Running, reason: RejectReason) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_share_the_topology_split_the_sources_and_count_nothing_twice() {
     test_kit::require!(Need::Root, Need::Postgres, Need::VictoriaMetrics);
-    let s = Services::private("cluster", 26900, &["postgres", "victoria"]);
+    let s = Services::private("cluster", BASE_PORT, &["postgres", "victoria"]);
     let (pg, vm) = (
         s.url("IDINT_PG_URL").to_string(),
         s.url("IDINT_VM_URL").to_string(),
@@ -185,24 +187,61 @@ async fn two_instances_share_the_topology_split_the_sources_and_count_nothing_tw
             "{what}"
         );
     }
+    // History: the store holds exactly the values the two instances wrote of the key, and
+    // both answer them. Event detection writes a value when it moves by more than the
+    // threshold (queue_len: 1) from the last written one; the chain's queue grows by 1 per
+    // report, so each instance writes every second one: REPORTS / 2 each, REPORTS in all
+    // (not 2 * REPORTS: no point is lost, they were never written).
+    let [_, _, c, _] = chain::ases();
+    let key = collector::metrics::MetricKey::queue(c, 4, 5);
+    let written_of = |r: &Running| {
+        r.shared
+            .metrics
+            .get(&key)
+            .expect("the queue was measured")
+            .history
+            .into_iter()
+            .map(|(t, v)| (t / 1_000_000 * 1_000_000, v))
+            .collect::<Vec<_>>()
+    };
+    let (wa, wb) = (written_of(&a), written_of(&b));
+    assert_eq!((wa.len(), wb.len()), (REPORTS / 2, REPORTS / 2));
+    let mut expected: Vec<(u64, f64)> = wa.iter().chain(&wb).copied().collect();
+    // The chain's reports are 1 us apart: many values share a millisecond, and the store
+    // must keep them all (VictoriaMetrics without deduplication does).
+    let millis: std::collections::BTreeSet<u64> = expected.iter().map(|p| p.0).collect();
+    assert!(millis.len() < expected.len(), "{millis:?}");
+    expected.sort_by(|x, y| x.partial_cmp(y).unwrap());
     let (from, to) = (now_ns() - 60_000_000_000, now_ns() + 1_000_000_000);
     let history = format!(
         "/api/v1/telemetry/history?scope=queue&measurement=queue_len&ia=1-ff00:0:c&node=4&ifid=5&from={from}&to={to}"
     );
+    let points_of = |h: &Value| -> Vec<(u64, f64)> {
+        let mut p: Vec<(u64, f64)> = h["series"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|x| x["points"].as_array().cloned().unwrap_or_default())
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_f64().unwrap()))
+            .collect();
+        p.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        p
+    };
     let started = Instant::now();
     loop {
         let (ha, hb) = (get(&a, &history).await, get(&b, &history).await);
-        let points: usize = ha["series"].as_array().map_or(0, |s| {
-            s.iter()
-                .map(|x| x["points"].as_array().map_or(0, Vec::len))
-                .sum()
-        });
-        if ha == hb && points >= REPORTS {
+        let points = points_of(&ha);
+        if ha == hb && points.len() >= expected.len() {
+            assert_eq!(
+                points, expected,
+                "the store's points are the instances' written ones"
+            );
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "{points} points: {ha} / {hb}; written {} {}",
+            "{} points: {ha} / {hb}; written {} {}",
+            points.len(),
             a.shared
                 .counters
                 .points_written

@@ -31,6 +31,9 @@ pub enum Need {
     /// The `chromium` browser (Debian's `chromium` package), headless, for the collector's
     /// dashboard.
     Chromium,
+    /// The `nginx` binary (Debian's `nginx` package), to front a single-node VictoriaMetrics
+    /// with a cluster's URL layout (Debian packages no vminsert/vmselect).
+    Nginx,
 }
 
 impl Need {
@@ -54,6 +57,9 @@ impl Need {
                 .then(|| "needs vmalert on PATH (apt install victoria-metrics)".to_string()),
             Need::Chromium => (!on_path("chromium"))
                 .then(|| "needs chromium on PATH (apt install chromium)".to_string()),
+            Need::Nginx => {
+                (!on_path("nginx")).then(|| "needs nginx on PATH (apt install nginx)".to_string())
+            }
         }
     }
 }

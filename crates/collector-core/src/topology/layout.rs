@@ -174,11 +174,12 @@ impl Topology {
         let unknown = || Mapping::Unknown {
             id: layout.fingerprint(src, dst),
         };
-        let Some(ases) = self.walk(src, dst, layout) else {
+        let Some(Walk { ases, confirmed }) = self.walk(src, dst, layout) else {
             return unknown();
         };
         let id = path_id(ases.iter().zip(ifs).map(|(a, (i, e))| (*a, *i, *e)));
         match self.shapes.get(&id) {
+            // An imported or learned path of these very hops vouches for every interface.
             Some(shape) if shape.matches(src, dst, layout) && shape.ases[..] == ases[..] => {
                 Mapping::Known {
                     id,
@@ -186,10 +187,12 @@ impl Topology {
                 }
             }
             Some(_) => unknown(),
-            None => Mapping::Walked {
+            // A new path only when the topology knows every interface it names.
+            None if confirmed => Mapping::Walked {
                 id,
                 ases: ases.into(),
             },
+            None => unknown(),
         }
     }
 
@@ -214,19 +217,28 @@ impl Topology {
         h.finish()
     }
 
-    /// The ASes of a walk from `src` along the imported interfaces: every hop's egress
-    /// leads to the next hop's AS (and to its ingress, where the link's far end is known),
-    /// and the path starts and ends in an AS (ingress 0 at the first hop, egress 0 at the
-    /// last), so that a path learned from it records no made-up interface at its ends.
-    pub(super) fn walk(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Option<Vec<IsdAsn>> {
+    /// The ASes of a walk from `src` along the imported interfaces, and whether the topology
+    /// knows every interface the walk took.
+    ///
+    /// Every hop's egress is an interface of its AS leading to the next hop's AS, the path
+    /// starts and ends in an AS (ingress 0 at the first hop, egress 0 at the last) and visits
+    /// no AS twice. A later hop's ingress is *known* ([`Walk::confirmed`]) when the far end
+    /// names it (the previous egress's `remote_interface_id`) or when the hop's AS has it as
+    /// an interface leading back to the previous AS (and, if that interface names its far
+    /// end, to the previous egress); an ingress the far end contradicts ends the walk. An
+    /// ingress neither end knows (a middle hop's, when the files name no far ends, or that of
+    /// a destination whose topology is not imported) may be made up: ID-INT authenticates
+    /// entries, not the path's interfaces.
+    pub(super) fn walk(&self, src: IsdAsn, dst: IsdAsn, layout: &HopLayout) -> Option<Walk> {
         let n = layout.as_hops;
         if n == 0 || layout.ifs[0].0 != 0 || layout.ifs[n - 1].1 != 0 {
             return None;
         }
-        let mut out = Vec::with_capacity(n);
+        let mut ases = Vec::with_capacity(n);
+        let mut confirmed = true;
         let mut ia = src;
         for k in 0..n {
-            out.push(ia);
+            ases.push(ia);
             let (_, eg) = layout.ifs[k];
             if k + 1 == n {
                 break;
@@ -234,17 +246,29 @@ impl Topology {
             let next = self.ases.get(&ia)?.interfaces.get(&eg)?;
             let nia = next.neighbor_ia?;
             // A path visits an AS once: a walk that comes back is no path.
-            if out.contains(&nia) {
+            if ases.contains(&nia) {
                 return None;
             }
-            if let Some(nif) = next.neighbor_if
-                && nif != layout.ifs[k + 1].0
-            {
-                return None;
+            let ingress = layout.ifs[k + 1].0;
+            match next.neighbor_if {
+                Some(nif) if nif != ingress => return None,
+                Some(_) => {}
+                None => confirmed &= self.leads_back(nia, ingress, (ia, eg)),
             }
             ia = nia;
         }
-        (ia == dst).then_some(out)
+        (ia == dst).then_some(Walk { ases, confirmed })
+    }
+
+    /// Whether AS `ia`'s imported interface `ifid` leads back to `(prev, prev_if)`: its
+    /// neighbour is `prev`, and its far end, if named, is `prev_if`.
+    fn leads_back(&self, ia: IsdAsn, ifid: u16, (prev, prev_if): (IsdAsn, u16)) -> bool {
+        self.ases
+            .get(&ia)
+            .and_then(|a| a.interfaces.get(&ifid))
+            .is_some_and(|i| {
+                i.neighbor_ia == Some(prev) && i.neighbor_if.is_none_or(|n| n == prev_if)
+            })
     }
 
     /// Router name for a node id in an AS, if known.

@@ -265,6 +265,16 @@ struct PathShape {
     ases: Arc<[IsdAsn]>,
 }
 
+/// A walk over the imported interfaces (see `Topology::walk`).
+#[derive(Debug, Clone)]
+pub(super) struct Walk {
+    /// The AS of each AS hop.
+    pub(super) ases: Vec<IsdAsn>,
+    /// Whether the topology knows every interface the walk took (no ingress is only the
+    /// report's word).
+    pub(super) confirmed: bool,
+}
+
 /// How a report's hops map to ASes.
 #[derive(Debug, Clone)]
 pub enum Mapping {
@@ -275,7 +285,8 @@ pub enum Mapping {
         /// AS per AS hop.
         ases: Arc<[IsdAsn]>,
     },
-    /// Walked over imported interfaces; becomes a learned path once a report verifies.
+    /// Walked over imported interfaces, every one of them known to the topology; becomes a
+    /// learned path once every AS on it vouched in a verified report.
     Walked {
         /// Path id.
         id: u64,

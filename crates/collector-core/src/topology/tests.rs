@@ -433,6 +433,21 @@ fn paths_map_by_import_or_by_walking_imported_interfaces() {
         )],
     ))
     .unwrap();
+    // B's interface 3 leads to C, but neither it nor a file of C says which interface of C
+    // the link ends at: C's ingress 4 is only the report's word.
+    assert!(matches!(
+        t.snapshot().map(a, c, &l),
+        Mapping::Unknown { .. }
+    ));
+    t.import_topology_json(&topo(
+        "1-ff00:0:b",
+        &[(
+            "rb",
+            Some(2),
+            &[(2, "1-ff00:0:a", None), (3, "1-ff00:0:c", Some(4))],
+        )],
+    ))
+    .unwrap();
     match t.snapshot().map(a, c, &l) {
         Mapping::Walked { ases, .. } => assert_eq!(&ases[..], &[a, b, c]),
         m => panic!("{m:?}"),
