@@ -299,7 +299,7 @@ fn router_toml(net: &Network, layout: &Layout, as_ix: usize, r: usize, probes: b
     let _ = writeln!(t, "eal = {eal:?}\n");
     let _ = writeln!(
         t,
-        "[dataplane]\nmbufs = 2047\nrx_desc = 256\ntx_desc = 256\nidle_sleep_us = 500\n"
+        "[dataplane]\nrx_desc = 256\ntx_desc = 256\nidle_sleep_us = 500\n"
     );
     let _ = writeln!(t, "[drkey]\nepoch_secs = {EPOCH_SECS}\n");
     let _ = writeln!(
