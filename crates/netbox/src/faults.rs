@@ -43,6 +43,12 @@ fn scmp_replies(router: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Sets the veth of interface `ifid` in router `router`'s namespace `state` ("up"/"down").
+fn set_link(router: &str, ifid: u16, state: &str) -> Result<(), netns::CommandError> {
+    let dev = files::router_link_if(ifid);
+    netns::run(&["ip", "-n", &router_ns(router), "link", "set", &dev, state])
+}
+
 /// Runs the faults; failures are recorded in `checks`.
 pub fn run(
     procs: &mut Procs,
@@ -77,15 +83,7 @@ pub fn run(
 
     // 1. Link down.
     let scmp_before = scmp_replies(&ra) + scmp_replies(&rb);
-    netns::run(&[
-        "ip",
-        "-n",
-        &router_ns(&ra),
-        "link",
-        "set",
-        &files::router_link_if(core.a.ifid),
-        "down",
-    ])?;
+    set_link(&ra, core.a.ifid, "down")?;
     let seen = procs.wait_until("core link down in /health", LINK_STATE_WITHIN, || {
         api::router_if_up(&ra, core.a.ifid) == Some(false)
             && api::router_if_up(&rb, core.b.ifid) == Some(false)
@@ -116,15 +114,7 @@ pub fn run(
     );
 
     // 2. Link up.
-    netns::run(&[
-        "ip",
-        "-n",
-        &router_ns(&ra),
-        "link",
-        "set",
-        &files::router_link_if(core.a.ifid),
-        "up",
-    ])?;
+    set_link(&ra, core.a.ifid, "up")?;
     let back = procs.wait_until("core link BFD Up again", BFD_UP_WITHIN, || {
         api::router_all_up(&ra) && api::router_all_up(&rb)
     });

@@ -193,27 +193,11 @@ fn hop_field_hops(segs: &[SegSpec]) -> Vec<AsHop> {
 /// The ASes of `segs` in travel order, merging the AS where two segments meet.
 fn as_hops(segs: &[SegSpec]) -> Vec<AsHop> {
     let mut out: Vec<AsHop> = Vec::new();
-    for s in segs {
-        let travel: Vec<&SegHop> = if s.cons_dir {
-            s.hops.iter().collect()
-        } else {
-            s.hops.iter().rev().collect()
-        };
-        for h in travel {
-            let (ingress, egress) = if s.cons_dir {
-                (h.cons_ingress, h.cons_egress)
-            } else {
-                (h.cons_egress, h.cons_ingress)
-            };
-            match out.last_mut() {
-                // The segment's first AS is the previous one's last: one AS hop.
-                Some(last) if last.ia == h.ia && last.egress == 0 => last.egress = egress,
-                _ => out.push(AsHop {
-                    ia: h.ia,
-                    ingress,
-                    egress,
-                }),
-            }
+    for h in hop_field_hops(segs) {
+        match out.last_mut() {
+            // The segment's first AS is the previous one's last: one AS hop.
+            Some(last) if last.ia == h.ia && last.egress == 0 => last.egress = h.egress,
+            _ => out.push(h),
         }
     }
     out
