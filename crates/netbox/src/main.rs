@@ -102,10 +102,13 @@ fn main() -> ExitCode {
                 eprintln!("idint-netbox: cannot handle signals: {e}");
                 return ExitCode::FAILURE;
             }
+            // The generated configurations name files by absolute paths: the routers resolve
+            // relative ones against their configuration file's directory.
+            let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
             let opts = Options {
-                out,
-                bin,
-                repo,
+                out: absolute(out),
+                bin: absolute(bin),
+                repo: absolute(repo),
                 small,
                 pings,
                 probe_secs,
@@ -142,7 +145,7 @@ fn main() -> ExitCode {
             } else {
                 Network::demo()
             };
-            let layout = Layout::new(&out);
+            let layout = Layout::new(std::path::absolute(&out).unwrap_or(out));
             let paths = all_paths(&net);
             let storage = Storage {
                 postgres_url: "postgresql://collector@127.0.0.1/collector".into(),
