@@ -36,6 +36,8 @@ const COLLECTOR_READY_WITHIN: Duration = Duration::from_secs(60);
 /// How long the first report may take to be queryable.
 const FIRST_REPORT_WITHIN: Duration = Duration::from_secs(30);
 
+/// Pings per path after the faults.
+const AFTER_PINGS: u32 = 2;
 /// How long the routers' CPU use is sampled with only probes running.
 const IDLE_WINDOW: Duration = Duration::from_secs(3);
 
@@ -210,6 +212,20 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
         faults::run(&mut procs, opts, &layout, &net, &collector, &mut checks)?;
     }
 
+    // Host traffic after the faults: every path again, so that the collector (restarted or
+    // not) has the hosts' measurements too (utilisation and queue come from their pings).
+    let again = hosts.ping_all(&procs, &paths, AFTER_PINGS)?;
+    let bad: Vec<&str> = again
+        .iter()
+        .filter(|p| p.verified == 0 || p.verified != p.received)
+        .map(|p| p.path.as_str())
+        .collect();
+    checks.add(
+        "host pings over every path after the faults: replies verified",
+        bad.is_empty(),
+        bad.join(", "),
+    );
+
     println!("== 6. the collector's API");
     let answers = query_api(&collector, &net, &paths, &mut checks);
     let metrics = collector.metrics().unwrap_or_default();
@@ -286,7 +302,11 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
         },
         "collector": {
             "accepted": accepted,
-            "rejected": rejected.iter().map(|(l, v)| (l.clone(), *v)).collect::<BTreeMap<_, _>>(),
+            "rejected": rejected
+                .iter()
+                .filter(|(_, v)| *v > 0.0)
+                .map(|(l, v)| (l.clone(), *v))
+                .collect::<BTreeMap<_, _>>(),
             "points_written": points,
         },
         "api": answers,
