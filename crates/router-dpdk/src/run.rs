@@ -509,9 +509,24 @@ fn worker_io(
     Ok((rx, tx))
 }
 
-/// Fault injection for the tests: the worker whose index this environment variable holds
-/// panics as it starts (read once at start; no cost per packet).
+/// Fault injection for the tests (feature `fault-injection`): the worker whose index this
+/// environment variable holds panics as it starts (read once at start; no cost per packet).
+#[cfg(feature = "fault-injection")]
 pub const FAULT_PANIC_WORKER: &str = "IDINT_ROUTER_TEST_PANIC_WORKER";
+
+/// The worker that is to panic as it starts (tests only; always none without the feature).
+fn fault_worker() -> Option<usize> {
+    #[cfg(feature = "fault-injection")]
+    {
+        std::env::var(FAULT_PANIC_WORKER)
+            .ok()
+            .and_then(|v| v.parse().ok())
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    {
+        None
+    }
+}
 
 /// Starts a worker on every worker lcore, with its queues or rings and its export ring.
 #[allow(clippy::type_complexity)]
@@ -529,9 +544,7 @@ fn launch_workers(
     let mut export_in = export_in.into_iter();
     let mut stats = Vec::new();
     let mut handles = Vec::new();
-    let fault_worker: Option<usize> = std::env::var(FAULT_PANIC_WORKER)
-        .ok()
-        .and_then(|v| v.parse().ok());
+    let fault_worker = fault_worker();
     for (w, &lcore) in s.lcores.workers.iter().enumerate() {
         let q = w as u16;
         let mine = if software {
@@ -585,10 +598,7 @@ fn launch_workers(
         let guard = FailGuard(failed.clone());
         handles.push(dpdk::launch(&s.eal, lcore, move || {
             let _guard = guard;
-            assert!(
-                !panic_on_start,
-                "{FAULT_PANIC_WORKER} asked worker {w} to panic"
-            );
+            assert!(!panic_on_start, "fault injection asked worker {w} to panic");
             worker.run();
             0
         })?);

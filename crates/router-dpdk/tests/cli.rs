@@ -458,6 +458,7 @@ fn sigterm_stops_cleanly_with_final_counters() {
 }
 
 /// A GET of `path` from the control endpoint at `addr`; `None` if nothing answers.
+#[cfg(feature = "fault-injection")]
 fn http_get(addr: &str, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
@@ -470,8 +471,10 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 }
 
 /// Control port of the worker-panic test (private range 28300-28399).
+#[cfg(feature = "fault-injection")]
 const PANIC_TEST_HTTP: &str = "127.0.0.1:28311";
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_panicking_worker_fails_health_and_the_exit_code() {
     let dir = tempfile::tempdir().unwrap();
