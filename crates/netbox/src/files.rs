@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::PathBuf;
 
 use base64::Engine as _;
@@ -90,9 +90,10 @@ pub fn collector_ia(net: &Network) -> idint_wire::IsdAsn {
     net.ases[0].ia
 }
 
+/// A fresh master secret from the OS's random generator.
 fn random_secret() -> io::Result<[u8; MASTER_LEN]> {
     let mut s = [0u8; MASTER_LEN];
-    fs::File::open("/dev/urandom")?.read_exact(&mut s)?;
+    getrandom::fill(&mut s).map_err(|e| io::Error::other(e.to_string()))?;
     Ok(s)
 }
 
