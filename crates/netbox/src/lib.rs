@@ -5,8 +5,8 @@
 //! * [`files`]: every configuration file the processes read, with fresh secrets;
 //! * [`sim`]: every path checked through real scion-dp routers in memory;
 //! * [`netns`], [`procs`]: namespaces, veths and bridges; the processes in them;
-//! * [`run`]: the main job (with [`hosts`], [`faults`], [`captures`], [`store`], [`api`] and
-//!   [`checks`]).
+//! * [`run`]: the main job (with [`hosts`], [`faults`], [`captures`], [`store`], [`api`],
+//!   [`checks`] and [`report`]).
 
 pub mod api;
 pub mod captures;
@@ -18,6 +18,7 @@ pub mod netns;
 pub mod paths;
 pub mod plan;
 pub mod procs;
+pub mod report;
 pub mod run;
 pub mod sim;
 pub mod store;
