@@ -211,16 +211,7 @@ fn serve(
     while !stop.load(Ordering::Relaxed) {
         let (n, from) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue;
-            }
+            Err(e) if no_datagram_yet(&e) => continue,
             Err(e) => return Err(e.into()),
         };
         let h = responder.handle(&buf[..n], now_ns());
@@ -316,16 +307,7 @@ fn send(o: &SendOpts) -> Res<ExitCode> {
             sock.set_read_timeout(Some(left))?;
             let n = match sock.recv_from(&mut buf) {
                 Ok((n, _)) => n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    continue;
-                }
+                Err(e) if no_datagram_yet(&e) => continue,
                 Err(e) => return Err(e.into()),
             };
             let Ok(reply) = pinger.reply(&buf[..n]) else {
@@ -359,4 +341,15 @@ fn send(o: &SendOpts) -> Res<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Whether a receive ended without a datagram only because of the socket's timeout or a
+/// signal (try again), not because of an error.
+fn no_datagram_yet(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }
