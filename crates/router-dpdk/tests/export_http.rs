@@ -133,6 +133,7 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
             "{result}: {metrics}"
         );
     }
+    every_metric_the_operators_configs_use_is_exported(&metrics);
     let missing = http(&http_addr, "GET /nope HTTP/1.0\r\n\r\n").unwrap();
     assert!(
         missing.starts_with("HTTP/1.0 404") && missing.contains("\"error\""),
@@ -204,4 +205,61 @@ fn reports_reach_the_collector_and_control_endpoints_answer() {
     }
     let (_, _, _, _, scion) = split(&sent[1]);
     assert_eq!(scion.len(), plain.len());
+}
+
+/// Metric families (`# TYPE name kind`) of a Prometheus text exposition.
+fn families(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// The router's `/metrics` as the collector's ops-configs test stores it
+/// (`crates/collector/tests/data/router-metrics.prom`), and the router metrics the Grafana
+/// dashboard and the alerting rules query, must all be what a live router exports: otherwise
+/// those tests would pass against a fixture that no router produces.
+fn every_metric_the_operators_configs_use_is_exported(metrics: &str) {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |rel: &str| {
+        std::fs::read_to_string(repo.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    };
+    let live = families(metrics);
+    let fixture = families(&read("crates/collector/tests/data/router-metrics.prom"));
+    assert!(!fixture.is_empty(), "the fixture declares no metric family");
+    for (name, kind) in &fixture {
+        assert_eq!(
+            live.get(name),
+            Some(kind),
+            "the fixture's family {name} ({kind}) is not exported as such by the live router"
+        );
+    }
+    for rel in [
+        "configs/grafana/dashboard.json",
+        "configs/prometheus/alerts.yml",
+    ] {
+        let text = read(rel);
+        let mut used = std::collections::BTreeSet::new();
+        for (at, _) in text.match_indices("idint_router_") {
+            let name: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            used.insert(name);
+        }
+        assert!(!used.is_empty(), "{rel} queries no router metric");
+        for name in &used {
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|f| live.contains_key(*f)))
+                .unwrap_or(name);
+            assert!(
+                live.contains_key(family),
+                "{rel} queries {name}, which the live router does not export"
+            );
+        }
+    }
 }
