@@ -1,10 +1,15 @@
-//! The inter-AS link captures, read back: every link carried SCION, and ID-INT, as tshark with
-//! the project's dissector (`tools/wireshark/scion-idint.lua`) sees it.
+//! The inter-AS link captures, read back: every link carried SCION and ID-INT, and tshark with
+//! the project's dissector (`tools/wireshark/scion-idint.lua`) sees in the routers' real output
+//! the same SCION frames, ID-INT requests and stack entries as idint-wire, and nothing malformed.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use idint_wire::idint::IdInt;
+use idint_wire::packet::Packet;
 use serde_json::{Value, json};
+use wire_tools::pcap::{PcapReader, scion_payload};
 
 use crate::checks::Checks;
 use crate::plan::Network;
@@ -20,20 +25,110 @@ pub fn file_name(net: &Network, k: usize) -> String {
     )
 }
 
-/// Frames of `file` matching display filter `filter`, counted by tshark with the dissector.
-fn count(file: &Path, dissector: &Path, filter: &str) -> Result<usize, String> {
-    let out = Command::new("tshark")
-        .arg("-X")
+/// What a capture holds, frame by frame: each SCION frame's number (from 1, as tshark counts)
+/// and the number of ID-INT stack entries it carries (`None`: no ID-INT request).
+type Frames = BTreeMap<usize, Option<usize>>;
+
+/// Display filter of frames tshark or the dissector found malformed or in error.
+const MALFORMED: &str = "_ws.malformed || _ws.expert.severity == \"Error\"";
+
+/// Lines of `-T fields` output for the frames of `file` matching `filter`, as tshark with the
+/// dissector prints them.
+fn tshark_fields(
+    file: &Path,
+    dissector: &Path,
+    filter: &str,
+    fields: &[&str],
+) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-X")
         .arg(format!("lua_script:{}", dissector.display()))
         .arg("-r")
         .arg(file)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .map_err(|e| format!("tshark: {e}"))?;
+        .args(["-Y", filter, "-T", "fields", "-E", "separator=/t"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().map_err(|e| format!("tshark: {e}"))?;
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
-    Ok(String::from_utf8_lossy(&out.stdout).lines().count())
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// The capture as tshark with the dissector reads it.
+fn tshark_frames(file: &Path, dissector: &Path) -> Result<Frames, String> {
+    let mut frames = Frames::new();
+    let lines = tshark_fields(
+        file,
+        dissector,
+        "scion",
+        &[
+            "frame.number",
+            "scion.idint.version",
+            "scion.idint.entry.hop",
+        ],
+    )?;
+    for line in lines {
+        let mut cols = line.split('\t');
+        let number = cols.next().and_then(|n| n.parse().ok());
+        let number = number.ok_or_else(|| format!("tshark line {line:?}"))?;
+        let idint = cols.next().is_some_and(|v| !v.is_empty());
+        // The entries' hops, separated by commas.
+        let entries = cols
+            .next()
+            .map_or(0, |h| h.split(',').filter(|h| !h.is_empty()).count());
+        frames.insert(number, idint.then_some(entries));
+    }
+    Ok(frames)
+}
+
+/// The capture as idint-wire reads it: frames whose UDP payload parses as SCION, their ID-INT
+/// requests and stack entries.
+fn wire_frames(file: &Path) -> Result<Frames, String> {
+    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut reader = PcapReader::new(std::io::BufReader::new(f)).map_err(|e| e.to_string())?;
+    let mut frames = Frames::new();
+    let mut number = 0;
+    while let Some(r) = reader.next_record().map_err(|e| e.to_string())? {
+        number += 1;
+        let Ok((_, bytes)) = scion_payload(reader.link_type(), &r.data) else {
+            continue;
+        };
+        let Ok(p) = Packet::parse(bytes) else {
+            continue;
+        };
+        let entries = match p.hop_by_hop().map(|h| IdInt::locate(h.into_inner())) {
+            Some(Ok(Some(s))) => Some(s.entries().count()),
+            Some(Err(e)) => return Err(format!("frame {number}: ID-INT {e:?}")),
+            _ => None,
+        };
+        frames.insert(number, entries);
+    }
+    Ok(frames)
+}
+
+/// Totals of a capture for the summary: SCION frames, frames with ID-INT, stack entries.
+fn totals(frames: &Frames) -> Value {
+    json!({
+        "scion_frames": frames.len(),
+        "idint_frames": frames.values().filter(|e| e.is_some()).count(),
+        "idint_entries": frames.values().flatten().sum::<usize>(),
+    })
+}
+
+/// The first frames the two readings disagree on, as `number: tshark / idint-wire`.
+fn differences(seen: &Frames, wire: &Frames) -> Vec<String> {
+    let numbers: std::collections::BTreeSet<_> = seen.keys().chain(wire.keys()).collect();
+    numbers
+        .into_iter()
+        .filter(|n| seen.get(n) != wire.get(n))
+        .take(5)
+        .map(|n| format!("frame {n}: {:?} / {:?}", seen.get(n), wire.get(n)))
+        .collect()
 }
 
 /// Checks every link's capture; per link what it held.
@@ -42,22 +137,33 @@ pub fn check(dir: &Path, repo: &Path, net: &Network, checks: &mut Checks) -> Val
     let mut out = Vec::new();
     for k in 0..net.links.len() {
         let file = dir.join(file_name(net, k));
-        let scion = count(&file, &dissector, "scion");
-        let idint = count(&file, &dissector, "scion.idint.version");
-        let ok = matches!((&scion, &idint), (Ok(s), Ok(i)) if *s > 0 && *i > 0);
+        let name = file_name(net, k);
+        let seen = tshark_frames(&file, &dissector);
+        let wire = wire_frames(&file);
+        let malformed = tshark_fields(&file, &dissector, MALFORMED, &["frame.number"]);
+        let idint = |f: &Frames| f.values().filter(|e| e.is_some_and(|n| n > 0)).count();
         checks.add(
-            &format!(
-                "capture {}: SCION and ID-INT on the link",
-                file_name(net, k)
-            ),
-            ok,
-            format!("{scion:?} SCION frames, {idint:?} with ID-INT"),
+            &format!("capture {name}: SCION and ID-INT on the link"),
+            matches!(&seen, Ok(f) if !f.is_empty() && idint(f) > 0),
+            format!("tshark: {:?}", seen.as_ref().map(totals)),
         );
-        out.push(json!({
-            "file": file.display().to_string(),
-            "scion_frames": scion.ok(),
-            "idint_frames": idint.ok(),
-        }));
+        let same = match (&seen, &wire) {
+            (Ok(a), Ok(b)) => Ok(differences(a, b)),
+            (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        };
+        checks.add(
+            &format!("capture {name}: the dissector reads what idint-wire reads"),
+            matches!(&same, Ok(d) if d.is_empty()),
+            format!("frames read differently (tshark / idint-wire): {same:?}"),
+        );
+        checks.add(
+            &format!("capture {name}: nothing malformed"),
+            matches!(&malformed, Ok(m) if m.is_empty()),
+            format!("malformed frames: {malformed:?}"),
+        );
+        let mut entry = seen.as_ref().map(totals).unwrap_or(Value::Null);
+        entry["file"] = json!(file.display().to_string());
+        out.push(entry);
     }
     json!(out)
 }

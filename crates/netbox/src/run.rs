@@ -252,6 +252,10 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     );
 
     println!("== 7. link captures");
+    // Finished files only: dumpcap flushes and closes each capture when it stops.
+    for k in 0..net.links.len() {
+        procs.stop(&capture_name(k));
+    }
     let captures =
         crate::captures::check(&opts.out.join("captures"), &opts.repo, &net, &mut checks);
 
@@ -323,6 +327,11 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     Ok(failed)
 }
 
+/// The process name of link `k`'s capture.
+fn capture_name(k: usize) -> String {
+    format!("capture-link{}", k + 1)
+}
+
 /// One capture per inter-AS link, taken on its first end (the router's namespace).
 fn start_captures(procs: &mut Procs, net: &Network, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
@@ -330,7 +339,7 @@ fn start_captures(procs: &mut Procs, net: &Network, dir: &Path) -> std::io::Resu
         let r = &net.ases[l.a.as_ix].routers[l.a.router];
         let file = dir.join(crate::captures::file_name(net, k));
         procs.spawn(
-            &format!("capture-link{}", k + 1),
+            &capture_name(k),
             Some(&router_ns(&r.name)),
             Path::new("dumpcap"),
             &[
