@@ -22,47 +22,13 @@ cargo build -q --release -p router-dpdk -p idint-pktgen
 BIN=${CARGO_TARGET_DIR:-target}/release
 W=$(mktemp -d /tmp/idle-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
-mkdir -p "$W/keys"
-cp testdata/scion/config_examples/router_benchmark/keys/master0.key "$W/keys/"
-cat >"$W/topology.json" <<'JSON'
-{
-  "isd_as": "1-ff00:0:110", "mtu": 1472, "attributes": [],
-  "border_routers": {
-    "br1-ff00_0_110-1": {
-      "internal_addr": "10.110.0.1:30042",
-      "interfaces": {
-        "1": {"underlay": {"local": "10.1.0.1:50000", "remote": "10.1.0.2:50000"},
-              "isd_as": "1-ff00:0:100", "link_to": "parent", "mtu": 1472},
-        "2": {"underlay": {"local": "10.2.0.1:50000", "remote": "10.2.0.2:50000"},
-              "isd_as": "1-ff00:0:111", "link_to": "child", "mtu": 1472}
-      }
-    }
-  }
-}
-JSON
-"$BIN/idint-pktgen" -t "$W/topology.json" -r br1-ff00_0_110-1 -k "$W/keys" --kinds transit \
-    -n 4096 --flows 256 --now now --out-dir "$W/transit" --size 172 >/dev/null
+. scripts/lib/bench-router.sh
+bench_topology
+bench_gen transit --size 172
 
 config() { # SLEEP_US IN_VDEV
-    cat >"$W/router.toml" <<TOML
-topology = "topology.json"
-keys = "keys"
-router_id = "br1-ff00_0_110-1"
-eal = ["--no-huge", "-m", "1024", "--no-pci", "--no-shconf", "-l", "0-1", "--log-level=4",
-       "--vdev=$2", "--vdev=net_null1,no-rx=1"]
-[dataplane]
-distribution = "queues"
-mbufs = 32767
-idle_sleep_us = $1
-[[port]]
-device = "${2%%,*}"
-interfaces = [1]
-[[port]]
-device = "net_null1"
-interfaces = [2]
-internal = true
-default_next_hop_mac = "02:00:00:00:00:02"
-TOML
+    bench_config '"-l", "0-1"' "$2" "distribution = \"queues\"
+idle_sleep_us = $1"
 }
 
 idle_cpu() { # SLEEP_US -> % of one CPU
@@ -79,10 +45,8 @@ idle_cpu() { # SLEEP_US -> % of one CPU
 }
 
 load_mpps() { # SLEEP_US -> forwarded Mpps
-    config "$1" "net_pcap0,rx_pcap=$W/transit/ext-1.pcap,tx_pcap=/dev/null,infinite_rx=1"
-    "$BIN/idint-router" --config "$W/router.toml" --duration "$SECS" --summary "$W/s.json" \
-        >/dev/null 2>"$W/err.log" || { cat "$W/err.log" >&2; exit 1; }
-    python3 -c "import json; print(f\"{json.load(open('$W/s.json'))['forwarded_mpps']:.2f}\")"
+    config "$1" "$(bench_pcap_vdev transit 1)"
+    bench_run "$SECS" forwarded_mpps
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do

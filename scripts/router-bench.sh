@@ -33,82 +33,25 @@ cargo build -q --release -p router-dpdk -p idint-pktgen --features router-dpdk/m
 BIN=${CARGO_TARGET_DIR:-target}/release
 W=$(mktemp -d /tmp/router-bench.XXXXXX)
 [ -n "${KEEP:-}" ] && echo "router-bench: keeping $W" >&2 || trap 'rm -rf "$W"' EXIT
+. scripts/lib/bench-router.sh
 
-mkdir -p "$W/keys"
-cp testdata/scion/config_examples/router_benchmark/keys/master0.key "$W/keys/"
-cat >"$W/topology.json" <<'JSON'
-{
-  "isd_as": "1-ff00:0:110",
-  "mtu": 1472,
-  "attributes": [],
-  "border_routers": {
-    "br1-ff00_0_110-1": {
-      "internal_addr": "10.110.0.1:30042",
-      "interfaces": {
-        "1": {"underlay": {"local": "10.1.0.1:50000", "remote": "10.1.0.2:50000"},
-              "isd_as": "1-ff00:0:100", "link_to": "parent", "mtu": 1472},
-        "2": {"underlay": {"local": "10.2.0.1:50000", "remote": "10.2.0.2:50000"},
-              "isd_as": "1-ff00:0:111", "link_to": "child", "mtu": 1472}
-      }
-    }
-  }
-}
-JSON
-
-gen() { # NAME ARGS...: parent->child transit frames arriving on interface 1 ($FLOWS flows)
-    local name=$1
-    shift
-    mkdir -p "$W/$name"
-    "$BIN/idint-pktgen" -t "$W/topology.json" -r br1-ff00_0_110-1 -k "$W/keys" --kinds transit \
-        -n 4096 --flows "${FLOWS:-256}" --now now --out-dir "$W/$name" "$@" >/dev/null
-    [ -f "$W/$name/ext-1.pcap" ] || { echo "router-bench: pktgen wrote no ext-1.pcap" >&2; exit 1; }
-}
-gen transit --size 172
-gen plain --payload 1000
-gen auth --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
-gen enc --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 --idint-encrypt
-FLOWS=1 gen auth1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
-FLOWS=1 gen enc1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 \
+bench_topology
+bench_gen transit --size 172
+bench_gen plain --payload 1000
+bench_gen auth --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
+bench_gen enc --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 --idint-encrypt
+FLOWS=1 bench_gen auth1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83
+FLOWS=1 bench_gen enc1 --payload 1000 --idint 100 --idint-modes 2 --idint-instructions 0x82,0x83 \
     --idint-encrypt
 
-run() { # NAME WORKERS IO_ONLY LOWER_BOUND -> prints forwarded Mpps
-    local name=$1 workers=$2 io=$3 lb=$4 pcap="$W/$1/ext-1.pcap" rx="" lcores
-    for ((q = 0; q < workers; q++)); do rx+=",rx_pcap=$pcap,tx_pcap=/dev/null"; done
+run() { # NAME WORKERS IO_ONLY LOWER_BOUND -> prints forwarded Mpps (received Mpps for io_only)
+    local name=$1 workers=$2 io=$3 lb=$4 lcores key=forwarded_mpps
     if [ "$workers" = 1 ]; then lcores='"-l", "0-1"'; else lcores='"--lcores=0@0,1@1,2@0"'; fi
-    cat >"$W/router.toml" <<TOML
-topology = "topology.json"
-keys = "keys"
-router_id = "br1-ff00_0_110-1"
-eal = ["--no-huge", "-m", "1024", "--no-pci", "--no-shconf", $lcores, "--log-level=4",
-       "--vdev=net_pcap0${rx},infinite_rx=1", "--vdev=net_null0,no-rx=1"]
-[dataplane]
-distribution = "queues"
-mbufs = 32767
+    [ "$io" = true ] && key=rx_mpps
+    bench_config "$lcores" "$(bench_pcap_vdev "$name" "$workers")" "distribution = \"queues\"
 io_only = $io
-idint_lower_bound = "$lb"
-[bfd]
-disable = true
-[[port]]
-device = "net_pcap0"
-interfaces = [1]
-[[port]]
-device = "net_null0"
-interfaces = [2]
-internal = true
-default_next_hop_mac = "02:00:00:00:00:02"
-TOML
-    "$BIN/idint-router" --config "$W/router.toml" --duration "$SECS" --summary "$W/summary.json" >/dev/null 2>"$W/err.log" \
-        || { echo "router-bench: router failed:" >&2; cat "$W/err.log" >&2; exit 1; }
-    python3 - "$W/summary.json" "$io" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-io_only = sys.argv[2] == "true"
-key = "rx_mpps" if io_only else "forwarded_mpps"
-print(f"{s[key]:.2f}")
-drops = {k: v for k, v in (s.get("drops") or {}).items() if v}
-if drops and not io_only:
-    print("router-bench: drops " + json.dumps(drops), file=sys.stderr)
-PY
+idint_lower_bound = \"$lb\""
+    bench_run "$SECS" "$key"
 }
 
 declare -A R
