@@ -17,15 +17,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::api::{self, Collector};
 use crate::checks::Checks;
 use crate::files::{self, ADMIN_TOKEN, Layout, Storage};
 use crate::netns::{self, router_ns};
-use crate::paths::all_paths;
+use crate::paths::{BoxPath, all_paths};
 use crate::plan::Network;
-use crate::procs::Procs;
+use crate::procs::{Procs, WaitError};
 use crate::sim::SimNetwork;
 use crate::{faults, hosts, report};
 
@@ -106,74 +106,18 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     let (_, raws) = files::write_all(&net, &layout, now_s, &paths, &opts.api, &opts.storage)?;
     let mut checks = Checks::default();
 
-    println!(
-        "== 1. {} ASes, {} routers, {} links, {} paths; every path through scion-dp in memory",
-        net.ases.len(),
-        net.routers().count(),
-        net.links.len(),
-        paths.len()
-    );
-    let sim = SimNetwork::load(&net, &layout)?;
-    let failed: Vec<String> = paths
-        .iter()
-        .zip(&raws)
-        .filter_map(|(p, raw)| {
-            sim.send(&net, p, raw, now_s * 1_000_000_000)
-                .err()
-                .map(|e| format!("{}: {e}", p.name(&net)))
-        })
-        .collect();
-    checks.add(
-        "every path is forwarded by the generated routers (in memory)",
-        failed.is_empty(),
-        failed.join("; "),
-    );
+    in_memory(&net, &layout, &paths, &raws, now_s, &mut checks)?;
     t.mark("files", start);
 
     println!("== 2. network up: namespaces, veths, collector, routers");
     let mut procs = Procs::new(&opts.out.join("logs"), stop)?;
-    netns::build(&net)?;
-    start_captures(&mut procs, &net, &opts.out.join("captures"))?;
     let collector = Collector::new(&opts.api);
-    start_collector(&mut procs, opts, &layout)?;
-    let ready = procs.wait_until("collector ready", COLLECTOR_READY_WITHIN, || {
-        collector.ready()
-    });
-    checks.add("collector ready", ready.is_ok(), format!("{ready:?}"));
-    ready?;
-    import(opts, &layout, &net)?;
-    for (_, _, r) in net.routers() {
-        start_router(&mut procs, opts, &layout, &r.name)?;
-    }
-    let names: Vec<String> = net.routers().map(|(_, _, r)| r.name.clone()).collect();
-    let up = procs.wait_until("every router up with BFD Up", ROUTERS_UP_WITHIN, || {
-        names.iter().all(|n| api::router_all_up(n))
-    });
-    checks.add(
-        "every router healthy, every link's BFD session Up",
-        up.is_ok(),
-        match &up {
-            Ok(d) => format!("in {:.1} s", d.as_secs_f64()),
-            Err(e) => e.to_string(),
-        },
-    );
-    for n in &names {
-        procs.check(n).map_err(std::io::Error::other)?;
-    }
+    let names = bring_up(&mut procs, opts, &layout, &net, &collector, &mut checks)?;
     t.mark("network_up", start);
     println!("   up in {:.1} s", start.elapsed().as_secs_f64());
 
     println!("== 3. the collector: the routers' probes, first report queryable");
-    let first = procs.wait_until("first report queryable", FIRST_REPORT_WITHIN, || {
-        collector
-            .get("/api/v1/paths")
-            .ok()
-            .and_then(|v| v["paths"].as_array().cloned())
-            .is_some_and(|ps| {
-                ps.iter()
-                    .any(|p| !p["telemetry"].as_array().is_none_or(Vec::is_empty))
-            })
-    });
+    let first = first_report(&procs, &collector);
     checks.add("a report is queryable", first.is_ok(), format!("{first:?}"));
     if first.is_ok() {
         t.mark("first_report_queryable", start);
@@ -227,29 +171,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
 
     println!("== 6. the collector's API");
     let answers = report::query_api(&collector, &net, &paths, &mut checks);
-    let metrics = collector.metrics().unwrap_or_default();
-    // Counts of this collector process, plus those of the one the faults stopped.
-    let first_log = opts.out.join("logs").join("collector-1.log");
-    let earlier = |name| crate::store::final_counter(&first_log, name).unwrap_or(0) as f64;
-    let accepted = api::sample(&metrics, "idint_collector_accepted_total") + earlier("accepted");
-    let rejected = api::samples_with_labels(&metrics, "idint_collector_rejected_total");
-    let points =
-        api::sample(&metrics, "idint_collector_points_written_total") + earlier("points_written");
-    checks.add(
-        "reports accepted and points stored",
-        accepted > 0.0 && points > 0.0,
-        format!("{accepted} accepted, {points} points written"),
-    );
-    let forged: f64 = rejected
-        .iter()
-        .filter(|(l, _)| l.contains("bad_mac") || l.contains("malformed"))
-        .map(|(_, v)| v)
-        .sum();
-    checks.add(
-        "no report rejected as forged or malformed",
-        forged == 0.0,
-        format!("rejected: {rejected:?}"),
-    );
+    let counts = collector_counts(opts, &collector, &mut checks);
 
     println!("== 7. link captures");
     // Finished files only: dumpcap flushes and closes each capture when it stops.
@@ -303,15 +225,7 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
             "pings": pings.iter().map(hosts::PingResult::to_json).collect::<Vec<_>>(),
             "servers": host_stats,
         },
-        "collector": {
-            "accepted": accepted,
-            "rejected": rejected
-                .iter()
-                .filter(|(_, v)| *v > 0.0)
-                .map(|(l, v)| (l.clone(), *v))
-                .collect::<BTreeMap<_, _>>(),
-            "points_written": points,
-        },
+        "collector": counts,
         "api": answers,
         "captures": captures,
         "checks": checks.to_json(),
@@ -325,6 +239,131 @@ pub fn run(opts: &Options, stop: Arc<AtomicBool>) -> Result<usize, Box<dyn std::
     let (passed, failed) = checks.counts();
     println!("\n{passed} passed, {failed} failed");
     Ok(failed)
+}
+
+/// Phase 1: every path through the generated routers' scion-dp, in memory.
+fn in_memory(
+    net: &Network,
+    layout: &Layout,
+    paths: &[BoxPath],
+    raws: &[Vec<u8>],
+    now_s: u64,
+    checks: &mut Checks,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!(
+        "== 1. {} ASes, {} routers, {} links, {} paths; every path through scion-dp in memory",
+        net.ases.len(),
+        net.routers().count(),
+        net.links.len(),
+        paths.len()
+    );
+    let sim = SimNetwork::load(net, layout)?;
+    let failed: Vec<String> = paths
+        .iter()
+        .zip(raws)
+        .filter_map(|(p, raw)| {
+            sim.send(net, p, raw, now_s * 1_000_000_000)
+                .err()
+                .map(|e| format!("{}: {e}", p.name(net)))
+        })
+        .collect();
+    checks.add(
+        "every path is forwarded by the generated routers (in memory)",
+        failed.is_empty(),
+        failed.join("; "),
+    );
+    Ok(())
+}
+
+/// Phase 2: namespaces, veths and captures, the collector with the keys imported, then the
+/// routers, up with every BFD session Up; the routers' names.
+fn bring_up(
+    procs: &mut Procs,
+    opts: &Options,
+    layout: &Layout,
+    net: &Network,
+    collector: &Collector,
+    checks: &mut Checks,
+) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    netns::build(net)?;
+    start_captures(procs, net, &opts.out.join("captures"))?;
+    start_collector(procs, opts, layout)?;
+    let ready = procs.wait_until("collector ready", COLLECTOR_READY_WITHIN, || {
+        collector.ready()
+    });
+    checks.add("collector ready", ready.is_ok(), format!("{ready:?}"));
+    ready?;
+    import(opts, layout, net)?;
+    for (_, _, r) in net.routers() {
+        start_router(procs, opts, layout, &r.name)?;
+    }
+    let names: Vec<String> = net.routers().map(|(_, _, r)| r.name.clone()).collect();
+    let up = procs.wait_until("every router up with BFD Up", ROUTERS_UP_WITHIN, || {
+        names.iter().all(|n| api::router_all_up(n))
+    });
+    checks.add(
+        "every router healthy, every link's BFD session Up",
+        up.is_ok(),
+        match &up {
+            Ok(d) => format!("in {:.1} s", d.as_secs_f64()),
+            Err(e) => e.to_string(),
+        },
+    );
+    for n in &names {
+        procs.check(n).map_err(std::io::Error::other)?;
+    }
+    Ok(names)
+}
+
+/// Phase 3: waits for the first report of the routers' probes to be queryable.
+fn first_report(procs: &Procs, collector: &Collector) -> Result<Duration, WaitError> {
+    procs.wait_until("first report queryable", FIRST_REPORT_WITHIN, || {
+        collector
+            .get("/api/v1/paths")
+            .ok()
+            .and_then(|v| v["paths"].as_array().cloned())
+            .is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| !p["telemetry"].as_array().is_none_or(Vec::is_empty))
+            })
+    })
+}
+
+/// Phase 6, the collector's counters: reports accepted and points written (with those of
+/// the collector process the faults stopped), and none rejected as forged or malformed.
+fn collector_counts(opts: &Options, collector: &Collector, checks: &mut Checks) -> Value {
+    let metrics = collector.metrics().unwrap_or_default();
+    // Counts of this collector process, plus those of the one the faults stopped.
+    let first_log = opts.out.join("logs").join("collector-1.log");
+    let earlier = |name| crate::store::final_counter(&first_log, name).unwrap_or(0) as f64;
+    let accepted = api::sample(&metrics, "idint_collector_accepted_total") + earlier("accepted");
+    let rejected = api::samples_with_labels(&metrics, "idint_collector_rejected_total");
+    let points =
+        api::sample(&metrics, "idint_collector_points_written_total") + earlier("points_written");
+    checks.add(
+        "reports accepted and points stored",
+        accepted > 0.0 && points > 0.0,
+        format!("{accepted} accepted, {points} points written"),
+    );
+    let forged: f64 = rejected
+        .iter()
+        .filter(|(l, _)| l.contains("bad_mac") || l.contains("malformed"))
+        .map(|(_, v)| v)
+        .sum();
+    checks.add(
+        "no report rejected as forged or malformed",
+        forged == 0.0,
+        format!("rejected: {rejected:?}"),
+    );
+    json!({
+        "accepted": accepted,
+        "rejected": rejected
+            .iter()
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(l, v)| (l.clone(), *v))
+            .collect::<BTreeMap<_, _>>(),
+        "points_written": points,
+    })
 }
 
 /// The process name of link `k`'s capture.
