@@ -2,14 +2,12 @@
 //! AES-128-CMAC over the 16-byte hop-field MAC input block (`scion-dp.md` §2.1).
 //!
 //! The MAC input is always exactly one block, so CMAC reduces to `AES_K(block XOR K1)` with the
-//! first subkey `K1` computed once per key. [`HopMac::compute_batch`] encrypts several blocks
-//! in one call so that AES-NI/VAES keeps several blocks in flight.
+//! first subkey `K1` computed once per key. The block cipher is
+//! [`Aes128Rounds`](idint_wire::crypto::Aes128Rounds): its AES-NI rounds inline into the
+//! per-packet call (no run-time backend choice per packet), and [`HopMac::compute_batch`] runs
+//! the rounds of several blocks side by side so that the AES unit keeps them in flight.
 
-use aes::Aes128Enc;
-use aes::cipher::consts::U16;
-use aes::cipher::{
-    Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
-};
+use idint_wire::crypto::Aes128Rounds;
 
 /// Length of the MAC stored in a hop field.
 pub const HOP_MAC_LEN: usize = 6;
@@ -31,10 +29,13 @@ pub fn forwarding_key(master_secret: &[u8]) -> [u8; 16] {
     key
 }
 
+/// Blocks [`HopMac::compute_batch`] encrypts side by side.
+const BATCH_LANES: usize = 8;
+
 /// AES-128-CMAC for single-block inputs, with the key schedule and subkey precomputed.
 #[derive(Clone)]
 pub struct HopMac {
-    cipher: Aes128Enc,
+    cipher: Aes128Rounds,
     k1: [u8; 16],
 }
 
@@ -47,9 +48,8 @@ impl core::fmt::Debug for HopMac {
 impl HopMac {
     /// Prepares the CMAC for `key` (the forwarding key).
     pub fn new(key: &[u8; 16]) -> Self {
-        let cipher = Aes128Enc::new(&(*key).into());
-        let mut l = [0u8; 16];
-        cipher.encrypt_block((&mut l).into());
+        let cipher = Aes128Rounds::new(key);
+        let l = cipher.encrypt(&[0u8; 16]);
         HopMac {
             cipher,
             k1: double(&l),
@@ -59,20 +59,26 @@ impl HopMac {
     /// The full 16-byte CMAC of one input block (EPIC uses all 16 bytes as a key).
     #[inline]
     pub fn compute(&self, block: &[u8; 16]) -> [u8; 16] {
-        let mut b = xor16(block, &self.k1);
-        self.cipher.encrypt_block((&mut b).into());
-        b
+        self.cipher.encrypt(&xor16(block, &self.k1))
     }
 
-    /// Replaces every input block in `blocks` by its CMAC. All blocks go through one call
-    /// into the AES backend (its key setup is paid once per batch, not once per block) and are
-    /// independent, so the AES units pipeline them.
+    /// Replaces every input block in `blocks` by its CMAC. The blocks are independent: they
+    /// are encrypted [`BATCH_LANES`] at a time, round by round, so the AES unit pipelines them.
     #[inline]
     pub fn compute_batch(&self, blocks: &mut [[u8; 16]]) {
-        self.cipher.encrypt_with_backend(CmacBatch {
-            blocks,
-            k1: &self.k1,
-        });
+        let mut chunks = blocks.chunks_exact_mut(BATCH_LANES);
+        for chunk in &mut chunks {
+            let lanes: &mut [[u8; 16]; BATCH_LANES] = chunk
+                .try_into()
+                .expect("chunks_exact_mut yields whole chunks");
+            for b in lanes.iter_mut() {
+                *b = xor16(b, &self.k1);
+            }
+            self.cipher.encrypt_each(lanes);
+        }
+        for b in chunks.into_remainder() {
+            *b = self.compute(b);
+        }
     }
 
     /// Whether `mac` (the 6 bytes of a hop field) matches the CMAC of `block`, compared in
@@ -80,27 +86,6 @@ impl HopMac {
     pub fn verify(&self, block: &[u8; 16], mac: &[u8; HOP_MAC_LEN]) -> bool {
         let full = self.compute(block);
         idint_wire::crypto::ct_eq(&full[..HOP_MAC_LEN], mac)
-    }
-}
-
-/// The batch as a closure the AES backend runs with its key schedule loaded.
-struct CmacBatch<'a> {
-    blocks: &'a mut [[u8; 16]],
-    k1: &'a [u8; 16],
-}
-
-impl BlockSizeUser for CmacBatch<'_> {
-    type BlockSize = U16;
-}
-
-impl BlockCipherEncClosure for CmacBatch<'_> {
-    #[inline(always)]
-    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, backend: &B) {
-        for b in self.blocks.iter_mut() {
-            let mut x = Array::from(xor16(b, self.k1));
-            backend.encrypt_block_inplace(&mut x);
-            *b = x.into();
-        }
     }
 }
 
