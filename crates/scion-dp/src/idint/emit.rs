@@ -161,6 +161,15 @@ pub(super) const TEMPLATE_MAX: usize = 80;
 /// Bytes copied per store when an entry is written from its template.
 const CHUNK: usize = 16;
 
+/// A slot a template asks the source for per packet: its instruction code, width and
+/// offset in the entry (meaningful if the source supplied it for the learning packet).
+#[derive(Clone, Copy, Default)]
+pub(super) struct PerPacket {
+    pub(super) code: u8,
+    pub(super) width: u8,
+    pub(super) at: u8,
+}
+
 /// One slot a template asks the source for.
 #[derive(Clone, Copy, Default)]
 pub(super) struct Read {
@@ -188,9 +197,9 @@ pub(super) struct EntryPlan {
     /// Every slot asked for, in order.
     pub(super) reads: [Read; 4],
     pub(super) n_reads: u8,
-    /// The slots asked for per packet (indices into `reads`), and which of them the source
-    /// supplied for the learning packet (bit `d` for `per_packet[d]`).
-    pub(super) per_packet: [u8; 4],
+    /// The slots asked for per packet, and which of them the source supplied for the
+    /// learning packet (bit `d` for `per_packet[d]`).
+    pub(super) per_packet: [PerPacket; 4],
     pub(super) n_per_packet: u8,
     pub(super) supplied: u8,
 }
@@ -212,7 +221,7 @@ impl EntryPlan {
             node_at: None,
             reads: [Read::default(); 4],
             n_reads: 0,
-            per_packet: [0; 4],
+            per_packet: [PerPacket::default(); 4],
             n_per_packet: 0,
             supplied: 0,
         };
@@ -246,7 +255,11 @@ impl EntryPlan {
             }
             if !read.per_burst {
                 let d = usize::from(p.n_per_packet);
-                p.per_packet[d] = p.n_reads;
+                p.per_packet[d] = PerPacket {
+                    code: read.code,
+                    width: read.width,
+                    at: read.at.unwrap_or(0),
+                };
                 p.supplied |= u8::from(supplied) << d;
                 p.n_per_packet += 1;
             }
@@ -317,13 +330,13 @@ impl EntryPlan {
         if let Some(n) = nonce {
             e[NONCE_OFFSET..NONCE_OFFSET + NONCE_LEN].copy_from_slice(&n);
         }
-        for (&r, &v) in self.per_packet[..usize::from(self.n_per_packet)]
+        for (d, (r, &v)) in self.per_packet[..usize::from(self.n_per_packet)]
             .iter()
             .zip(values)
+            .enumerate()
         {
-            let r = &self.reads[usize::from(r)];
-            if let Some(at) = r.at {
-                put_be(e, usize::from(at), v, usize::from(r.width));
+            if self.supplied & (1 << d) != 0 {
+                put_be(e, usize::from(r.at), v, usize::from(r.width));
             }
         }
         e[len - MAC_FIELD..].copy_from_slice(&prev_mac);

@@ -3,7 +3,7 @@
 //! of walking the stack again ([`IdIntStage::push_planned`]).
 
 use idint_wire::ext::opt_type;
-use idint_wire::idint::entry::{MAC_LEN, entry_len};
+use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, entry_len};
 
 use crate::bytes::{read_u48_le, read_u128_le};
 use crate::config::Router;
@@ -16,7 +16,7 @@ use super::emit::emit_entry;
 use super::keys::VerifierKeys;
 use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS};
 use super::nonces::NonceSource;
-use super::plan::NO_BURST;
+use super::plan::{FlowPlan, NO_BURST};
 use super::roles::Out;
 use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
 use super::sink::ReportExporter;
@@ -75,12 +75,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         {
             return false;
         }
+        // The template's entry fits: the same request bytes give the same stack bounds.
         let (encrypt, new_tos, at) = (plan.encrypt, plan.new_tos, plan.at);
-        // Not before the planned entry is known to fit: a full stack takes the general path,
-        // which looks the key up (and asks the source) itself.
-        if free + usize::from(plan.entry.len) > end {
-            return false;
-        }
         let same = at.raw(head, hbh) == Some(plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
@@ -118,12 +114,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let ep = &plan.entry;
         let mut values = [0u64; 4];
         let mut supplied = 0u8;
-        for (d, &r) in ep.per_packet[..usize::from(ep.n_per_packet)]
+        for (d, r) in ep.per_packet[..usize::from(ep.n_per_packet)]
             .iter()
             .enumerate()
         {
-            let code = ep.reads[usize::from(r)].code;
-            if let Some(v) = read_instruction(source, router.local_ia(), code, &ctx) {
+            if let Some(v) = read_instruction(source, router.local_ia(), r.code, &ctx) {
                 values[d] = v;
                 supplied |= 1 << d;
             }
@@ -139,22 +134,17 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         } else {
             // The source supplied other items than for the learning packet: the entry is
             // laid out from what it did supply.
-            let bitmap = hbh[INST_BITMAP] >> INST_BITMAP_SHIFT;
-            let g = ep.gathered(source, router.local_ia(), bitmap, &ctx, &values, supplied);
-            let len = entry_len(encrypt, g.md_len);
-            if free + len > end {
-                // Full: the general path sets X.
-                return false;
-            }
-            emit_entry(
-                &mut hbh[free..free + len],
-                &g,
-                plan.role,
-                f.hop,
+            let v = Supplied {
+                values: &values,
+                supplied,
                 nonce,
                 prev_mac,
-            );
-            len
+            };
+            match emit_supplied(source, router, hbh, plan, &ctx, f.hop, &v) {
+                Some(len) => len,
+                // Full: the general path sets X.
+                None => return false,
+            }
         };
         let e_end = free + len;
         // The padding option the entry overlaps ran to the end of the stack (at most 257
@@ -197,6 +187,48 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         true
     }
+}
+
+/// What a packet's source supplied when it differs from the template's.
+struct Supplied<'a> {
+    /// The per-packet values (as for [`EntryPlan::write`]) and which were supplied.
+    values: &'a [u64; 4],
+    supplied: u8,
+    nonce: Option<[u8; NONCE_LEN]>,
+    prev_mac: [u8; MAC_LEN],
+}
+
+/// Writes the entry of a packet whose source supplied other items than for the packet the
+/// template was learnt from, laid out from what it did supply (as `gather` and
+/// [`emit_entry`] lay it out); its length, or `None` (nothing written) if it does not fit.
+#[inline(never)]
+fn emit_supplied<S: TelemetrySource>(
+    source: &mut S,
+    router: &Router,
+    hbh: &mut [u8],
+    plan: &FlowPlan,
+    ctx: &HopContext,
+    hop: u8,
+    v: &Supplied<'_>,
+) -> Option<usize> {
+    let (free, end) = (usize::from(plan.free), usize::from(plan.end));
+    let bitmap = hbh[INST_BITMAP] >> INST_BITMAP_SHIFT;
+    let g = plan
+        .entry
+        .gathered(source, router.local_ia(), bitmap, ctx, v.values, v.supplied);
+    let len = entry_len(plan.encrypt, g.md_len);
+    if free + len > end {
+        return None;
+    }
+    emit_entry(
+        &mut hbh[free..free + len],
+        &g,
+        plan.role,
+        hop,
+        v.nonce,
+        v.prev_mac,
+    );
+    Some(len)
 }
 
 /// What [`rekey`] found.
