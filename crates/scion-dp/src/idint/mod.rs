@@ -238,17 +238,27 @@ impl<K, S, N, X> IdIntStage<K, S, N, X> {
     }
 }
 
-impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
-    for IdIntStage<K, S, N, X>
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
+    IdIntStage<K, S, N, X>
 {
-    #[inline]
-    fn after_forwarding(
+    /// [`Self::forwarded`] out of line, for single packets (and for hooks that wrap the
+    /// stage, such as the lower-bound aid, which then keep their own code small).
+    #[inline(never)]
+    fn forwarded_single(
         &mut self,
         router: &Router,
         buf: &mut [u8],
         pkt: &Forwarded,
         d: &mut Disposition,
     ) {
+        self.forwarded(router, buf, pkt, d);
+    }
+
+    /// The stage's hook: packets with a hop-by-hop header that are forwarded, handed to a
+    /// sibling router or delivered. Inlined into the burst loop: a flow's templated push
+    /// then runs without a call.
+    #[inline(always)]
+    fn forwarded(&mut self, router: &Router, buf: &mut [u8], pkt: &Forwarded, d: &mut Disposition) {
         // Only packets that carry a hop-by-hop header can carry ID-INT.
         let len = pkt.len;
         if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
@@ -274,6 +284,22 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         };
         self.apply(router, buf, pkt, out, d);
     }
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
+    for IdIntStage<K, S, N, X>
+{
+    /// A single packet: out of line (the burst loop inlines [`Self::forwarded`] itself).
+    #[inline]
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+    ) {
+        self.forwarded_single(router, buf, pkt, d);
+    }
 
     #[inline]
     fn after_forwarding_in_burst(
@@ -285,7 +311,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         slot: usize,
     ) {
         self.defer_slot = u8::try_from(slot).ok();
-        self.after_forwarding(router, buf, pkt, d);
+        self.forwarded(router, buf, pkt, d);
         self.defer_slot = None;
     }
 
