@@ -305,7 +305,8 @@ impl EntryPlan {
     }
 
     /// Writes the template into `e` (exactly its length), `prev_mac` in its MAC field, the
-    /// per-packet values `values` (`values[d]` of `per_packet[d]`, all supplied) and `nonce`
+    /// per-packet values `values` (`values[d]` of `per_packet[d]`, those the template has
+    /// room for: the source supplied the same items as for the learning packet) and `nonce`
     /// after the header (if encrypted): the entry [`emit_entry`] writes for the same values
     /// and nonce. Fixed-size copies (the last one overlapping), no call to `memcpy`.
     #[inline(always)]

@@ -17,10 +17,11 @@ pub(super) const PLANS: usize = 4;
 /// A [`FlowPlan::burst`] no burst has.
 pub(super) const NO_BURST: u64 = u64::MAX;
 
-/// The checks and decisions of a fast push, kept for the next packets of the burst that carry
-/// the same request along the same route to the same verifier (`FlowPlan::request`,
-/// `route`, `top`, `pad` and the verifier compared byte for byte): they take the same
-/// decisions without walking the stack again. Only values, nonce and MAC differ per packet.
+/// A flow's template: the checks and decisions of a fast push and the entry it wrote, kept
+/// for the flow's next packets that carry the same request along the same route to the same
+/// verifier (`FlowPlan::request`, `route`, `top`, `pad` and the verifier compared byte for
+/// byte): they take the same decisions without walking the stack again and get the same
+/// entry bytes. Only values, nonce and MAC differ per packet.
 #[derive(Clone, Copy)]
 pub(super) struct FlowPlan {
     /// HBH bytes 0-15 (extension header; main option type, length, flags, mode, verifier

@@ -1,6 +1,7 @@
-//! Planned pushes: a flow's first fast push leaves a plan (`plan`: its checks, decisions
-//! and entry layout); the flow's next packets are checked against it byte for byte instead
-//! of walking the stack again ([`IdIntStage::push_planned`]).
+//! Templated pushes: a flow's first fast push leaves a template (`plan`: its checks,
+//! decisions and plaintext entry); the flow's next packets are checked against it byte for
+//! byte instead of walking the stack again, and their entry is written from its bytes
+//! ([`IdIntStage::push_planned`]).
 
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, entry_len};
@@ -24,10 +25,11 @@ use super::sink::ReportExporter;
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
-    /// A packet of a flow an earlier fast push planned for (same request bytes and roles, in
-    /// this burst, an earlier one or an earlier single packet): the bytes that push's checks
-    /// and decisions depended on are compared with the plan's instead of being walked again;
-    /// `false` (nothing written) if any differs.
+    /// A packet of a flow an earlier fast push left a template for (same request bytes,
+    /// roles and interfaces, in this burst, an earlier one or an earlier single packet): the
+    /// bytes that push's checks and decisions depended on are compared with the template's
+    /// instead of being walked again, and the entry is the template's bytes with this
+    /// packet's values, nonce and previous MAC; `false` (nothing written) if any differs.
     #[inline(always)]
     pub(super) fn push_planned(
         &mut self,
