@@ -29,7 +29,7 @@ use super::layout::{
     STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK, WORD, item,
 };
 use super::nonces::NonceSource;
-use super::plan::{FlowPlan, NO_BURST, VerifierAt};
+use super::plan::{FlowPlan, NO_BURST, VerifierAt, padding_tail};
 use super::planned::route_key;
 use super::roles::{Out, Role};
 use super::sealing::{Seal, seal_or_defer};
@@ -272,6 +272,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         // The entry's verifier is the table's last one if the entry was deferred.
         let deferred = defer.is_some() && batch.n_ids > 0 && batch.ids[batch.n_ids - 1] == id;
         let raw = at.raw(head, hbh);
+        let (tail, tail_len) = padding_tail(e_end, end);
         if single_pad
             && let Some(entry) = entry
             && let Some(raw) = raw
@@ -286,6 +287,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 free: free as u16,
                 end: end as u16,
                 pad,
+                tail,
+                tail_len,
                 new_tos: hbh[TOS],
                 encrypt,
                 role,

@@ -4,6 +4,7 @@
 //! `planned` uses them, and the seal batch keeps the last few.
 
 use idint_wire::AddrType;
+use idint_wire::ext::opt_type;
 
 use crate::header::ADDR_TYPES_AT;
 
@@ -13,6 +14,15 @@ use super::roles::Role;
 
 /// Plans kept.
 pub(super) const PLANS: usize = 4;
+
+/// The padding left between `e_end` and `end`: its header bytes and how many there are.
+pub(super) fn padding_tail(e_end: usize, end: usize) -> ([u8; 2], u8) {
+    match end.saturating_sub(e_end) {
+        0 => ([0; 2], 0),
+        1 => ([opt_type::PAD1, 0], 1),
+        r => ([opt_type::PADN, (r - 2) as u8], 2),
+    }
+}
 
 /// A [`FlowPlan::burst`] no burst has.
 pub(super) const NO_BURST: u64 = u64::MAX;
@@ -39,6 +49,10 @@ pub(super) struct FlowPlan {
     pub(super) end: u16,
     /// The header of the one padding option that covered `free..end`.
     pub(super) pad: [u8; 2],
+    /// What is left of that padding option after the template's entry: its header bytes
+    /// (`tail_len` of them: none, a Pad1, or a PadN header).
+    pub(super) tail: [u8; 2],
+    pub(super) tail_len: u8,
     /// The new TOS byte.
     pub(super) new_tos: u8,
     pub(super) encrypt: bool,

@@ -17,7 +17,7 @@ use super::emit::emit_entry;
 use super::keys::VerifierKeys;
 use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS};
 use super::nonces::NonceSource;
-use super::plan::{FlowPlan, NO_BURST};
+use super::plan::{FlowPlan, NO_BURST, padding_tail};
 use super::roles::Out;
 use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
 use super::sink::ReportExporter;
@@ -132,6 +132,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let len = if supplied == ep.supplied && fresh {
             let len = usize::from(ep.len);
             ep.write(&mut hbh[free..free + len], nonce, &values, prev_mac);
+            // What is left of the padding option (at most 257 bytes) the entry overlaps.
+            let e_end = free + len;
+            match plan.tail_len {
+                0 => {}
+                1 => hbh[e_end] = plan.tail[0],
+                _ => hbh[e_end..e_end + 2].copy_from_slice(&plan.tail),
+            }
             len
         } else {
             // The source supplied other items than for the learning packet: the entry is
@@ -149,16 +156,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
         };
         let e_end = free + len;
-        // The padding option the entry overlaps ran to the end of the stack (at most 257
-        // bytes): what is left of it is one option.
-        match end - e_end {
-            0 => {}
-            1 => hbh[e_end] = opt_type::PAD1,
-            r => {
-                hbh[e_end] = opt_type::PADN;
-                hbh[e_end + 1] = (r - 2) as u8;
-            }
-        }
         hbh[TOS] = new_tos;
         let e = &mut hbh[free..e_end];
         counters.packets += 1;
@@ -230,6 +227,9 @@ fn emit_supplied<S: TelemetrySource>(
         v.nonce,
         v.prev_mac,
     );
+    // What is left of the padding option the entry overlaps.
+    let (tail, n) = padding_tail(free + len, end);
+    hbh[free + len..free + len + usize::from(n)].copy_from_slice(&tail[..usize::from(n)]);
     Some(len)
 }
 
