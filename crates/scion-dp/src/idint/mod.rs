@@ -316,7 +316,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
     for IdIntStage<K, S, N, X>
 {
-    /// A single packet: out of line (the burst loop inlines [`Self::forwarded`] itself).
+    /// A single packet: out of line (the burst loop inlines the stage's hook itself).
     #[inline]
     fn after_forwarding(
         &mut self,

@@ -190,7 +190,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
 
 /// What a packet's source supplied when it differs from the template's.
 struct Supplied<'a> {
-    /// The per-packet values (as for [`EntryPlan::write`]) and which were supplied.
+    /// The per-packet values (as for `EntryPlan::write`) and which were supplied.
     values: &'a [u64; 4],
     supplied: u8,
     nonce: Option<[u8; NONCE_LEN]>,
