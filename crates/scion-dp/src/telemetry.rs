@@ -299,6 +299,30 @@ pub mod code {
     pub const NODE_IPV6_LOW: u8 = 0xc2;
 }
 
+/// Whether instruction `code`'s value comes from the router's identity or from a `&self`
+/// method of the source (device, software version, addresses, position): it cannot change
+/// while the stage holds the source (only [`IdIntStage::source_mut`] can change it, between
+/// bursts), so a burst may ask for it once. Counters, clocks, queues and the like (`&mut self`
+/// methods) are asked for per packet.
+///
+/// [`IdIntStage::source_mut`]: crate::idint::IdIntStage::source_mut
+pub fn per_burst(code: u8) -> bool {
+    matches!(
+        code,
+        code::ISD
+            | code::ASN
+            | code::DEVICE_TYPE_ROLE
+            | code::DEVICE_VENDOR
+            | code::DEVICE_MODEL
+            | code::SOFTWARE_VERSION
+            | code::NODE_IPV4
+            | code::GPS_LATITUDE
+            | code::GPS_LONGITUDE
+            | code::NODE_IPV6_HIGH
+            | code::NODE_IPV6_LOW
+    )
+}
+
 /// The value of instruction `code` for a packet, from the source (or from the router's own
 /// identity for ISD and ASN). `None` for NOP, unassigned codes and what the source does not
 /// measure. Values are returned unmasked; the caller fits them to the slot width.

@@ -1,13 +1,13 @@
 //! Writing a new entry: gathering the values this router can supply ([`gather`]) and laying
 //! the plaintext entry out in the packet, from gathered values ([`emit_entry`]) or from a
-//! flow's plan ([`emit_planned`]). The MAC field is left holding the previous entry's MAC
+//! flow's template ([`EntryPlan`]). The MAC field is left holding the previous entry's MAC
 //! (the MAC input); `sealing` seals it.
 
 use idint_wire::IsdAsn;
 use idint_wire::ext::opt_type;
-use idint_wire::idint::entry::{NONCE_LEN, NONCE_OFFSET, flags as eflags};
+use idint_wire::idint::entry::{MAC_LEN as MAC_FIELD, NONCE_LEN, NONCE_OFFSET, flags as eflags};
 
-use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
+use crate::telemetry::{HopContext, TelemetrySource, per_burst, read_instruction};
 
 use super::layout::{
     ENTRY_FLAGS, ENTRY_HOP, ENTRY_MD, OPT_DATA_LEN, OPT_HDR, OPT_TYPE, entry_hop, entry_md, item,
@@ -154,101 +154,239 @@ pub(super) fn emit_entry(
     e[len - 4..].copy_from_slice(&prev_mac);
 }
 
-/// Writes a new plaintext entry into `e` (exactly its length) in the layout `ep` planned:
-/// what [`emit_entry`] writes for the same items, header bytes taken from the plan. `values[r]`
-/// is the value of `ep.reads[r]` (every read of the plan was supplied). Kept apart from
-/// `emit_entry` on purpose: sharing the metadata writer between the two cost 25 instructions
-/// per packet on this path (callgrind, 8 B authenticated).
-#[inline(always)]
-pub(super) fn emit_planned(
-    e: &mut [u8],
-    ep: &EntryPlan,
-    nonce: Option<[u8; 12]>,
-    node_id: Option<u32>,
-    ctx: &HopContext,
-    values: &[u64; 4],
-    prev_mac: [u8; 4],
-) {
-    let len = e.len();
-    e[..6].copy_from_slice(&ep.head);
-    let mut p = NONCE_OFFSET;
-    if let Some(n) = nonce {
-        e[p..p + NONCE_LEN].copy_from_slice(&n);
-        p += NONCE_LEN;
-    }
-    if let Some(id) = node_id {
-        put_be(e, p, u64::from(id), 4);
-        p += 4;
-    }
-    for (bit, v) in [
-        (item::NODE_COUNT, 1),
-        (item::INGRESS_IF, ctx.ingress_if),
-        (item::EGRESS_IF, ctx.egress_if),
-    ] {
-        if ep.mask & bit != 0 {
-            put_be(e, p, u64::from(v), 2);
-            p += 2;
-        }
-    }
-    for (r, (&(_, _, w), &v)) in ep.reads[..usize::from(ep.n_reads)]
-        .iter()
-        .zip(values)
-        .enumerate()
-    {
-        if ep.supplied & (1 << r) != 0 {
-            let w = usize::from(w);
-            put_be(e, p, v, w);
-            p += w;
-        }
-    }
-    e[p..p + 4].fill(0);
-    e[len - 4..].copy_from_slice(&prev_mac);
+/// Longest entry a flow template holds (as the burst pass seals; router entries are at most 64
+/// bytes).
+pub(super) const TEMPLATE_MAX: usize = 80;
+
+/// Bytes copied per store when an entry is written from its template.
+const CHUNK: usize = 16;
+
+/// A slot a template asks the source for per packet: its instruction code, width and
+/// offset in the entry (meaningful if the source supplied it for the learning packet).
+#[derive(Clone, Copy, Default)]
+pub(super) struct PerPacket {
+    pub(super) code: u8,
+    pub(super) width: u8,
+    pub(super) at: u8,
 }
 
-/// The entry a plan writes while the source supplies the same items as for the planning
-/// packet: everything but the values, the nonce and the MAC is fixed.
+/// One slot a template asks the source for.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Read {
+    /// Its index among the instructions (0-3), instruction code and width.
+    pub(super) slot: u8,
+    pub(super) code: u8,
+    pub(super) width: u8,
+    /// Where its value goes in the entry, if the source supplied it for the learning packet.
+    pub(super) at: Option<u8>,
+    /// Whether it is asked for once per burst ([`per_burst`]).
+    pub(super) per_burst: bool,
+}
+
+/// The entry a flow template writes while the source supplies the same items as for the
+/// packet it was learnt from: its plaintext bytes (header, bitmap items, zero padding; nonce
+/// and MAC field zero) with the per-burst values ([`per_burst`], and the node id) of the last
+/// refresh; the other values, the nonce and the MAC field are written per packet.
 #[derive(Clone, Copy)]
 pub(super) struct EntryPlan {
-    /// The first 6 bytes (type, length, flags, hop, mask and slot lengths).
-    pub(super) head: [u8; 6],
+    pub(super) bytes: [u8; TEMPLATE_MAX],
     pub(super) len: u8,
-    /// The Mask nibble written (node id 8, node count 4, ingress 2, egress 1).
-    pub(super) mask: u8,
-    /// The slots the source is asked for, in order: (slot index, instruction code, width);
-    /// and which of them it supplied (bit `r` for `reads[r]`).
-    pub(super) reads: [(u8, u8, u8); 4],
+    /// Whether the request asks for the node id; where it goes if the source supplied it.
+    pub(super) ask_node: bool,
+    pub(super) node_at: Option<u8>,
+    /// Every slot asked for, in order.
+    pub(super) reads: [Read; 4],
     pub(super) n_reads: u8,
+    /// The slots asked for per packet, and which of them the source supplied for the
+    /// learning packet (bit `d` for `per_packet[d]`).
+    pub(super) per_packet: [PerPacket; 4],
+    pub(super) n_per_packet: u8,
     pub(super) supplied: u8,
 }
 
 impl EntryPlan {
-    /// The layout of `e`, just written from `g` for `instructions`.
+    /// The template of `e` (at most [`TEMPLATE_MAX`] bytes), just written from `g` for
+    /// `instructions`; `ask_node`: the request's bitmap asks for the node id.
     pub(super) fn new(
         e: &[u8],
         g: &Gathered,
         instructions: &[idint_wire::idint::Instruction; 4],
-    ) -> Self {
+        ask_node: bool,
+    ) -> Option<Self> {
+        let len = e.len();
         let mut p = EntryPlan {
-            head: [0; 6],
-            len: e.len() as u8,
-            mask: g.mask,
-            reads: [(0, 0, 0); 4],
+            bytes: [0; TEMPLATE_MAX],
+            len: u8::try_from(len).ok()?,
+            ask_node,
+            node_at: None,
+            reads: [Read::default(); 4],
             n_reads: 0,
+            per_packet: [PerPacket::default(); 4],
+            n_per_packet: 0,
             supplied: 0,
         };
-        p.head.copy_from_slice(&e[..6]);
+        let nonce = e.get(ENTRY_FLAGS)? & eflags::C != 0;
+        p.bytes.get_mut(..len)?.copy_from_slice(e);
+        let mut at = NONCE_OFFSET;
+        if nonce {
+            p.bytes[at..at + NONCE_LEN].fill(0);
+            at += NONCE_LEN;
+        }
+        p.bytes[len - MAC_FIELD..len].fill(0);
+        if g.mask & item::NODE_ID != 0 {
+            p.node_at = Some(at as u8);
+        }
+        let mut v = at + usize::from(BITMAP_BYTES[usize::from(g.mask)]);
         for (k, ins) in instructions.iter().enumerate() {
             let w = ins.data_len();
             if w == 0 || ins.reserved_bit() {
                 continue;
             }
-            let r = usize::from(p.n_reads);
-            p.reads[r] = (k as u8, ins.0, w as u8);
-            if g.widths[k] != 0 {
-                p.supplied |= 1 << r;
+            let supplied = g.widths[k] != 0;
+            let read = Read {
+                slot: k as u8,
+                code: ins.0,
+                width: w as u8,
+                at: supplied.then_some(v as u8),
+                per_burst: per_burst(ins.0),
+            };
+            if supplied {
+                v += w;
             }
+            if !read.per_burst {
+                let d = usize::from(p.n_per_packet);
+                p.per_packet[d] = PerPacket {
+                    code: read.code,
+                    width: read.width,
+                    at: read.at.unwrap_or(0),
+                };
+                p.supplied |= u8::from(supplied) << d;
+                p.n_per_packet += 1;
+            }
+            p.reads[usize::from(p.n_reads)] = read;
             p.n_reads += 1;
         }
-        p
+        Some(p)
+    }
+
+    /// Asks the source for the per-burst values (node id, [`per_burst`] slots) and writes
+    /// them into the template; `false` if it did not supply the same of them as for the
+    /// packet the template was learnt from.
+    #[inline(never)]
+    pub(super) fn refresh<S: TelemetrySource>(
+        &mut self,
+        source: &mut S,
+        local_ia: IsdAsn,
+        ctx: &HopContext,
+    ) -> bool {
+        let node_id = if self.ask_node {
+            source.node_id()
+        } else {
+            None
+        };
+        match (node_id, self.node_at) {
+            (Some(id), Some(at)) => put_be(&mut self.bytes, usize::from(at), u64::from(id), 4),
+            (None, None) => {}
+            _ => return false,
+        }
+        for r in self.reads[..usize::from(self.n_reads)].iter() {
+            if !r.per_burst {
+                continue;
+            }
+            match (read_instruction(source, local_ia, r.code, ctx), r.at) {
+                (Some(v), Some(at)) => {
+                    put_be(&mut self.bytes, usize::from(at), v, usize::from(r.width));
+                }
+                (None, None) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Writes the template into `e` (exactly its length), `prev_mac` in its MAC field, the
+    /// per-packet values `values` (`values[d]` of `per_packet[d]`, those the template has
+    /// room for: the source supplied the same items as for the learning packet) and `nonce`
+    /// after the header (if encrypted): the entry [`emit_entry`] writes for the same values
+    /// and nonce. Fixed-size copies (the last one overlapping), no call to `memcpy`.
+    #[inline(always)]
+    pub(super) fn write(
+        &self,
+        e: &mut [u8],
+        nonce: Option<[u8; NONCE_LEN]>,
+        values: &[u64; 4],
+        prev_mac: [u8; 4],
+    ) {
+        let len = e.len();
+        if (CHUNK..=TEMPLATE_MAX).contains(&len) {
+            let mut o = 0;
+            while o + CHUNK < len {
+                e[o..o + CHUNK].copy_from_slice(&self.bytes[o..o + CHUNK]);
+                o += CHUNK;
+            }
+            e[len - CHUNK..].copy_from_slice(&self.bytes[len - CHUNK..len]);
+        } else if let Some(b) = self.bytes.get(..len) {
+            e.copy_from_slice(b);
+        }
+        if let Some(n) = nonce {
+            e[NONCE_OFFSET..NONCE_OFFSET + NONCE_LEN].copy_from_slice(&n);
+        }
+        for (d, (r, &v)) in self.per_packet[..usize::from(self.n_per_packet)]
+            .iter()
+            .zip(values)
+            .enumerate()
+        {
+            if self.supplied & (1 << d) != 0 {
+                put_be(e, usize::from(r.at), v, usize::from(r.width));
+            }
+        }
+        e[len - MAC_FIELD..].copy_from_slice(&prev_mac);
+    }
+
+    /// The values of a packet whose source supplied other items than the template's: the
+    /// per-packet ones already asked for (`values`, `supplied`: as for [`Self::write`]), the
+    /// per-burst ones asked for again (no side effects), laid out as [`gather`] does.
+    #[inline(never)]
+    pub(super) fn gathered<S: TelemetrySource>(
+        &self,
+        source: &mut S,
+        local_ia: IsdAsn,
+        bitmap: u8,
+        ctx: &HopContext,
+        values: &[u64; 4],
+        supplied: u8,
+    ) -> Gathered {
+        let mut g = Gathered {
+            node_id: 0,
+            ingress_if: ctx.ingress_if,
+            egress_if: ctx.egress_if,
+            mask: bitmap & item::ALWAYS,
+            values: [0; 4],
+            widths: [0; 4],
+            md_len: 0,
+        };
+        if self.ask_node
+            && let Some(id) = source.node_id()
+        {
+            g.node_id = id;
+            g.mask |= item::NODE_ID;
+        }
+        g.md_len = usize::from(BITMAP_BYTES[usize::from(g.mask)]);
+        let mut d = 0;
+        for r in self.reads[..usize::from(self.n_reads)].iter() {
+            let v = if r.per_burst {
+                read_instruction(source, local_ia, r.code, ctx)
+            } else {
+                d += 1;
+                (supplied & (1 << (d - 1)) != 0).then(|| values[d - 1])
+            };
+            if let Some(v) = v {
+                let (k, w) = (usize::from(r.slot), usize::from(r.width));
+                g.values[k] = v;
+                g.widths[k] = w;
+                g.md_len += w;
+            }
+        }
+        g
     }
 }

@@ -26,10 +26,10 @@ use super::layout::mode::{
 use super::layout::{
     DELAY_HOPS, DELAY_HOPS_SHIFT, ENTRY_FLAGS, INST_BITMAP, INST_BITMAP_SHIFT, INSTRUCTIONS, MAIN,
     MAIN_DATA_LEN, MAIN_FLAGS, MAIN_LEN_V4, MAIN_LEN_V6, MAIN_MODE, OPT_DATA_LEN, OPT_HDR,
-    STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK, WORD,
+    STACK_LEN, TOS, VERIFIER_HOST, VERIFIER_IA, VERSION_MASK, WORD, item,
 };
 use super::nonces::NonceSource;
-use super::plan::{FlowPlan, NO_BURST, VerifierAt};
+use super::plan::{FlowPlan, NO_BURST, VerifierAt, padding_tail};
 use super::planned::route_key;
 use super::roles::{Out, Role};
 use super::sealing::{Seal, seal_or_defer};
@@ -196,13 +196,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let i = INSTRUCTIONS;
         let instructions =
             [hbh[i], hbh[i + 1], hbh[i + 2], hbh[i + 3]].map(idint_wire::idint::Instruction);
-        let g = gather(
-            source,
-            router.local_ia(),
-            hbh[INST_BITMAP] >> INST_BITMAP_SHIFT,
-            &instructions,
-            &ctx,
-        );
+        let bitmap = hbh[INST_BITMAP] >> INST_BITMAP_SHIFT;
+        let g = gather(source, router.local_ia(), bitmap, &instructions, &ctx);
         let len = entry_len(encrypt, g.md_len);
         let e_end = free + len;
         if e_end > end {
@@ -253,6 +248,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             encrypt.then(|| nonces.nonce()),
             prev_mac,
         );
+        // The flow's template: the plaintext entry, before it is sealed.
+        let entry = EntryPlan::new(e, &g, &instructions, bitmap & item::NODE_ID != 0);
         let job = Seal {
             defer,
             at: hl + free,
@@ -274,7 +271,12 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         // The entry's verifier is the table's last one if the entry was deferred.
         let deferred = defer.is_some() && batch.n_ids > 0 && batch.ids[batch.n_ids - 1] == id;
-        if single_pad {
+        let raw = at.raw(head, hbh);
+        let (tail, tail_len) = padding_tail(e_end, end);
+        if single_pad
+            && let Some(entry) = entry
+            && let Some(raw) = raw
+        {
             let route = route_key(f, out);
             batch.keep_plan(FlowPlan {
                 request,
@@ -285,16 +287,20 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 free: free as u16,
                 end: end as u16,
                 pad,
+                tail,
+                tail_len,
                 new_tos: hbh[TOS],
                 encrypt,
                 role,
                 at,
                 id,
+                raw,
                 id_ix: batch.n_ids.saturating_sub(1) as u8,
                 burst: if deferred { batch.burst } else { NO_BURST },
                 handle,
                 found_ns: ctx.now_ns,
-                entry: EntryPlan::new(&hbh[free..e_end], &g, &instructions),
+                entry,
+                values_burst: NO_BURST,
             });
         }
         true

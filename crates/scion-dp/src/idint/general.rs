@@ -30,7 +30,7 @@ use super::sink::ReportExporter;
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn apply(
         &mut self,
         router: &Router,
@@ -50,10 +50,30 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         let (head, rest) = pkt.split_at_mut(hl);
         let hbh = &mut rest[..hbh_len];
-        if self.fast
-            && (self.push_planned(router, head, hbh, hl, f, out)
-                || self.fast_push(router, head, hbh, hl, f, out, d))
-        {
+        if self.fast && self.push_planned(router, head, hbh, hl, f, out) {
+            return;
+        }
+        self.apply_unplanned(router, buf, f, out, d, hl, hbh_len);
+    }
+
+    /// A packet no flow template covers: the straight-line push (which learns a template),
+    /// else the general path. Not inlined into [`Self::apply`]: its frame and register
+    /// pressure made the templated push's worse.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn apply_unplanned(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        f: &Forwarded,
+        out: Out,
+        d: &mut Disposition,
+        hl: usize,
+        hbh_len: usize,
+    ) {
+        let (head, rest) = buf[..f.len].split_at_mut(hl);
+        let hbh = &mut rest[..hbh_len];
+        if self.fast && self.fast_push(router, head, hbh, hl, f, out, d) {
             return;
         }
         self.apply_general(router, buf, f, out, d, hl, hbh_len);

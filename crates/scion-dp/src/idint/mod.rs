@@ -61,15 +61,40 @@
 //! In a burst, entries are written at once but sealed together at the end of the burst: each
 //! entry waits in the packet with the previous MAC in its MAC field (exactly its MAC input),
 //! and the burst pass runs every entry's CBC-MAC and keystream interleaved (one key schedule
-//! load when the burst shares a verifier). The first well-formed push of a flow leaves a
-//! *plan* (its checks, decisions and entry layout; the last 4 are kept); the flow's next
-//! packets (in the burst, in later bursts, or single packets) with the same request bytes,
-//! roles, top entry, padding and verifier location are checked against it by comparing those
-//! bytes instead of walking the stack again (another verifier in the same place only costs
-//! its key lookup). A plan's key is trusted only at the time it was found: a packet at
-//! another time looks its key up again, since it may fall into another DRKey epoch. Results
-//! are identical to packet-by-packet processing through the general path (tested, and
-//! fuzzed with mutated packets following an unmutated one, in one burst, in two and singly).
+//! load when the burst shares a verifier; when the burst's entries also share their length,
+//! as a flow's templated entries do, without any per-entry decision).
+//!
+//! # Flow templates
+//!
+//! Packets of one flow share the request, roles, interfaces, verifier, key, instruction plan
+//! and entry header bytes; only the measured values, the nonce and the MAC differ. The first
+//! well-formed push of a flow (the straight-line push, `fast`) leaves a *template* (`plan`:
+//! its checks, decisions and the plaintext entry it wrote; the last 4 are kept). The flow's
+//! next packets (in the burst, in later bursts, or single packets) with the same request
+//! bytes, roles, hop index, interfaces, top entry, padding and verifier location are checked
+//! against it by comparing those bytes instead of parsing the stack, and their entry is one
+//! copy of the template's bytes with the packet's values, nonce and previous MAC written in
+//! (`planned`). The key, its DRKey epoch and the per-burst values are the template's only
+//! while they are known to hold:
+//!
+//! * *Key.* Trusted only at the time it was found: a packet at another time (the next burst)
+//!   looks it up again, since it may fall into another DRKey epoch; another verifier in the
+//!   same place (another destination host) only costs its lookup.
+//! * *Values.* Those of the router's identity and of the source's `&self` methods (node id,
+//!   addresses, device, software version, position: [`telemetry::per_burst`]) are asked for
+//!   once per burst (per packet for single packets); counters, clocks, queues and the like
+//!   (`&mut self` methods) per packet, in the order `gather` asks. A source that supplies
+//!   other items than for the packet the template was learnt from gets its entry laid out
+//!   from what it did supply (and the general path if that does not fit).
+//! * Anything else (another request, route or top entry, split padding, a missing key, a full
+//!   stack) takes the straight-line push or the general path, which learns a new template.
+//!
+//! Results are identical to packet-by-packet processing through the general path (tested,
+//! including a property test over random requests and sources, `tests/idint_template.rs`,
+//! and fuzzed with mutated packets following an unmutated one, in one burst, in two and
+//! singly).
+//!
+//! [`telemetry::per_burst`]: crate::telemetry::per_burst
 //!
 //! # Layout
 //!
@@ -78,12 +103,14 @@
 //!
 //! * `general`: the general path of a forwarded packet (roles, push or aggregate, DelayHops,
 //!   full stacks, missing keys, malformed options; hands over to the sink);
-//! * `fast` and `planned`: the straight-line push and the pushes that follow a flow's plan
-//!   (`plan`: what a plan holds);
+//! * `fast` and `planned`: the straight-line push (which learns a flow's template) and the
+//!   templated pushes (`plan`: what a template holds);
 //! * `internal`: AS-internal nodes ([`IdIntStage::process_internal`]);
 //! * `aggregation`: the aggregation functions ([`aggregate`]) and which entries may be merged;
-//! * `emit`: gathering values and laying out a new entry;
-//! * `sealing`: MACs and keystreams, at once or deferred to the end of a burst;
+//! * `emit`: gathering values and laying out a new entry, from gathered values or from a
+//!   template's bytes;
+//! * `sealing`: MACs and keystreams, at once or deferred to the end of a burst (`uniform`:
+//!   the burst pass for alike entries);
 //! * `keys` ([`VerifierKeys`], `DrkeyKeys`), `nonces` ([`NonceSource`], [`CtrDrbg`]),
 //!   `sink` ([`ReportExporter`], [`NoExport`]) and `counters` ([`IdIntCounters`]);
 //! * `roles` (a packet's roles) and `layout` (HBH offsets of a request, bitmap item bits).
@@ -238,17 +265,27 @@ impl<K, S, N, X> IdIntStage<K, S, N, X> {
     }
 }
 
-impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
-    for IdIntStage<K, S, N, X>
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
+    IdIntStage<K, S, N, X>
 {
-    #[inline]
-    fn after_forwarding(
+    /// [`Self::forwarded`] out of line, for single packets (and for hooks that wrap the
+    /// stage, such as the lower-bound aid, which then keep their own code small).
+    #[inline(never)]
+    fn forwarded_single(
         &mut self,
         router: &Router,
         buf: &mut [u8],
         pkt: &Forwarded,
         d: &mut Disposition,
     ) {
+        self.forwarded(router, buf, pkt, d);
+    }
+
+    /// The stage's hook: packets with a hop-by-hop header that are forwarded, handed to a
+    /// sibling router or delivered. Inlined into the burst loop: a flow's templated push
+    /// then runs without a call.
+    #[inline(always)]
+    fn forwarded(&mut self, router: &Router, buf: &mut [u8], pkt: &Forwarded, d: &mut Disposition) {
         // Only packets that carry a hop-by-hop header can carry ID-INT.
         let len = pkt.len;
         if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
@@ -274,6 +311,22 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         };
         self.apply(router, buf, pkt, out, d);
     }
+}
+
+impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
+    for IdIntStage<K, S, N, X>
+{
+    /// A single packet: out of line (the burst loop inlines the stage's hook itself).
+    #[inline]
+    fn after_forwarding(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+    ) {
+        self.forwarded_single(router, buf, pkt, d);
+    }
 
     #[inline]
     fn after_forwarding_in_burst(
@@ -285,7 +338,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         slot: usize,
     ) {
         self.defer_slot = u8::try_from(slot).ok();
-        self.after_forwarding(router, buf, pkt, d);
+        self.forwarded(router, buf, pkt, d);
         self.defer_slot = None;
     }
 

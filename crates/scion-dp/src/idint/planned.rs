@@ -1,9 +1,10 @@
-//! Planned pushes: a flow's first fast push leaves a plan (`plan`: its checks, decisions
-//! and entry layout); the flow's next packets are checked against it byte for byte instead
-//! of walking the stack again ([`IdIntStage::push_planned`]).
+//! Templated pushes: a flow's first fast push leaves a template (`plan`: its checks,
+//! decisions and plaintext entry); the flow's next packets are checked against it byte for
+//! byte instead of walking the stack again, and their entry is written from its bytes
+//! ([`IdIntStage::push_planned`]).
 
 use idint_wire::ext::opt_type;
-use idint_wire::idint::entry::entry_len;
+use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, entry_len};
 
 use crate::bytes::{read_u48_le, read_u128_le};
 use crate::config::Router;
@@ -12,22 +13,23 @@ use crate::outcome::Ingress;
 use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 use super::IdIntStage;
-use super::emit::{BITMAP_BYTES, Gathered, emit_entry, emit_planned};
+use super::emit::emit_entry;
 use super::keys::VerifierKeys;
-use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS, item};
+use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS};
 use super::nonces::NonceSource;
-use super::plan::NO_BURST;
+use super::plan::{FlowPlan, NO_BURST, padding_tail};
 use super::roles::Out;
-use super::sealing::{BATCH_ENTRY_MAX, Seal, seal_or_defer};
+use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
 use super::sink::ReportExporter;
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
-    /// A packet of a flow an earlier fast push planned for (same request bytes and roles, in
-    /// this burst, an earlier one or an earlier single packet): the bytes that push's checks
-    /// and decisions depended on are compared with the plan's instead of being walked again;
-    /// `false` (nothing written) if any differs.
+    /// A packet of a flow an earlier fast push left a template for (same request bytes,
+    /// roles and interfaces, in this burst, an earlier one or an earlier single packet): the
+    /// bytes that push's checks and decisions depended on are compared with the template's
+    /// instead of being walked again, and the entry is the template's bytes with this
+    /// packet's values, nonce and previous MAC; `false` (nothing written) if any differs.
     #[inline(always)]
     pub(super) fn push_planned(
         &mut self,
@@ -75,152 +77,87 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         {
             return false;
         }
-        let (encrypt, role, new_tos, at) = (plan.encrypt, plan.role, plan.new_tos, plan.at);
-        // Not before the planned entry is known to fit: a full stack takes the general path,
-        // which looks the key up (and asks the source) itself.
-        if free + usize::from(plan.entry.len) > end {
-            return false;
-        }
-        let same = at.holds(head, hbh, &plan.id);
+        // The template's entry fits: the same request bytes give the same stack bounds.
+        let (encrypt, new_tos, at) = (plan.encrypt, plan.new_tos, plan.at);
+        let same = at.raw(head, hbh) == Some(plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
-        let (id, handle, id_ix) = if same
-            && plan.found_ns == f.now_ns
-            && (defer.is_none() || plan.burst == batch.burst)
-        {
-            (plan.id, plan.handle, plan.id_ix)
-        } else {
-            // Another verifier of the same kind in the same place (another destination host,
-            // say): everything holds but the key.
-            let id = if same {
-                plan.id
-            } else {
-                let Some(id) = at.read(head, hbh) else {
-                    return false;
-                };
-                id
-            };
-            // The plan's key if it was found for this verifier at this very time, else
-            // looked up (a later time may fall into another key epoch; not `recall`: the
-            // plan's verifier is the one this flow saw last).
-            let handle = if same && plan.found_ns == f.now_ns {
-                plan.handle
-            } else {
-                let Some(h) = keys.find_ip(id.ia(), id.v6(), id.host, f.now_ns) else {
+        if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == batch.burst)) {
+            match rekey(keys, batch, k, head, hbh, f.now_ns, defer.is_some(), same) {
+                Rekey::Ready => {}
+                Rekey::NoKey => {
                     counters.packets += 1;
                     counters.no_key += 1;
                     return true;
-                };
-                h
-            };
-            // A deferred entry names its verifier by its index in the burst's table.
-            let (id_ix, burst) = match defer {
-                Some(_) if same && plan.burst == batch.burst => (plan.id_ix, plan.burst),
-                Some(_) => match batch.push_id(&id) {
-                    Some(ix) => (ix, batch.burst),
-                    None => return false,
-                },
-                None if same => (plan.id_ix, plan.burst),
-                None => (0, NO_BURST),
-            };
-            if let Some(p) = batch.plans[k].as_mut() {
-                p.id = id;
-                p.handle = handle;
-                p.found_ns = f.now_ns;
-                p.id_ix = id_ix;
-                p.burst = burst;
+                }
+                Rekey::Other => return false,
             }
-            (id, handle, id_ix)
-        };
+        }
         let ctx = HopContext {
             ingress_if: f.ingress.ifid(),
             egress_if: out.ifid,
             len: f.len,
             now_ns: f.now_ns,
         };
-        // The entry plan by reference (a copy of it per packet cost ~25 instructions).
-        let Some(ep) = batch.plans[k].as_ref().map(|p| &p.entry) else {
+        let Some(plan) = batch.plans[k].as_mut() else {
             return false;
         };
-        // The values, asked for as `gather` asks (node id, then the slots in order).
-        let node_id = if hbh[INST_BITMAP] & (item::NODE_ID << INST_BITMAP_SHIFT) != 0 {
-            source.node_id()
-        } else {
-            None
-        };
+        // The per-burst values: those of this burst's refresh, else asked for again. The
+        // others are asked for now, as `gather` asks (slots in order).
+        let mut fresh = true;
+        if !(defer.is_some() && plan.values_burst == batch.burst) {
+            fresh = plan.entry.refresh(source, router.local_ia(), &ctx);
+            plan.values_burst = if fresh && defer.is_some() {
+                batch.burst
+            } else {
+                NO_BURST
+            };
+        }
+        let ep = &plan.entry;
         let mut values = [0u64; 4];
         let mut supplied = 0u8;
-        let local_ia = router.local_ia();
-        for (r, &(_, code, _)) in ep.reads[..usize::from(ep.n_reads)].iter().enumerate() {
-            if let Some(v) = read_instruction(source, local_ia, code, &ctx) {
-                values[r] = v;
-                supplied |= 1 << r;
+        for (d, r) in ep.per_packet[..usize::from(ep.n_per_packet)]
+            .iter()
+            .enumerate()
+        {
+            if let Some(v) = read_instruction(source, router.local_ia(), r.code, &ctx) {
+                values[d] = v;
+                supplied |= 1 << d;
             }
         }
-        // The planned layout if the source supplied the same items as for the planning
-        // packet; else the entry is laid out from what it did supply.
-        let planned =
-            node_id.is_some() == (ep.mask & item::NODE_ID != 0) && supplied == ep.supplied;
-        let g = if planned {
-            None
-        } else {
-            let mut g = Gathered {
-                node_id: node_id.unwrap_or(0),
-                ingress_if: ctx.ingress_if,
-                egress_if: ctx.egress_if,
-                mask: ((hbh[INST_BITMAP] >> INST_BITMAP_SHIFT) & item::ALWAYS)
-                    | if node_id.is_some() { item::NODE_ID } else { 0 },
-                values: [0; 4],
-                widths: [0; 4],
-                md_len: 0,
-            };
-            g.md_len = usize::from(BITMAP_BYTES[usize::from(g.mask)]);
-            for (r, &(k, _, w)) in ep.reads[..usize::from(ep.n_reads)].iter().enumerate() {
-                if supplied & (1 << r) != 0 {
-                    g.values[usize::from(k)] = values[r];
-                    g.widths[usize::from(k)] = usize::from(w);
-                    g.md_len += usize::from(w);
-                }
+        let (handle, id_ix) = (plan.handle, plan.id_ix);
+        let nonce = encrypt.then(|| nonces.nonce());
+        let mut prev_mac = [0u8; MAC_LEN];
+        prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
+        let len = if supplied == ep.supplied && fresh {
+            let len = usize::from(ep.len);
+            ep.write(&mut hbh[free..free + len], nonce, &values, prev_mac);
+            // What is left of the padding option (at most 257 bytes) the entry overlaps.
+            let e_end = free + len;
+            match plan.tail_len {
+                0 => {}
+                1 => hbh[e_end] = plan.tail[0],
+                _ => hbh[e_end..e_end + 2].copy_from_slice(&plan.tail),
             }
-            Some(g)
-        };
-        let len = match &g {
-            None => usize::from(ep.len),
-            Some(g) => entry_len(encrypt, g.md_len),
+            len
+        } else {
+            // The source supplied other items than for the learning packet: the entry is
+            // laid out from what it did supply.
+            let v = Supplied {
+                values: &values,
+                supplied,
+                nonce,
+                prev_mac,
+            };
+            match emit_supplied(source, router, hbh, plan, &ctx, f.hop, &v) {
+                Some(len) => len,
+                // Full: the general path sets X.
+                None => return false,
+            }
         };
         let e_end = free + len;
-        if e_end > end {
-            // Full: the general path sets X.
-            return false;
-        }
-        // The padding option the entry overlaps ran to the end of the stack (at most 257
-        // bytes): what is left of it is one option.
-        match end - e_end {
-            0 => {}
-            1 => hbh[e_end] = opt_type::PAD1,
-            r => {
-                hbh[e_end] = opt_type::PADN;
-                hbh[e_end + 1] = (r - 2) as u8;
-            }
-        }
         hbh[TOS] = new_tos;
-        let mut prev_mac = [0u8; 4];
-        prev_mac.copy_from_slice(&hbh[free - 4..free]);
         let e = &mut hbh[free..e_end];
-        if let Some(g) = &g {
-            emit_entry(e, g, role, f.hop, encrypt.then(|| nonces.nonce()), prev_mac);
-        } else {
-            // As `emit_entry` writes it, with the header and the layout from the plan.
-            emit_planned(
-                e,
-                ep,
-                encrypt.then(|| nonces.nonce()),
-                node_id,
-                &ctx,
-                &values,
-                prev_mac,
-            );
-        }
         counters.packets += 1;
         // Queued as it is (a job is free: one per packet of the burst); a single packet's
         // entry, or one too long to batch, is sealed now.
@@ -230,12 +167,12 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
             _ => false,
         };
-        if !queued {
+        if !queued && let Some(plan) = &batch.plans[k] {
             let job = Seal {
                 defer: None,
                 at: hl + free,
                 prev_mac,
-                id,
+                id: plan.id,
                 handle,
                 now_ns: ctx.now_ns,
             };
@@ -251,11 +188,136 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     }
 }
 
-/// What of the forwarding decision an entry depends on: the roles and the hop index.
-#[inline(always)]
-pub(super) fn route_key(f: &Forwarded, out: Out) -> u32 {
-    u32::from(matches!(f.ingress, Ingress::External(_)))
-        | (u32::from(out.egress) << 1)
-        | (u32::from(out.last) << 2)
-        | (u32::from(f.hop) << 8)
+/// What a packet's source supplied when it differs from the template's.
+struct Supplied<'a> {
+    /// The per-packet values (as for `EntryPlan::write`) and which were supplied.
+    values: &'a [u64; 4],
+    supplied: u8,
+    nonce: Option<[u8; NONCE_LEN]>,
+    prev_mac: [u8; MAC_LEN],
 }
+
+/// Writes the entry of a packet whose source supplied other items than for the packet the
+/// template was learnt from, laid out from what it did supply (as `gather` and
+/// [`emit_entry`] lay it out); its length, or `None` (nothing written) if it does not fit.
+#[inline(never)]
+fn emit_supplied<S: TelemetrySource>(
+    source: &mut S,
+    router: &Router,
+    hbh: &mut [u8],
+    plan: &FlowPlan,
+    ctx: &HopContext,
+    hop: u8,
+    v: &Supplied<'_>,
+) -> Option<usize> {
+    let (free, end) = (usize::from(plan.free), usize::from(plan.end));
+    let bitmap = hbh[INST_BITMAP] >> INST_BITMAP_SHIFT;
+    let g = plan
+        .entry
+        .gathered(source, router.local_ia(), bitmap, ctx, v.values, v.supplied);
+    let len = entry_len(plan.encrypt, g.md_len);
+    if free + len > end {
+        return None;
+    }
+    emit_entry(
+        &mut hbh[free..free + len],
+        &g,
+        plan.role,
+        hop,
+        v.nonce,
+        v.prev_mac,
+    );
+    // What is left of the padding option the entry overlaps.
+    let (tail, n) = padding_tail(free + len, end);
+    hbh[free + len..free + len + usize::from(n)].copy_from_slice(&tail[..usize::from(n)]);
+    Some(len)
+}
+
+/// What [`rekey`] found.
+enum Rekey {
+    /// The template's verifier, key and verifier index are the packet's.
+    Ready,
+    /// The verifier has no key (the packet is forwarded unchanged).
+    NoKey,
+    /// The template does not apply.
+    Other,
+}
+
+/// Brings template `k` up to date for a packet whose verifier sits where the template's did
+/// (`same`: it is the template's verifier) at time `now_ns`: its verifier, its key (looked
+/// up again whenever the time differs from when it was found: a later time may fall into
+/// another key epoch; not `recall`: the template's verifier is the one this flow saw last)
+/// and, for a deferred entry, its index in this burst's verifier table.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn rekey<K: VerifierKeys>(
+    keys: &mut K,
+    batch: &mut SealBatch,
+    k: usize,
+    head: &[u8],
+    hbh: &[u8],
+    now_ns: u64,
+    defer: bool,
+    same: bool,
+) -> Rekey {
+    let Some(plan) = batch.plans[k].as_ref() else {
+        return Rekey::Other;
+    };
+    // Another verifier of the same kind in the same place (another destination host, say):
+    // everything holds but the key.
+    let (id, raw) = if same {
+        (plan.id, plan.raw)
+    } else {
+        match (plan.at.read(head, hbh), plan.at.raw(head, hbh)) {
+            (Some(id), Some(raw)) => (id, raw),
+            _ => return Rekey::Other,
+        }
+    };
+    let handle = if same && plan.found_ns == now_ns {
+        plan.handle
+    } else {
+        match keys.find_ip(id.ia(), id.v6(), id.host, now_ns) {
+            Some(h) => h,
+            None => return Rekey::NoKey,
+        }
+    };
+    // A deferred entry names its verifier by its index in the burst's table.
+    let (id_ix, burst) = match defer {
+        true if same && plan.burst == batch.burst => (plan.id_ix, plan.burst),
+        true => match batch.push_id(&id) {
+            Some(ix) => (ix, batch.burst),
+            None => return Rekey::Other,
+        },
+        false if same => (plan.id_ix, plan.burst),
+        false => (0, NO_BURST),
+    };
+    if let Some(p) = batch.plans[k].as_mut() {
+        p.id = id;
+        p.raw = raw;
+        p.handle = handle;
+        p.found_ns = now_ns;
+        p.id_ix = id_ix;
+        p.burst = burst;
+    }
+    Rekey::Ready
+}
+
+/// What of the forwarding decision an entry depends on: the roles, the hop index and the
+/// ingress and egress interfaces (written into the entry's bitmap items).
+#[inline(always)]
+pub(super) fn route_key(f: &Forwarded, out: Out) -> u64 {
+    u64::from(matches!(f.ingress, Ingress::External(_)))
+        | (u64::from(out.egress) << ROUTE_EGRESS)
+        | (u64::from(out.last) << ROUTE_LAST)
+        | (u64::from(f.hop) << ROUTE_HOP)
+        | (u64::from(f.ingress.ifid()) << ROUTE_INGRESS_IF)
+        | (u64::from(out.ifid) << ROUTE_EGRESS_IF)
+}
+
+/// Bits of [`route_key`]: the egress and last-BR roles (the first-BR role is bit 0), the hop
+/// index (8 bits) and the two interface ids (16 bits each).
+const ROUTE_EGRESS: u32 = 1;
+const ROUTE_LAST: u32 = 2;
+const ROUTE_HOP: u32 = 8;
+const ROUTE_INGRESS_IF: u32 = 16;
+const ROUTE_EGRESS_IF: u32 = 32;

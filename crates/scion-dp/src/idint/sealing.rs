@@ -13,6 +13,8 @@ use alloc::boxed::Box;
 use crate::burst::{BurstPacket, MAX_BURST};
 
 use super::keys::{KeyHandle, NO_VERIFIER, VerifierId, VerifierKeys};
+
+mod uniform;
 use super::plan::{FlowPlan, PLANS};
 
 // The burst pass tracks its jobs in 64-bit masks.
@@ -287,6 +289,9 @@ impl SealBatch {
         let n = core::mem::take(&mut self.n);
         if n == 0 {
             return 0;
+        }
+        if let Some(lost) = self.run_uniform(keys, pkts, n) {
+            return lost;
         }
         let SealBatch {
             jobs,
