@@ -208,6 +208,36 @@ impl Route<'_> {
     };
 }
 
+/// The common case of [`route`]: a packet forwarded on an IPv4 link (headers from its
+/// template) whose next hop's MAC is known and fresh. Its egress port, the link's headers and
+/// the MAC; `None`: [`route`] decides (same `macs`, so nothing is looked up twice).
+#[inline(always)]
+pub fn forward_v4<'a>(
+    tables: &'a Tables,
+    meta: &PacketMeta,
+    now_s: u32,
+    macs: &mut EgressMacs,
+) -> Option<(usize, &'a underlay::V4Header, [u8; 6])> {
+    let ifid = meta.forward_ifid()?;
+    let e = tables.egress.get(usize::from(ifid))?.as_ref()?;
+    let t = e.v4.as_ref()?;
+    // As `route`: the port must be known (its MAC is the template's source).
+    if e.port >= tables.ports.len() {
+        return None;
+    }
+    let mac = match e.mac {
+        Some(mac) => mac,
+        None => {
+            let l = macs.get_or(ifid, || tables.neighbor(e.port, &e.remote.ip(), now_s))?;
+            if l.stale {
+                return None;
+            }
+            l.mac
+        }
+    };
+    Some((e.port, t, mac))
+}
+
 /// Decides where the packet `meta` (received on `in_port`, frame `frame` as processed) goes at
 /// `now_s` (Unix seconds), counting what cannot be routed in `io`. `macs` holds the burst's
 /// egress MAC lookups; `arrived` is scratch for the headers a reply goes back by.
