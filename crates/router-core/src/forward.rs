@@ -209,8 +209,8 @@ impl Route<'_> {
 }
 
 /// The common case of [`route`]: a packet forwarded on an IPv4 link (headers from its
-/// template) whose next hop's MAC is known and fresh. Its egress port, the link's headers and
-/// the MAC; `None`: [`route`] decides (same `macs`, so nothing is looked up twice).
+/// template) whose next hop's MAC is known and fresh, or the port's default. Its egress port,
+/// the link's headers and the MAC; `None`: [`route`] decides (same `macs`: no second lookup).
 #[inline(always)]
 pub fn forward_v4<'a>(
     tables: &'a Tables,
@@ -227,13 +227,13 @@ pub fn forward_v4<'a>(
     }
     let mac = match e.mac {
         Some(mac) => mac,
-        None => {
-            let l = macs.get_or(ifid, || tables.neighbor(e.port, &e.remote.ip(), now_s))?;
-            if l.stale {
-                return None;
-            }
-            l.mac
-        }
+        None => match macs.get_or(ifid, || tables.neighbor(e.port, &e.remote.ip(), now_s)) {
+            Some(l) if !l.stale => l.mac,
+            // A stale MAC is used while asked for again: `route` does both.
+            Some(_) => return None,
+            // As `route`: the port's default next hop, asking for nothing.
+            None => tables.default_macs.get(e.port).copied().flatten()?,
+        },
     };
     Some((e.port, t, mac))
 }
@@ -424,6 +424,44 @@ mod tests {
         let back = underlay::parse(&buf).unwrap();
         assert_eq!((back.src, back.dst, back.len), (l1, r1, PAYLOAD));
         assert_eq!(io, IoCounters::default());
+    }
+
+    #[test]
+    fn the_ipv4_fast_path_agrees_with_route() {
+        let m = meta(V4_HDR_LEN, Disposition::Forward { ifid: 1 });
+        let frame = internal_frame();
+        let peer = match link1().1.ip() {
+            IpAddr::V4(a) => a,
+            IpAddr::V6(_) => unreachable!("IPv4 link"),
+        };
+        let fresh = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW));
+        let stale = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW - 100));
+        let default = |t: &mut Tables| t.default_macs[1] = Some(NEXT_HOP);
+        let cases: [(&str, Option<[u8; 6]>, &dyn Fn(&mut Tables)); 5] = [
+            ("static", Some(NEXT_HOP), &|_| {}),
+            ("learned", None, &fresh),
+            ("stale", None, &stale),
+            ("default", None, &default),
+            ("unknown", None, &|_| {}),
+        ];
+        for (name, neighbor1, setup) in cases {
+            let mut t = tables(neighbor1);
+            setup(&mut t);
+            let fast = forward_v4(&t, &m, NOW, &mut EgressMacs::default());
+            let mut io = IoCounters::default();
+            let mut scratch = None;
+            let r = decide(&t, &m, &frame, &mut scratch, &mut io);
+            match fast {
+                Some((port, tpl, mac)) => {
+                    assert!(r.ask.is_none(), "{name}");
+                    let e = r.send.expect(name);
+                    let (mut a, mut b) = (frame.clone(), frame.clone());
+                    assert!(e.write(&mut a) && tpl.write(&mut b, mac, PAYLOAD), "{name}");
+                    assert_eq!((port, a), (e.port, b), "{name}");
+                }
+                None => assert!(r.ask.is_some(), "{name}: left to route, which asks"),
+            }
+        }
     }
 
     #[test]
