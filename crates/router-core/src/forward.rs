@@ -95,16 +95,24 @@ pub struct EgressMacs {
 }
 
 impl EgressMacs {
-    /// The MAC for `ifid`, from `lookup` the first time in this burst.
-    #[inline]
+    /// The MAC for `ifid`, from `lookup` the first time in this burst. The hit is inlined
+    /// into the packet loop, the first lookup of a burst is not.
+    #[inline(always)]
     pub fn get_or(
         &mut self,
         ifid: u16,
         lookup: impl FnOnce() -> Option<Learned>,
     ) -> Option<Learned> {
-        if let Some(k) = self.ifids[..self.n].iter().position(|&i| i == ifid) {
-            return self.macs[k];
+        match self.ifids[..self.n].iter().position(|&i| i == ifid) {
+            Some(k) => self.macs[k],
+            None => self.insert(ifid, lookup),
         }
+    }
+
+    /// Looks `ifid` up and keeps the answer.
+    #[cold]
+    #[inline(never)]
+    fn insert(&mut self, ifid: u16, lookup: impl FnOnce() -> Option<Learned>) -> Option<Learned> {
         let mac = lookup();
         // Round robin once full (a burst to more links than that looks some up again).
         let k = self.next % EGRESS_MACS;
