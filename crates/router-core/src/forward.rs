@@ -92,6 +92,9 @@ pub struct EgressMacs {
     n: usize,
     /// Lookups so far (the next entry to replace once all are filled).
     next: usize,
+    /// The last fast-path answer of [`forward_v4`]: (interface, port, MAC), valid for the
+    /// burst as the rest (consecutive packets of a burst mostly leave by the same link).
+    last: Option<(u16, usize, [u8; 6])>,
 }
 
 impl EgressMacs {
@@ -229,6 +232,11 @@ pub fn forward_v4<'a>(
     let ifid = meta.forward_ifid()?;
     let e = tables.egress.get(usize::from(ifid))?.as_ref()?;
     let t = e.v4.as_ref()?;
+    if let Some((last, port, mac)) = macs.last
+        && last == ifid
+    {
+        return Some((port, t, mac));
+    }
     // As `route`: the port must be known (its MAC is the template's source).
     if e.port >= tables.ports.len() {
         return None;
@@ -243,6 +251,7 @@ pub fn forward_v4<'a>(
             None => tables.default_macs.get(e.port).copied().flatten()?,
         },
     };
+    macs.last = Some((ifid, e.port, mac));
     Some((e.port, t, mac))
 }
 
