@@ -454,7 +454,9 @@ mod tests {
         let fresh = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW));
         let stale = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW - 100));
         let default = |t: &mut Tables| t.default_macs[1] = Some(NEXT_HOP);
-        let cases: [(&str, Option<[u8; 6]>, &dyn Fn(&mut Tables)); 5] = [
+        /// (name, interface 1's static MAC, what the tables learned).
+        type Case<'a> = (&'a str, Option<[u8; 6]>, &'a dyn Fn(&mut Tables));
+        let cases: [Case<'_>; 5] = [
             ("static", Some(NEXT_HOP), &|_| {}),
             ("learned", None, &fresh),
             ("stale", None, &stale),
