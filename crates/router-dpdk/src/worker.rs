@@ -1,8 +1,9 @@
 //! The worker loop: rx burst -> underlay classification -> scion-dp `process_burst_with`
 //! (with the ID-INT stage) -> routing and underlay rewrite in place -> tx burst per egress
-//! port. The decisions are `router_core`'s ([`classify`](router_core::classify),
-//! [`forward`](router_core::forward), [`resolver`](router_core::resolver)) on the frames'
-//! bytes; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
+//! port. The per-burst glue is `router_core`'s ([`burst`](router_core::burst), over mbufs
+//! through [`Pkt`]; its decisions are [`classify`](router_core::classify),
+//! [`forward`](router_core::forward), [`resolver`](router_core::resolver)), the same code the
+//! benchmarks run over frames in memory; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
 //! system calls. Two things happen beside it: an idle worker pauses after a run of empty
 //! polls ([`router_core::idle`], `[dataplane] idle_sleep_us`), and the probe worker
 //! originates infrastructure-mode probes ([`Probes`]) a few times per second at most.
