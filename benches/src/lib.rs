@@ -2,6 +2,7 @@
 //! with idint-wire.
 
 pub mod idint_fixture;
+pub mod router_path;
 
 use idint_wire::idint::entry::SlotValue;
 use idint_wire::idint::{

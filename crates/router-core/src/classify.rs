@@ -54,6 +54,17 @@ pub fn classify(
     frame: &mut [u8],
     io: &mut IoCounters,
 ) -> Frame {
+    // The common case first: IPv4 to the port's address (the same answer as below; callers
+    // on the packet path check it before, see `crate::burst::classify_burst`).
+    if let Some(k) = &port.v4
+        && let Some((offset, len)) = k.payload(frame)
+    {
+        return Frame::Scion(Classified {
+            offset,
+            len,
+            ingress: k.what,
+        });
+    }
     let r = match underlay::parse(frame) {
         Ok(r) => r,
         Err(underlay::NotScion::OtherEtherType) => {

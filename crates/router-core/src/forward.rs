@@ -92,19 +92,30 @@ pub struct EgressMacs {
     n: usize,
     /// Lookups so far (the next entry to replace once all are filled).
     next: usize,
+    /// The last fast-path answer of [`forward_v4`]: (interface, port, MAC), valid for the
+    /// burst as the rest (consecutive packets of a burst mostly leave by the same link).
+    last: Option<(u16, usize, [u8; 6])>,
 }
 
 impl EgressMacs {
-    /// The MAC for `ifid`, from `lookup` the first time in this burst.
-    #[inline]
+    /// The MAC for `ifid`, from `lookup` the first time in this burst. The hit is inlined
+    /// into the packet loop, the first lookup of a burst is not.
+    #[inline(always)]
     pub fn get_or(
         &mut self,
         ifid: u16,
         lookup: impl FnOnce() -> Option<Learned>,
     ) -> Option<Learned> {
-        if let Some(k) = self.ifids[..self.n].iter().position(|&i| i == ifid) {
-            return self.macs[k];
+        match self.ifids[..self.n].iter().position(|&i| i == ifid) {
+            Some(k) => self.macs[k],
+            None => self.insert(ifid, lookup),
         }
+    }
+
+    /// Looks `ifid` up and keeps the answer.
+    #[cold]
+    #[inline(never)]
+    fn insert(&mut self, ifid: u16, lookup: impl FnOnce() -> Option<Learned>) -> Option<Learned> {
         let mac = lookup();
         // Round robin once full (a burst to more links than that looks some up again).
         let k = self.next % EGRESS_MACS;
@@ -206,6 +217,42 @@ impl Route<'_> {
         send: None,
         ask: None,
     };
+}
+
+/// The common case of [`route`]: a packet forwarded on an IPv4 link (headers from its
+/// template) whose next hop's MAC is known and fresh, or the port's default. Its egress port,
+/// the link's headers and the MAC; `None`: [`route`] decides (same `macs`: no second lookup).
+#[inline(always)]
+pub fn forward_v4<'a>(
+    tables: &'a Tables,
+    meta: &PacketMeta,
+    now_s: u32,
+    macs: &mut EgressMacs,
+) -> Option<(usize, &'a underlay::V4Header, [u8; 6])> {
+    let ifid = meta.forward_ifid()?;
+    let e = tables.egress.get(usize::from(ifid))?.as_ref()?;
+    let t = e.v4.as_ref()?;
+    if let Some((last, port, mac)) = macs.last
+        && last == ifid
+    {
+        return Some((port, t, mac));
+    }
+    // As `route`: the port must be known (its MAC is the template's source).
+    if e.port >= tables.ports.len() {
+        return None;
+    }
+    let mac = match e.mac {
+        Some(mac) => mac,
+        None => match macs.get_or(ifid, || tables.neighbor(e.port, &e.remote.ip(), now_s)) {
+            Some(l) if !l.stale => l.mac,
+            // A stale MAC is used while asked for again: `route` does both.
+            Some(_) => return None,
+            // As `route`: the port's default next hop, asking for nothing.
+            None => tables.default_macs.get(e.port).copied().flatten()?,
+        },
+    };
+    macs.last = Some((ifid, e.port, mac));
+    Some((e.port, t, mac))
 }
 
 /// Decides where the packet `meta` (received on `in_port`, frame `frame` as processed) goes at
@@ -394,6 +441,46 @@ mod tests {
         let back = underlay::parse(&buf).unwrap();
         assert_eq!((back.src, back.dst, back.len), (l1, r1, PAYLOAD));
         assert_eq!(io, IoCounters::default());
+    }
+
+    #[test]
+    fn the_ipv4_fast_path_agrees_with_route() {
+        let m = meta(V4_HDR_LEN, Disposition::Forward { ifid: 1 });
+        let frame = internal_frame();
+        let peer = match link1().1.ip() {
+            IpAddr::V4(a) => a,
+            IpAddr::V6(_) => unreachable!("IPv4 link"),
+        };
+        let fresh = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW));
+        let stale = |t: &mut Tables| assert!(t.learned[1].v4.learn(peer, NEXT_HOP, NOW - 100));
+        let default = |t: &mut Tables| t.default_macs[1] = Some(NEXT_HOP);
+        /// (name, interface 1's static MAC, what the tables learned).
+        type Case<'a> = (&'a str, Option<[u8; 6]>, &'a dyn Fn(&mut Tables));
+        let cases: [Case<'_>; 5] = [
+            ("static", Some(NEXT_HOP), &|_| {}),
+            ("learned", None, &fresh),
+            ("stale", None, &stale),
+            ("default", None, &default),
+            ("unknown", None, &|_| {}),
+        ];
+        for (name, neighbor1, setup) in cases {
+            let mut t = tables(neighbor1);
+            setup(&mut t);
+            let fast = forward_v4(&t, &m, NOW, &mut EgressMacs::default());
+            let mut io = IoCounters::default();
+            let mut scratch = None;
+            let r = decide(&t, &m, &frame, &mut scratch, &mut io);
+            match fast {
+                Some((port, tpl, mac)) => {
+                    assert!(r.ask.is_none(), "{name}");
+                    let e = r.send.expect(name);
+                    let (mut a, mut b) = (frame.clone(), frame.clone());
+                    assert!(e.write(&mut a) && tpl.write(&mut b, mac, PAYLOAD), "{name}");
+                    assert_eq!((port, a), (e.port, b), "{name}");
+                }
+                None => assert!(r.ask.is_some(), "{name}: left to route, which asks"),
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! * [`tables`]: the forwarding tables (ports, interfaces, neighbours).
 //! * [`classify`]: what a received frame is (SCION for us, ARP/NDP answered, to drop).
 //! * [`forward`]: where a processed packet goes and its underlay rewrite.
+//! * [`burst`]: the per-burst glue (classify, route, rewrite, egress batches) over any buffer.
 //! * [`resolver`]: the rate limit and frames of ARP/NDP requests for next hops.
 //! * [`export`]: ID-INT sink records and report batching for the collector.
 //! * [`ratelimit`]: the per-worker token bucket of SCMP error replies.
@@ -22,6 +23,7 @@
 //! Nothing here does I/O or needs `unsafe`: the shell hands in frame bytes and readings.
 
 pub mod bfd;
+pub mod burst;
 pub mod classify;
 pub mod clock;
 pub mod config;

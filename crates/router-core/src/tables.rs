@@ -213,6 +213,9 @@ pub struct PortView<'a> {
     pub local: &'a [(SocketAddr, Ingress)],
     /// The port's 802.1Q VLAN, if it has one.
     pub vlan: Option<u16>,
+    /// The port's first IPv4 underlay address and its ingress, for the IPv4 fast path of
+    /// classification (`None` if a packet to it would need the sibling check).
+    pub v4: Option<underlay::V4Key>,
 }
 
 impl Tables {
@@ -220,10 +223,20 @@ impl Tables {
     /// port index the tables do not know).
     #[inline]
     pub fn port(&self, port: usize) -> PortView<'_> {
+        let local = self.ingress.get(port).map_or(&[][..], Vec::as_slice);
+        let v4 = local
+            .iter()
+            .find_map(|(a, i)| match a {
+                SocketAddr::V4(a) => Some(underlay::V4Key::new(*a, *i)),
+                SocketAddr::V6(_) => None,
+            })
+            // Packets from a sibling arrive by the internal address: checked the long way.
+            .filter(|k| k.what != Ingress::Internal || self.siblings.is_empty());
         PortView {
             index: port,
-            local: self.ingress.get(port).map_or(&[][..], Vec::as_slice),
+            local,
             vlan: self.vlan(port),
+            v4,
         }
     }
 

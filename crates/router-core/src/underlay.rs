@@ -109,6 +109,8 @@ mod field {
 const ETHERTYPE_IPV4: u16 = 0x0800;
 const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_UDP: u8 = 17;
+/// IPv4 version and header length of a header without options.
+const IPV4_NO_OPTIONS: u8 = 0x45;
 /// TTL / hop limit of the packets the router sends.
 const DEFAULT_TTL: u8 = 64;
 
@@ -271,6 +273,51 @@ fn parse_l2(frame: &[u8], l2: usize) -> Result<Received, NotScion> {
     })
 }
 
+/// An IPv4 underlay address of the router as the fast path compares it, with what a packet
+/// to it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct V4Key<T = scion_dp::Ingress> {
+    ip: [u8; 4],
+    port: u16,
+    /// What a packet to the address means.
+    pub what: T,
+}
+
+impl<T: Copy> V4Key<T> {
+    /// The key of `addr`.
+    pub fn new(addr: std::net::SocketAddrV4, what: T) -> Self {
+        V4Key {
+            ip: addr.ip().octets(),
+            port: addr.port(),
+            what,
+        }
+    }
+
+    /// (offset, length) of the UDP payload of an untagged Ethernet/IPv4 (no options)/UDP
+    /// frame to this address, unfragmented and with consistent lengths; `None` for any other
+    /// frame (whatever [`parse`] says of it). For such a frame exactly what [`parse`] gives.
+    #[inline(always)]
+    pub fn payload(&self, frame: &[u8]) -> Option<(usize, usize)> {
+        const IP: usize = field::ipv4::HEADER_LEN;
+        const UDP: usize = field::udp::HEADER_LEN;
+        let h: &[u8; V4_HDR_LEN] = frame.get(..V4_HDR_LEN)?.try_into().ok()?;
+        let ip = &h[ETH_LEN..ETH_LEN + IP];
+        let udp = &h[ETH_LEN + IP..];
+        let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
+        let udp_len = usize::from(be16(udp, field::udp::LEN.start));
+        let ok = be16(h, field::eth::ETHERTYPE.start) == ETHERTYPE_IPV4
+            && ip[field::ipv4::VER_IHL] == IPV4_NO_OPTIONS
+            && ip[field::ipv4::PROTOCOL] == PROTO_UDP
+            && be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK == 0
+            && ip[field::ipv4::DST] == self.ip
+            && be16(udp, field::udp::DST_PORT.start) == self.port
+            && total <= frame.len() - ETH_LEN
+            && udp_len >= UDP
+            && udp_len + IP <= total;
+        ok.then(|| (V4_HDR_LEN, udp_len - UDP))
+    }
+}
+
 const ETHERTYPE_ARP: u16 = 0x0806;
 
 /// Turns an ARP request for an IPv4 address `is_mine` accepts into the reply from `my_mac`,
@@ -402,10 +449,10 @@ pub(crate) fn sum16(mut sum: u32, data: &[u8]) -> u32 {
 
 /// Folds a ones'-complement sum to 16 bits and complements it (the Internet checksum).
 #[inline]
-pub(crate) fn fold(mut sum: u32) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+pub(crate) fn fold(sum: u32) -> u16 {
+    // Two folds carry any `u32` into 16 bits: the first leaves at most 0x1fffe.
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
     !(sum as u16)
 }
 
@@ -555,6 +602,58 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_ipv4_fast_path_says_what_parse_says() {
+        use super::*;
+        let dst: std::net::SocketAddrV4 = "192.0.2.1:50000".parse().unwrap();
+        let src: SocketAddr = "192.0.2.2:50000".parse().unwrap();
+        let key = V4Key::new(dst, 7u8);
+        let mut good = vec![0xab; V4_HDR_LEN + 40];
+        assert!(write(
+            &mut good,
+            [2; 6],
+            [4; 6],
+            &src,
+            &SocketAddr::V4(dst),
+            40
+        ));
+        // (byte, value) changes of the frame, each alone.
+        let changes: [(usize, u8); 12] = [
+            (12, 0x86),           // EtherType
+            (ETH_LEN, 0x46),      // IHL with options
+            (ETH_LEN, 0x55),      // version
+            (ETH_LEN + 2, 0xff),  // total length past the frame
+            (ETH_LEN + 3, 27),    // total length short of the UDP header
+            (ETH_LEN + 6, 0x20),  // more fragments
+            (ETH_LEN + 7, 1),     // fragment offset
+            (ETH_LEN + 9, 6),     // TCP
+            (ETH_LEN + 19, 9),    // another address
+            (ETH_LEN + 23, 1),    // another port
+            (ETH_LEN + 25, 7),    // UDP length short of its header
+            (ETH_LEN + 25, 0xff), // UDP length past the IP packet
+        ];
+        let want = |f: &[u8]| {
+            parse(f)
+                .ok()
+                .filter(|r| r.dst == SocketAddr::V4(dst))
+                .map(|r| (r.offset, r.len))
+        };
+        assert_eq!(key.payload(&good), Some((V4_HDR_LEN, 40)));
+        assert_eq!(key.payload(&good), want(&good));
+        for (i, v) in changes {
+            let mut f = good.clone();
+            f[i] = v;
+            assert_eq!(key.payload(&f), want(&f), "byte {i} = {v:#x}");
+        }
+        // Longer frames (Ethernet padding) and truncated ones.
+        let mut padded = good.clone();
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(key.payload(&padded), want(&padded));
+        for n in [0, 14, 33, 41, V4_HDR_LEN + 39] {
+            assert_eq!(key.payload(&good[..n]), None, "{n} bytes");
+        }
+    }
 
     #[test]
     fn vlan_tags_come_off_and_go_on() {

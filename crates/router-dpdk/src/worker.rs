@@ -1,8 +1,9 @@
 //! The worker loop: rx burst -> underlay classification -> scion-dp `process_burst_with`
 //! (with the ID-INT stage) -> routing and underlay rewrite in place -> tx burst per egress
-//! port. The decisions are `router_core`'s ([`classify`](router_core::classify),
-//! [`forward`](router_core::forward), [`resolver`](router_core::resolver)) on the frames'
-//! bytes; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
+//! port. The per-burst glue is `router_core`'s ([`burst`](router_core::burst), over mbufs
+//! through [`Pkt`]; its decisions are [`classify`](router_core::classify),
+//! [`forward`](router_core::forward), [`resolver`](router_core::resolver)), the same code the
+//! benchmarks run over frames in memory; this module moves the mbufs. Nothing on this path allocates, locks, logs or makes
 //! system calls. Two things happen beside it: an idle worker pauses after a run of empty
 //! polls ([`router_core::idle`], `[dataplane] idle_sleep_us`), and the probe worker
 //! originates infrastructure-mode probes ([`Probes`]) a few times per second at most.
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, IdIntStage, NonceSource, ReportExporter, VerifierKeys};
 use scion_dp::probe::ProbeSource;
-use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
+use scion_dp::{Disposition, Ingress, Processor};
 
 use drkey::provider::{Level1Provider, LocalProvider};
 use idint_wire::crypto::Aes128Enc;
@@ -22,10 +23,10 @@ use crate::stats::{IoCounters, WorkerStats};
 use crate::underlay;
 use dpdk::{Consumer, MAX_BURST, Mbuf, MbufBurst, Mempool, Producer, RxQueue, TxQueue};
 use router_core::bfd::{TAG_LEN, Via};
+use router_core::burst::{self, Aside, FrameBuf, RoomBuf, TxBatch};
 use router_core::classify::Classified;
-use router_core::classify::{self, Frame};
 use router_core::clock::{SharedClock, TscClock};
-use router_core::forward::{self, Ask, EgressMacs, PacketMeta};
+use router_core::forward::{Ask, EgressMacs, PacketMeta};
 use router_core::idle::IdleBackoff;
 use router_core::ratelimit::TokenBucket;
 use router_core::resolver::{Resolver, Solicitation};
@@ -54,36 +55,98 @@ const NS_PER_S: u64 = 1_000_000_000;
 /// Counter publications per second (and clock updates taken up).
 const PUBLISH_PER_S: u64 = 200;
 
-/// One packet of a burst: the owned mbuf plus what the underlay said and scion-dp decided.
-#[derive(Debug, Default)]
-struct Slot {
-    m: Option<dpdk::RoomMbuf>,
-    meta: PacketMeta,
+/// One packet of a burst: the mbuf with its room, plus what the underlay said and scion-dp
+/// decided.
+type Slot = burst::Slot<PktRoom>;
+
+/// An owned mbuf as the burst glue ([`router_core::burst`]) sees it.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Pkt(pub Mbuf);
+
+/// An mbuf with its room located ([`dpdk::RoomMbuf`]) as the burst glue sees it.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct PktRoom(pub dpdk::RoomMbuf);
+
+impl FrameBuf for Pkt {
+    type Room = PktRoom;
+    #[inline]
+    fn pkt_len(&self) -> usize {
+        self.0.pkt_len()
+    }
+    #[inline]
+    fn is_chained(&self) -> bool {
+        self.0.segments() != 1
+    }
+    #[inline]
+    fn data(&self) -> &[u8] {
+        self.0.data()
+    }
+    #[inline]
+    fn data_mut(&mut self) -> &mut [u8] {
+        self.0.data_mut()
+    }
+    #[inline]
+    fn adj(&mut self, n: usize) -> bool {
+        u16::try_from(n).is_ok_and(|n| self.0.adj(n))
+    }
+    #[inline]
+    fn prepend(&mut self, n: usize) -> bool {
+        u16::try_from(n).is_ok_and(|n| self.0.prepend(n))
+    }
+    #[inline]
+    fn set_len(&mut self, len: usize) -> bool {
+        self.0.set_len(len)
+    }
+    #[inline]
+    fn with_room(self, offset: usize) -> Result<PktRoom, Self> {
+        self.0.with_room(offset).map(PktRoom).map_err(Pkt)
+    }
 }
 
-impl BurstPacket for Slot {
+impl RoomBuf for PktRoom {
+    type Frame = Pkt;
     #[inline]
-    fn buffer(&mut self) -> &mut [u8] {
-        match self.m.as_mut() {
-            Some(m) => m.room(),
-            None => &mut [],
-        }
+    fn room(&mut self) -> &mut [u8] {
+        self.0.room()
     }
     #[inline]
-    fn len(&self) -> usize {
-        self.meta.len
+    fn into_frame(self) -> Pkt {
+        Pkt(self.0.into_mbuf())
+    }
+}
+
+impl TxBatch<Pkt> for MbufBurst {
+    #[inline]
+    fn push(&mut self, f: Pkt) -> Result<(), Pkt> {
+        MbufBurst::push(self, f.0).map_err(Pkt)
+    }
+}
+
+/// What the worker does beside routing a burst: BFD packets held for the control side,
+/// the SCMP reply rate limit at the burst's TSC, and MAC requests.
+struct WorkerAside<'a> {
+    bfd: &'a mut BfdRings,
+    held: &'a mut MbufBurst,
+    scmp: &'a mut TokenBucket,
+    /// The burst's TSC: tokens are credited per burst.
+    start: u64,
+    resolver: &'a mut MacRequests,
+}
+
+impl Aside<PktRoom, MbufBurst> for WorkerAside<'_> {
+    #[inline]
+    fn bfd(&mut self, s: &mut Slot, io: &mut IoCounters) {
+        self.bfd.take(s, self.held, io);
     }
     #[inline]
-    fn ingress(&self) -> Ingress {
-        self.meta.ingress()
+    fn allow_reply(&mut self) -> bool {
+        self.scmp.allow(self.start)
     }
     #[inline]
-    fn disposition_mut(&mut self) -> &mut Option<Disposition> {
-        self.meta.disposition_mut()
-    }
-    #[inline(always)]
-    fn set_disposition(&mut self, d: Disposition) {
-        self.meta.set_disposition(d);
+    fn ask(&mut self, tables: &Tables, ask: Ask, out: &mut [MbufBurst], io: &mut IoCounters) {
+        self.resolver.ask(tables, ask, out, io);
     }
 }
 
@@ -212,7 +275,7 @@ impl BfdRings {
     /// give way to the tag of its ingress. Freed and counted if there is no room.
     #[cold]
     fn take(&mut self, s: &mut Slot, held: &mut MbufBurst, io: &mut IoCounters) {
-        let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
+        let Some(mut m) = s.m.take().map(|r| r.into_frame().0) else {
             return;
         };
         let via = match s.meta.ingress() {
@@ -407,9 +470,9 @@ impl Io {
                 let now = clock.unix_ns(start);
                 stage.source_mut().begin_burst(i, now);
                 let now_s = (now / NS_PER_S) as u32;
-                let filled = classify(
-                    tables, port, now_s, &mut burst, &mut slots, &mut out, &mut io,
-                );
+                let rx = burst.drain_prefetching(RX_PREFETCH_AHEAD).map(Pkt);
+                let filled =
+                    burst::classify_burst(tables, port, now_s, rx, &mut slots, &mut out, &mut io);
                 #[cfg(feature = "measurement-aids")]
                 match bound.as_mut() {
                     None => proc.process_burst_with(&mut slots[..filled], now, &mut stage),
@@ -423,25 +486,15 @@ impl Io {
                 }
                 #[cfg(not(feature = "measurement-aids"))]
                 proc.process_burst_with(&mut slots[..filled], now, &mut stage);
-                // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
-                let mut macs = EgressMacs::default();
-                for s in slots[..filled].iter_mut() {
-                    match s.meta.disposition_mut() {
-                        Some(Disposition::Bfd) => {
-                            self.bfd.take(s, &mut bfd_held, &mut io);
-                            continue;
-                        }
-                        // The burst's TSC: tokens are credited per burst.
-                        Some(Disposition::Reply { .. }) if !scmp.allow(start) => {
-                            io.scmp_rate_limited += 1;
-                            s.m = None;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
-                    route(tables, port, now_s, s, r);
-                }
+                let mut aside = WorkerAside {
+                    bfd: &mut self.bfd,
+                    held: &mut bfd_held,
+                    scmp: &mut scmp,
+                    start,
+                    resolver: &mut resolver,
+                };
+                let slots = &mut slots[..filled];
+                burst::route_burst(tables, port, now_s, slots, &mut out, &mut io, &mut aside);
                 self.bfd.flush(&mut bfd_held, &mut io);
                 send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
                 busy += dpdk::rdtsc().wrapping_sub(start);
@@ -470,11 +523,14 @@ impl Io {
                             len: probe.1,
                             ingress: Ingress::Internal,
                         });
-                        slot.m = Some(probe.0);
+                        slot.m = Some(PktRoom(probe.0));
                         proc.process_burst_with(core::slice::from_mut(&mut slot), now, &mut stage);
-                        let r = (&mut out[..], &mut io, &mut resolver, &mut macs);
+                        let r = (&mut out[..], &mut io, &mut macs);
                         let now_s = (now / NS_PER_S) as u32;
-                        route(tables, tables.internal_port, now_s, &mut slot, r);
+                        let ask = |a, out: &mut [MbufBurst], io: &mut IoCounters| {
+                            resolver.ask(tables, a, out, io)
+                        };
+                        burst::route(tables, tables.internal_port, now_s, &mut slot, r, ask);
                         send_all(tables, &mut out, &mut stage.source_mut().tx, &mut io);
                     }
                 }
@@ -613,128 +669,6 @@ impl Probes {
 /// How many received packets ahead of the one being classified have their headers prefetched.
 const RX_PREFETCH_AHEAD: usize = 3;
 
-/// Moves the received mbufs into slots (underlay classified by
-/// [`router_core::classify::classify`]); ARP and NDP answers are queued on the port, frames
-/// that are not SCION for us freed (counted). Returns the number of slots filled.
-#[inline]
-fn classify(
-    tables: &Tables,
-    port: usize,
-    now_s: u32,
-    burst: &mut MbufBurst,
-    slots: &mut [Slot],
-    out: &mut [MbufBurst],
-    io: &mut IoCounters,
-) -> usize {
-    let mut n = 0;
-    // The port's VLAN and its underlay addresses, once per burst.
-    let view = tables.port(port);
-    for m in burst.drain_prefetching(RX_PREFETCH_AHEAD) {
-        io.rx_frames += 1;
-        io.rx_bytes += m.pkt_len() as u64;
-        if m.segments() != 1 {
-            io.chained += 1;
-            continue;
-        }
-        let mut m = m;
-        if let Some(vid) = view.vlan
-            && !untag(&mut m, vid)
-        {
-            io.wrong_vlan += 1;
-            continue;
-        }
-        let c = match classify::classify(tables, &view, now_s, m.data_mut(), io) {
-            Frame::Scion(c) => c,
-            Frame::Answer => {
-                queue(out, port, m, io);
-                continue;
-            }
-            Frame::Drop => continue,
-        };
-        let m = match m.with_room(c.offset) {
-            Ok(m) => m,
-            Err(_) => {
-                io.chained += 1;
-                continue;
-            }
-        };
-        let s = &mut slots[n];
-        s.meta.receive(&c);
-        s.m = Some(m);
-        n += 1;
-    }
-    n
-}
-
-/// Queues `m` for sending on `port` (freed and counted if the burst is full).
-#[inline]
-fn queue(out: &mut [MbufBurst], port: usize, m: Mbuf, io: &mut IoCounters) {
-    match out.get_mut(port) {
-        Some(b) => {
-            if let Err(m) = b.push(m) {
-                drop(m);
-                io.tx_full += 1;
-            }
-        }
-        None => io.unroutable += 1,
-    }
-}
-
-/// Routes a processed packet ([`router_core::forward::route`]): resizes its mbuf for the new
-/// underlay headers, has them written and queues it on its egress port, or frees it.
-#[inline]
-fn route(
-    tables: &Tables,
-    in_port: usize,
-    now_s: u32,
-    s: &mut Slot,
-    (out, io, resolver, macs): (
-        &mut [MbufBurst],
-        &mut IoCounters,
-        &mut MacRequests,
-        &mut EgressMacs,
-    ),
-) {
-    let Some(mut m) = s.m.take().map(dpdk::RoomMbuf::into_mbuf) else {
-        return;
-    };
-    let mut arrived = None;
-    let r = forward::route(
-        tables,
-        in_port,
-        now_s,
-        &s.meta,
-        m.data(),
-        macs,
-        &mut arrived,
-        io,
-    );
-    if let Some(ask) = r.ask {
-        resolver.ask(tables, ask, out, io);
-    }
-    let Some(e) = r.send else {
-        return;
-    };
-    let offset = s.meta.offset;
-    let hl = e.header_len;
-    if !m.set_len(offset + e.len) {
-        io.unroutable += 1;
-        return;
-    }
-    let ok = if hl < offset {
-        m.adj((offset - hl) as u16)
-    } else if hl > offset {
-        m.prepend((hl - offset) as u16)
-    } else {
-        true
-    };
-    if !ok || !e.write(m.data_mut()) {
-        io.unroutable += 1;
-        return;
-    }
-    queue(out, e.port, m, io);
-}
-
 /// Routes the BFD packets the control side wrote (worker 0, a few times per second): each
 /// leaves by the link its tag names, with the underlay headers of that link. Whether any
 /// was queued.
@@ -772,18 +706,14 @@ fn send_bfd(
             continue;
         };
         let mut slot = Slot {
-            m: Some(room),
+            m: Some(PktRoom(room)),
             meta: PacketMeta::default(),
         };
         slot.meta.len = len;
         slot.meta.set_disposition(d);
-        route(
-            tables,
-            tables.internal_port,
-            now_s,
-            &mut slot,
-            (out, io, resolver, &mut macs),
-        );
+        let ask = |a, out: &mut [MbufBurst], io: &mut IoCounters| resolver.ask(tables, a, out, io);
+        let r = (&mut out[..], &mut *io, &mut macs);
+        burst::route(tables, tables.internal_port, now_s, &mut slot, r, ask);
     }
     true
 }
@@ -822,13 +752,6 @@ impl MacRequests {
             req.count(io);
         }
     }
-}
-
-/// Removes the 802.1Q tag of a frame received on a port of VLAN `vid`; `false` (frame to
-/// drop) if it is untagged, of another VLAN or too short.
-#[inline]
-fn untag(m: &mut Mbuf, vid: u16) -> bool {
-    classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN as u16)
 }
 
 /// Sends every port's queued burst, tagging the frames of VLAN ports first.
