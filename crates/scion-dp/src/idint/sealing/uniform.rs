@@ -55,8 +55,12 @@ impl SealBatch {
             for (s, row) in blocks.iter_mut().enumerate().take(nb) {
                 row[i] = load_block(win, BLOCK * s, len - BLOCK * s);
             }
+            if n_ks == 0 {
+                continue;
+            }
+            // An encrypted entry holds its nonce (a sealed-only one may be shorter than that).
             let mut ctr = [0u8; BLOCK];
-            ctr[..NONCE_LEN].copy_from_slice(&win[NONCE_OFFSET..enc_from]);
+            ctr[..NONCE_LEN].copy_from_slice(buf.get(at + NONCE_OFFSET..at + enc_from)?);
             for c in 0..n_ks {
                 ctr[NONCE_LEN..].copy_from_slice(&(c as u32).to_be_bytes());
                 ks[i * n_ks + c] = ctr;
