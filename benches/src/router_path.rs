@@ -19,7 +19,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress, Processor};
 /// Packets per burst (the worker's rx burst size).
 pub const BURST: usize = 32;
 /// Ports: 0 internal, 1 and 2 one external link each (interfaces 1 and 2).
-const PORTS: usize = 3;
+pub const PORTS: usize = 3;
 /// The interface (and port) packets arrive by.
 pub const IN_IF: u16 = 1;
 /// Learned neighbours beside the links' next hops (a busy table).
@@ -210,6 +210,29 @@ impl<'r> PathRig<'r> {
             &mut Nothing,
         );
         self.out.iter().map(|b| b.frames.len()).sum()
+    }
+
+    /// Replaces the next burst by `frames` (at most [`BURST`]; a frame too long for a buffer is
+    /// left out). The frames of earlier bursts are dropped.
+    pub fn load<'f>(&mut self, frames: impl IntoIterator<Item = &'f [u8]>) {
+        for b in self.out.iter_mut() {
+            b.frames.clear();
+        }
+        self.rx = frames
+            .into_iter()
+            .take(BURST)
+            .filter_map(MemFrame::new)
+            .collect();
+    }
+
+    /// The arrival frame the rig was built with.
+    pub fn arrival_frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    /// Frames queued on `port` by the last burst.
+    pub fn queued(&self, port: usize) -> impl Iterator<Item = &MemFrame> {
+        self.out.get(port).into_iter().flat_map(|b| b.frames.iter())
     }
 
     /// The first frame sent on `port` (after a burst).

@@ -5,10 +5,10 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use idint_host::fixture::empty_path;
 use idint_host::keys::HostKeys;
 use idint_host::packet::Endpoint;
 use idint_host::pinger::Pinger;
-use idint_host::fixture::empty_path;
 use idint_host::responder::Responder;
 use idint_wire::{HostAddr, IsdAsn};
 use libfuzzer_sys::fuzz_target;
@@ -30,8 +30,18 @@ fn host() -> (&'static Mutex<Responder>, &'static Pinger) {
     static R: OnceLock<(Mutex<Responder>, Pinger)> = OnceLock::new();
     let (r, p) = R.get_or_init(|| {
         let me = HostAddr::V4([127, 0, 0, 1].into());
-        let end = |port| Endpoint { ia: ia(), host: me, port };
-        let pinger = Pinger::new(end(28211), end(28210), empty_path("local", ia()), false, keys());
+        let end = |port| Endpoint {
+            ia: ia(),
+            host: me,
+            port,
+        };
+        let pinger = Pinger::new(
+            end(28211),
+            end(28210),
+            empty_path("local", ia()),
+            false,
+            keys(),
+        );
         (Mutex::new(Responder::new(ia(), me, keys())), pinger)
     });
     (r, p)

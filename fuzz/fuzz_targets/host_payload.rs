@@ -13,7 +13,8 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(r) = Reply::decode(data) {
         let mut b = Vec::new();
-        r.encode(&mut b, usize::MAX).expect("a decoded reply encodes");
+        r.encode(&mut b, usize::MAX)
+            .expect("a decoded reply encodes");
         assert_eq!(Reply::decode(&b), Ok(r));
     }
 });
