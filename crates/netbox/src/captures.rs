@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use idint_wire::idint::IdInt;
-use idint_wire::packet::Packet;
+use idint_wire::packet::{L4, Packet};
 use serde_json::{Value, json};
 use wire_tools::pcap::{PcapReader, scion_payload};
 
@@ -25,9 +25,24 @@ pub fn file_name(net: &Network, k: usize) -> String {
     )
 }
 
+/// What one SCION frame carries, as far as the comparison goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carries {
+    /// Neither ID-INT nor an SCMP error.
+    Plain,
+    /// An ID-INT request with this many stack entries.
+    IdInt(usize),
+    /// An SCMP error: its quote may hold the ID-INT of the packet it answers, which tshark
+    /// shows in the same fields; the frame is compared as an SCMP error only.
+    ScmpError,
+}
+
 /// What a capture holds, frame by frame: each SCION frame's number (from 1, as tshark counts)
-/// and the number of ID-INT stack entries it carries (`None`: no ID-INT request).
-type Frames = BTreeMap<usize, Option<usize>>;
+/// and what it carries.
+type Frames = BTreeMap<usize, Carries>;
+
+/// SCMP types below this are errors (informational messages from 128 on).
+const SCMP_INFO_FROM: u8 = 128;
 
 /// Display filter of frames tshark or the dissector found malformed or in error.
 const MALFORMED: &str = "_ws.malformed || _ws.expert.severity == \"Error\"";
@@ -68,6 +83,7 @@ fn tshark_frames(file: &Path, dissector: &Path) -> Result<Frames, String> {
         "scion",
         &[
             "frame.number",
+            "scion.scmp.type",
             "scion.idint.version",
             "scion.idint.entry.hop",
         ],
@@ -76,12 +92,21 @@ fn tshark_frames(file: &Path, dissector: &Path) -> Result<Frames, String> {
         let mut cols = line.split('\t');
         let number = cols.next().and_then(|n| n.parse().ok());
         let number = number.ok_or_else(|| format!("tshark line {line:?}"))?;
+        // The outer SCMP type comes first (a quoted packet's would follow it).
+        let scmp = cols
+            .next()
+            .and_then(|t| t.split(',').next()?.parse::<u8>().ok());
         let idint = cols.next().is_some_and(|v| !v.is_empty());
         // The entries' hops, separated by commas.
         let entries = cols
             .next()
             .map_or(0, |h| h.split(',').filter(|h| !h.is_empty()).count());
-        frames.insert(number, idint.then_some(entries));
+        let carries = match (scmp, idint) {
+            (Some(t), _) if t < SCMP_INFO_FROM => Carries::ScmpError,
+            (_, true) => Carries::IdInt(entries),
+            _ => Carries::Plain,
+        };
+        frames.insert(number, carries);
     }
     Ok(frames)
 }
@@ -101,12 +126,13 @@ fn wire_frames(file: &Path) -> Result<Frames, String> {
         let Ok(p) = Packet::parse(bytes) else {
             continue;
         };
-        let entries = match p.hop_by_hop().map(|h| IdInt::locate(h.into_inner())) {
-            Some(Ok(Some(s))) => Some(s.entries().count()),
-            Some(Err(e)) => return Err(format!("frame {number}: ID-INT {e:?}")),
-            _ => None,
+        let carries = match (&p.l4, p.hop_by_hop().map(|h| IdInt::locate(h.into_inner()))) {
+            (L4::Scmp(m), _) if m.msg_type() < SCMP_INFO_FROM => Carries::ScmpError,
+            (_, Some(Ok(Some(s)))) => Carries::IdInt(s.entries().count()),
+            (_, Some(Err(e))) => return Err(format!("frame {number}: ID-INT {e:?}")),
+            _ => Carries::Plain,
         };
-        frames.insert(number, entries);
+        frames.insert(number, carries);
     }
     Ok(frames)
 }
@@ -115,8 +141,15 @@ fn wire_frames(file: &Path) -> Result<Frames, String> {
 fn totals(frames: &Frames) -> Value {
     json!({
         "scion_frames": frames.len(),
-        "idint_frames": frames.values().filter(|e| e.is_some()).count(),
-        "idint_entries": frames.values().flatten().sum::<usize>(),
+        "idint_frames": frames.values().filter(|c| matches!(c, Carries::IdInt(_))).count(),
+        "idint_entries": frames
+            .values()
+            .map(|c| match c {
+                Carries::IdInt(n) => *n,
+                _ => 0,
+            })
+            .sum::<usize>(),
+        "scmp_errors": frames.values().filter(|c| **c == Carries::ScmpError).count(),
     })
 }
 
@@ -141,7 +174,11 @@ pub fn check(dir: &Path, repo: &Path, net: &Network, checks: &mut Checks) -> Val
         let seen = tshark_frames(&file, &dissector);
         let wire = wire_frames(&file);
         let malformed = tshark_fields(&file, &dissector, MALFORMED, &["frame.number"]);
-        let idint = |f: &Frames| f.values().filter(|e| e.is_some_and(|n| n > 0)).count();
+        let idint = |f: &Frames| {
+            f.values()
+                .filter(|c| matches!(c, Carries::IdInt(n) if *n > 0))
+                .count()
+        };
         checks.add(
             &format!("capture {name}: SCION and ID-INT on the link"),
             matches!(&seen, Ok(f) if !f.is_empty() && idint(f) > 0),
