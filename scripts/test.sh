@@ -30,3 +30,6 @@ cargo test --workspace --all-features 2>&1 | tee target/test-output.txt
 # One closing line for the whole run (cargo prints one per test binary).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' \
     target/test-output.txt | tee target/test-summary.txt
+
+echo "== no 512-bit instructions in the router and the collector"
+./scripts/check-no-avx512.sh "${CARGO_TARGET_DIR:-target}/debug"
