@@ -4,17 +4,14 @@
 //! The key schedule ([`Aes128Enc`], encryption only: every use in SCION and ID-INT, CMAC and CTR
 //! alike, runs the block cipher forwards, so the decryption round keys are never built, which
 //! halves what a cached key occupies) is built once per key by the caller and reused; nothing
-//! here allocates. AES-NI is detected at run time by the `aes` crate unless the build targets it.
-//! [`Aes128Rounds`] is the single-block cipher of the hop-field MAC (see `crypto/rounds.rs`).
-
-mod rounds;
+//! here allocates. AES-NI is detected at run time by the `aes` crate unless the build targets it
+//! (the default build does, so the rounds inline; see `.cargo/config.toml`).
 
 pub use aes::Aes128Enc;
 use aes::cipher::consts::U16;
 use aes::cipher::{
     Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
 };
-pub use rounds::Aes128Rounds;
 
 /// AES block size in bytes.
 pub const BLOCK_LEN: usize = 16;

@@ -2,12 +2,13 @@
 //! AES-128-CMAC over the 16-byte hop-field MAC input block (`scion-dp.md` §2.1).
 //!
 //! The MAC input is always exactly one block, so CMAC reduces to `AES_K(block XOR K1)` with the
-//! first subkey `K1` computed once per key. The block cipher is
-//! [`Aes128Rounds`](idint_wire::crypto::Aes128Rounds): its AES-NI rounds inline into the
-//! per-packet call (no run-time backend choice per packet), and [`HopMac::compute_batch`] runs
-//! the rounds of several blocks side by side so that the AES unit keeps them in flight.
+//! first subkey `K1` computed once per key. The block cipher is the `aes` crate's AES-128 on
+//! AES-NI, which the default build knows at compile time, so its rounds inline into the
+//! per-packet call; [`HopMac::compute_batch`] hands it several blocks at once, whose rounds it
+//! runs side by side so that the AES unit keeps them in flight.
 
-use idint_wire::crypto::Aes128Rounds;
+use aes::cipher::BlockCipherEncrypt;
+use idint_wire::crypto::{Aes128Enc, aes128};
 
 /// Length of the MAC stored in a hop field.
 pub const HOP_MAC_LEN: usize = 6;
@@ -35,7 +36,7 @@ const BATCH_LANES: usize = 8;
 /// AES-128-CMAC for single-block inputs, with the key schedule and subkey precomputed.
 #[derive(Clone)]
 pub struct HopMac {
-    cipher: Aes128Rounds,
+    cipher: Aes128Enc,
     k1: [u8; 16],
 }
 
@@ -48,8 +49,10 @@ impl core::fmt::Debug for HopMac {
 impl HopMac {
     /// Prepares the CMAC for `key` (the forwarding key).
     pub fn new(key: &[u8; 16]) -> Self {
-        let cipher = Aes128Rounds::new(key);
-        let l = cipher.encrypt(&[0u8; 16]);
+        let cipher = aes128(key);
+        let mut l = aes::Block::default();
+        cipher.encrypt_block(&mut l);
+        let l: [u8; 16] = l.into();
         HopMac {
             cipher,
             k1: double(&l),
@@ -59,7 +62,9 @@ impl HopMac {
     /// The full 16-byte CMAC of one input block (EPIC uses all 16 bytes as a key).
     #[inline]
     pub fn compute(&self, block: &[u8; 16]) -> [u8; 16] {
-        self.cipher.encrypt(&xor16(block, &self.k1))
+        let mut x = aes::Block::from(xor16(block, &self.k1));
+        self.cipher.encrypt_block(&mut x);
+        x.into()
     }
 
     /// Replaces every input block in `blocks` by its CMAC. The blocks are independent: they
@@ -74,7 +79,8 @@ impl HopMac {
             for b in lanes.iter_mut() {
                 *b = xor16(b, &self.k1);
             }
-            self.cipher.encrypt_each(lanes);
+            self.cipher
+                .encrypt_blocks(aes::Block::cast_slice_from_core_mut(lanes));
         }
         for b in chunks.into_remainder() {
             *b = self.compute(b);
