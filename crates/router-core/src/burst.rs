@@ -9,7 +9,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress};
 use crate::classify::{self, Classified, Frame};
 use crate::counters::IoCounters;
 use crate::forward::{self, Ask, EgressMacs, PacketMeta};
-use crate::tables::Tables;
+use crate::tables::{PortView, Tables};
 use crate::underlay;
 
 /// A received frame's buffer, as the glue changes it (a DPDK mbuf in the router).
@@ -155,15 +155,29 @@ pub fn classify_burst<F: FrameBuf, Q: TxBatch<F>>(
             );
             continue;
         }
-        match classify::classify(tables, &view, now_s, m.data_mut(), io) {
-            Frame::Scion(c) => fill(slots, &mut n, m, &c, io),
-            Frame::Answer => queue(out, port, m, io),
-            Frame::Drop => {}
-        }
+        classify_other(tables, &view, now_s, m, (slots, &mut n), out, io);
     }
     io.rx_frames += frames_in;
     io.rx_bytes += bytes_in;
     n
+}
+
+/// [`classify_burst`] for every frame but the common case (kept out of the packet loop).
+#[inline(never)]
+fn classify_other<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    view: &PortView<'_>,
+    now_s: u32,
+    mut m: F,
+    (slots, n): (&mut [Slot<F::Room>], &mut usize),
+    out: &mut [Q],
+    io: &mut IoCounters,
+) {
+    match classify::classify(tables, view, now_s, m.data_mut(), io) {
+        Frame::Scion(c) => fill(slots, n, m, &c, io),
+        Frame::Answer => queue(out, view.index, m, io),
+        Frame::Drop => {}
+    }
 }
 
 /// Puts the SCION frame `m` (classified `c`) into the next of `slots` (`n` filled so far).
@@ -218,21 +232,39 @@ pub fn route_burst<F: FrameBuf, Q: TxBatch<F>, A: Aside<F::Room, Q>>(
     // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
     let mut macs = EgressMacs::default();
     for s in slots.iter_mut() {
-        match s.meta.disposition_mut() {
-            Some(Disposition::Bfd) => {
-                aside.bfd(s, io);
-                continue;
-            }
-            Some(Disposition::Reply { .. }) if !aside.allow_reply() => {
-                io.scmp_rate_limited += 1;
-                s.m = None;
-                continue;
-            }
-            _ => {}
+        // The common case in the loop, any other decision out of it.
+        if s.meta.disposition_mut().is_none() && route_v4(tables, now_s, s, out, io, &mut macs) {
+            continue;
         }
-        let ask = |a, out: &mut [Q], io: &mut IoCounters| aside.ask(tables, a, out, io);
-        route(tables, port, now_s, s, (out, io, &mut macs), ask);
+        route_aside(tables, port, now_s, s, (out, io, &mut macs), aside);
     }
+}
+
+/// [`route_burst`] for a packet other than the common case: BFD and rate-limited SCMP
+/// replies to `aside`, the rest through [`route`].
+#[inline(never)]
+fn route_aside<F: FrameBuf, Q: TxBatch<F>, A: Aside<F::Room, Q>>(
+    tables: &Tables,
+    port: usize,
+    now_s: u32,
+    s: &mut Slot<F::Room>,
+    (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
+    aside: &mut A,
+) {
+    match s.meta.disposition_mut() {
+        Some(Disposition::Bfd) => {
+            aside.bfd(s, io);
+            return;
+        }
+        Some(Disposition::Reply { .. }) if !aside.allow_reply() => {
+            io.scmp_rate_limited += 1;
+            s.m = None;
+            return;
+        }
+        _ => {}
+    }
+    let ask = |a, out: &mut [Q], io: &mut IoCounters| aside.ask(tables, a, out, io);
+    route(tables, port, now_s, s, (out, io, macs), ask);
 }
 
 /// Routes a processed packet ([`forward::route`]): resizes its frame for the new underlay
@@ -245,31 +277,75 @@ pub fn route<F: FrameBuf, Q: TxBatch<F>>(
     now_s: u32,
     s: &mut Slot<F::Room>,
     (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
-    mut ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
+    ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
 ) {
+    if route_v4(tables, now_s, s, out, io, macs) {
+        return;
+    }
     let Some(m) = s.m.take() else {
         return;
     };
-    let mut m = m.into_frame();
-    let offset = s.meta.offset;
-    // The common case: the link's headers where the old ones were.
-    if offset == underlay::V4_HDR_LEN
-        && let Some((port, t, mac)) = forward::forward_v4(tables, &s.meta, now_s, macs)
-    {
-        let len = s.meta.len;
-        if m.set_len(offset + len) && t.write(m.data_mut(), mac, len) {
-            queue(out, port, m, io);
-        } else {
-            io.unroutable += 1;
-        }
-        return;
+    route_other(
+        tables,
+        in_port,
+        now_s,
+        &s.meta,
+        m.into_frame(),
+        (out, io, macs),
+        ask,
+    );
+}
+
+/// The common case of [`route`]: a packet forwarded on an IPv4 link
+/// ([`forward::forward_v4`]) gets the link's headers where the old ones were and is queued
+/// (or dropped and counted if its frame cannot hold them). `false`, nothing done, for any
+/// other packet.
+#[inline(always)]
+fn route_v4<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    now_s: u32,
+    s: &mut Slot<F::Room>,
+    out: &mut [Q],
+    io: &mut IoCounters,
+    macs: &mut EgressMacs,
+) -> bool {
+    if s.meta.offset != underlay::V4_HDR_LEN || s.m.is_none() {
+        return false;
     }
+    let Some((port, h)) = forward::forward_v4(tables, &s.meta, now_s, macs) else {
+        return false;
+    };
+    let Some(m) = s.m.take() else {
+        return false;
+    };
+    let mut m = m.into_frame();
+    let len = s.meta.len;
+    if m.set_len(underlay::V4_HDR_LEN + len) && h.write_to(m.data_mut(), len) {
+        queue(out, port, m, io);
+    } else {
+        io.unroutable += 1;
+    }
+    true
+}
+
+/// [`route`] for every packet but the common case (kept out of the packet loop).
+#[inline(never)]
+fn route_other<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    in_port: usize,
+    now_s: u32,
+    meta: &PacketMeta,
+    mut m: F,
+    (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
+    mut ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
+) {
+    let offset = meta.offset;
     let mut arrived = None;
     let r = forward::route(
         tables,
         in_port,
         now_s,
-        &s.meta,
+        meta,
         m.data(),
         macs,
         &mut arrived,

@@ -488,23 +488,45 @@ impl V4Header {
     /// the frame is too short or the payload too long for IPv4.
     #[inline]
     pub fn write(&self, frame: &mut [u8], dst_mac: [u8; 6], payload_len: usize) -> bool {
+        self.to_next_hop(dst_mac).write_to(frame, payload_len)
+    }
+
+    /// The same headers with next-hop MAC `dst_mac` (kept per burst: a packet then costs
+    /// one copy and the length fields, see [`V4Header::write_to`]).
+    #[inline]
+    pub fn to_next_hop(&self, dst_mac: [u8; 6]) -> V4Header {
+        let mut h = *self;
+        h.bytes[field::eth::DST].copy_from_slice(&dst_mac);
+        h
+    }
+
+    /// Writes the headers as they are (next-hop MAC included, see [`V4Header::to_next_hop`])
+    /// into `frame[..V4_HDR_LEN]` for a UDP payload of `payload_len` bytes that already
+    /// follows them. `false` (nothing written) if the frame is too short or the payload too
+    /// long for IPv4.
+    #[inline(always)]
+    pub fn write_to(&self, frame: &mut [u8], payload_len: usize) -> bool {
+        const IP: usize = field::ipv4::HEADER_LEN;
+        const UDP: usize = field::udp::HEADER_LEN;
+        /// Where the IPv4 and UDP length fields and the IPv4 checksum are in the headers.
+        const TOTAL_LEN: usize = ETH_LEN + field::ipv4::TOTAL_LEN.start;
+        const CHECKSUM: usize = ETH_LEN + field::ipv4::CHECKSUM.start;
+        const UDP_LEN: usize = ETH_LEN + IP + field::udp::LEN.start;
+        let Some((h, payload)) = frame.split_first_chunk_mut::<V4_HDR_LEN>() else {
+            return false;
+        };
         // The generic writer's limit (it leaves room for an IPv6 header).
-        if frame.len() < V4_HDR_LEN + payload_len
-            || payload_len + field::udp::HEADER_LEN
-                > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
+        if payload.len() < payload_len
+            || payload_len + UDP > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
         {
             return false;
         }
-        const IP: usize = field::ipv4::HEADER_LEN;
-        let h = &mut frame[..V4_HDR_LEN];
-        h.copy_from_slice(&self.bytes);
-        h[field::eth::DST].copy_from_slice(&dst_mac);
-        let total = (payload_len + IP + field::udp::HEADER_LEN) as u16;
-        let (ip, udp) = h[ETH_LEN..].split_at_mut(IP);
-        ip[field::ipv4::TOTAL_LEN].copy_from_slice(&total.to_be_bytes());
-        let c = fold(self.sum + u32::from(total));
-        ip[field::ipv4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
-        udp[field::udp::LEN].copy_from_slice(&(total - IP as u16).to_be_bytes());
+        let udp_len = (payload_len + UDP) as u16;
+        let total = udp_len + IP as u16;
+        *h = self.bytes;
+        h[TOTAL_LEN..TOTAL_LEN + 2].copy_from_slice(&total.to_be_bytes());
+        h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&fold(self.sum + u32::from(total)).to_be_bytes());
+        h[UDP_LEN..UDP_LEN + 2].copy_from_slice(&udp_len.to_be_bytes());
         true
     }
 }
