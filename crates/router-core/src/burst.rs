@@ -30,6 +30,16 @@ pub trait FrameBuf: Sized {
     fn prepend(&mut self, n: usize) -> bool;
     /// Sets the frame's length (`false` if the buffer is too short).
     fn set_len(&mut self, len: usize) -> bool;
+    /// Sets the frame's length and returns its bytes, writable (`None` if the buffer is too
+    /// short).
+    #[inline]
+    fn resize(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.set_len(len) {
+            Some(self.data_mut())
+        } else {
+            None
+        }
+    }
     /// The buffer with its room from `offset` into the frame; the frame back if it has none.
     fn with_room(self, offset: usize) -> Result<Self::Room, Self>;
 }
@@ -118,48 +128,98 @@ pub fn classify_burst<F: FrameBuf, Q: TxBatch<F>>(
     out: &mut [Q],
     io: &mut IoCounters,
 ) -> usize {
-    let mut n = 0;
     // The port's VLAN and its underlay addresses, once per burst.
     let view = tables.port(port);
-    // Counted here, added once per burst.
-    let (mut frames_in, mut bytes_in) = (0u64, 0u64);
-    for mut m in frames {
-        frames_in += 1;
-        bytes_in += m.pkt_len() as u64;
-        if m.is_chained() {
-            io.chained += 1;
-            continue;
+    let mut rx = Rx {
+        slots,
+        n: 0,
+        frames: 0,
+        bytes: 0,
+    };
+    match (view.vlan, view.v4) {
+        // The common port (untagged, an IPv4 address) has a loop of its own, without
+        // branches on the port's configuration per frame.
+        (None, Some(k)) => {
+            for m in frames {
+                classify_frame(tables, &view, (None, Some(&k)), now_s, m, &mut rx, out, io);
+            }
         }
-        if let Some(vid) = view.vlan
-            && !(classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN))
-        {
-            io.wrong_vlan += 1;
-            continue;
+        (vlan, v4) => {
+            for m in frames {
+                classify_frame(
+                    tables,
+                    &view,
+                    (vlan, v4.as_ref()),
+                    now_s,
+                    m,
+                    &mut rx,
+                    out,
+                    io,
+                );
+            }
         }
-        // The common case first, its answer written straight into the slot: a `Frame`
-        // built by narrow stores and read back whole stalls on store forwarding.
-        if let Some(k) = view.v4.as_ref()
-            && let Some((offset, len)) = k.payload(m.data())
-        {
-            let ingress = k.what;
-            fill(
-                slots,
-                &mut n,
-                m,
-                &Classified {
-                    offset,
-                    len,
-                    ingress,
-                },
-                io,
-            );
-            continue;
-        }
-        classify_other(tables, &view, now_s, m, (slots, &mut n), out, io);
     }
-    io.rx_frames += frames_in;
-    io.rx_bytes += bytes_in;
-    n
+    io.rx_frames += u64::from(rx.frames);
+    io.rx_bytes += rx.bytes;
+    rx.n
+}
+
+/// The slots of a burst being filled by [`classify_burst`], and what it counted.
+struct Rx<'s, R> {
+    slots: &'s mut [Slot<R>],
+    /// Slots filled.
+    n: usize,
+    /// Frames and bytes received (added to the counters once per burst).
+    frames: u32,
+    bytes: u64,
+}
+
+/// Classifies one frame of [`classify_burst`], received on the port `view` whose VLAN and
+/// IPv4 fast-path key are `(vlan, v4)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn classify_frame<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    view: &PortView<'_>,
+    (vlan, v4): (Option<u16>, Option<&underlay::V4Key>),
+    now_s: u32,
+    mut m: F,
+    rx: &mut Rx<'_, F::Room>,
+    out: &mut [Q],
+    io: &mut IoCounters,
+) {
+    rx.frames += 1;
+    rx.bytes += m.pkt_len() as u64;
+    if m.is_chained() {
+        io.chained += 1;
+        return;
+    }
+    if let Some(vid) = vlan
+        && !(classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN))
+    {
+        io.wrong_vlan += 1;
+        return;
+    }
+    // The common case first, its answer written straight into the slot: a `Frame`
+    // built by narrow stores and read back whole stalls on store forwarding.
+    if let Some(k) = v4
+        && let Some((offset, len)) = k.payload(m.data())
+    {
+        let ingress = k.what;
+        fill(
+            rx.slots,
+            &mut rx.n,
+            m,
+            &Classified {
+                offset,
+                len,
+                ingress,
+            },
+            io,
+        );
+        return;
+    }
+    classify_other(tables, view, now_s, m, (rx.slots, &mut rx.n), out, io);
 }
 
 /// [`classify_burst`] for every frame but the common case (kept out of the packet loop).
@@ -320,7 +380,9 @@ fn route_v4<F: FrameBuf, Q: TxBatch<F>>(
     };
     let mut m = m.into_frame();
     let len = s.meta.len;
-    if m.set_len(underlay::V4_HDR_LEN + len) && h.write_to(m.data_mut(), len) {
+    if m.resize(underlay::V4_HDR_LEN + len)
+        .is_some_and(|frame| h.write_to(frame, len))
+    {
         queue(out, port, m, io);
     } else {
         io.unroutable += 1;
@@ -455,6 +517,12 @@ impl FrameBuf for MemFrame {
         }
         self.len = len;
         true
+    }
+    #[inline]
+    fn resize(&mut self, len: usize) -> Option<&mut [u8]> {
+        let frame = self.buf.get_mut(self.start..)?.get_mut(..len)?;
+        self.len = len;
+        Some(frame)
     }
     #[inline]
     fn with_room(self, offset: usize) -> Result<MemRoom, Self> {

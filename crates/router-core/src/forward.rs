@@ -94,15 +94,31 @@ pub struct EgressMacs {
     next: usize,
     /// The last fast-path answer of [`forward_v4`], valid for the burst as the rest
     /// (consecutive packets of a burst mostly leave by the same link).
-    last: Option<LastV4>,
+    last: LastV4,
 }
 
 /// A fast-path answer of [`forward_v4`]: the link's headers with the next hop's MAC in.
 #[derive(Debug, Clone, Copy)]
 struct LastV4 {
-    ifid: u16,
+    /// The interface, or [`LastV4::NONE`] (no answer yet: no `u16` is that).
+    ifid: u32,
     port: usize,
     header: underlay::V4Header,
+}
+
+impl LastV4 {
+    /// The interface of no answer.
+    const NONE: u32 = u32::MAX;
+}
+
+impl Default for LastV4 {
+    fn default() -> Self {
+        LastV4 {
+            ifid: Self::NONE,
+            port: 0,
+            header: underlay::V4Header::EMPTY,
+        }
+    }
 }
 
 impl EgressMacs {
@@ -239,9 +255,8 @@ pub fn forward_v4<'m>(
     macs: &'m mut EgressMacs,
 ) -> Option<(usize, &'m underlay::V4Header)> {
     let ifid = meta.forward_ifid()?;
-    if macs.last.is_some_and(|l| l.ifid == ifid) {
-        let l = macs.last.as_ref()?;
-        return Some((l.port, &l.header));
+    if macs.last.ifid == u32::from(ifid) {
+        return Some((macs.last.port, &macs.last.header));
     }
     forward_v4_first(tables, ifid, now_s, macs)
 }
@@ -271,12 +286,12 @@ fn forward_v4_first<'m>(
             None => tables.default_macs.get(e.port).copied().flatten()?,
         },
     };
-    let l = macs.last.insert(LastV4 {
-        ifid,
+    macs.last = LastV4 {
+        ifid: u32::from(ifid),
         port: e.port,
         header: t.to_next_hop(mac),
-    });
-    Some((l.port, &l.header))
+    };
+    Some((macs.last.port, &macs.last.header))
 }
 
 /// Decides where the packet `meta` (received on `in_port`, frame `frame` as processed) goes at

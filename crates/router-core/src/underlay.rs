@@ -277,20 +277,90 @@ fn parse_l2(frame: &[u8], l2: usize) -> Result<Received, NotScion> {
 /// to it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V4Key<T = scion_dp::Ingress> {
-    ip: [u8; 4],
-    port: u16,
+    /// The frame's bytes [`V4Key::DST_AT`].. of a packet to the address (its IPv4 destination,
+    /// a UDP source port of 0, its UDP destination port), read as one word.
+    dst: u64,
     /// What a packet to the address means.
     pub what: T,
 }
 
+/// A word of `N` frame bytes, the bytes not under `mask` cleared (the byte order of the
+/// machine: words are only compared with words built the same way).
+#[inline(always)]
+fn masked<const N: usize, W>(bytes: [u8; N], mask: [u8; N]) -> W
+where
+    W: From<[u8; N]>,
+{
+    let mut b = bytes;
+    for (b, m) in b.iter_mut().zip(mask) {
+        *b &= m;
+    }
+    W::from(b)
+}
+
+/// A native-endian `u32` (see [`masked`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Ne32(u32);
+
+impl From<[u8; 4]> for Ne32 {
+    #[inline(always)]
+    fn from(b: [u8; 4]) -> Self {
+        Ne32(u32::from_ne_bytes(b))
+    }
+}
+
+/// A native-endian `u64` (see [`masked`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Ne64(u64);
+
+impl From<[u8; 8]> for Ne64 {
+    #[inline(always)]
+    fn from(b: [u8; 8]) -> Self {
+        Ne64(u64::from_ne_bytes(b))
+    }
+}
+
+/// The bytes from `at` of `h`, as an array.
+#[inline(always)]
+fn bytes_at<const N: usize>(h: &[u8; V4_HDR_LEN], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&h[at..at + N]);
+    b
+}
+
 impl<T: Copy> V4Key<T> {
+    /// Where the compared destination word starts in the frame (the IPv4 destination).
+    const DST_AT: usize = ETH_LEN + field::ipv4::DST.start;
+    /// Which bytes of the destination word are compared: all but the UDP source port.
+    const DST_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff];
+    /// Where the EtherType, IPv4 version and header length start (one word with the TOS).
+    const TYPE_AT: usize = field::eth::ETHERTYPE.start;
+    /// The EtherType IPv4 and an IPv4 header without options (the TOS byte not compared).
+    const TYPE: [u8; 4] = [
+        (ETHERTYPE_IPV4 >> 8) as u8,
+        ETHERTYPE_IPV4 as u8,
+        IPV4_NO_OPTIONS,
+        0,
+    ];
+    const TYPE_MASK: [u8; 4] = [0xff, 0xff, 0xff, 0];
+    /// Where the IPv4 flags and fragment offset start (one word with TTL and protocol).
+    const FRAG_AT: usize = ETH_LEN + field::ipv4::FLAGS_FRAG.start;
+    /// Not a fragment (more-fragments flag and offset zero, other flags and the TTL not
+    /// compared), protocol UDP.
+    const FRAG: [u8; 4] = [0, 0, 0, PROTO_UDP];
+    const FRAG_MASK: [u8; 4] = [
+        (field::ipv4::FRAGMENT_MASK >> 8) as u8,
+        field::ipv4::FRAGMENT_MASK as u8,
+        0,
+        0xff,
+    ];
+
     /// The key of `addr`.
     pub fn new(addr: std::net::SocketAddrV4, what: T) -> Self {
-        V4Key {
-            ip: addr.ip().octets(),
-            port: addr.port(),
-            what,
-        }
+        let [a, b, c, d] = addr.ip().octets();
+        let [p, q] = addr.port().to_be_bytes();
+        let Ne64(dst) = masked([a, b, c, d, 0, 0, p, q], Self::DST_MASK);
+        V4Key { dst, what }
     }
 
     /// (offset, length) of the UDP payload of an untagged Ethernet/IPv4 (no options)/UDP
@@ -300,17 +370,16 @@ impl<T: Copy> V4Key<T> {
     pub fn payload(&self, frame: &[u8]) -> Option<(usize, usize)> {
         const IP: usize = field::ipv4::HEADER_LEN;
         const UDP: usize = field::udp::HEADER_LEN;
-        let h: &[u8; V4_HDR_LEN] = frame.get(..V4_HDR_LEN)?.try_into().ok()?;
-        let ip = &h[ETH_LEN..ETH_LEN + IP];
-        let udp = &h[ETH_LEN + IP..];
-        let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
-        let udp_len = usize::from(be16(udp, field::udp::LEN.start));
-        let ok = be16(h, field::eth::ETHERTYPE.start) == ETHERTYPE_IPV4
-            && ip[field::ipv4::VER_IHL] == IPV4_NO_OPTIONS
-            && ip[field::ipv4::PROTOCOL] == PROTO_UDP
-            && be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK == 0
-            && ip[field::ipv4::DST] == self.ip
-            && be16(udp, field::udp::DST_PORT.start) == self.port
+        const TOTAL_LEN: usize = ETH_LEN + field::ipv4::TOTAL_LEN.start;
+        const UDP_LEN: usize = ETH_LEN + IP + field::udp::LEN.start;
+        let h: &[u8; V4_HDR_LEN] = frame.first_chunk()?;
+        let total = usize::from(be16(h, TOTAL_LEN));
+        let udp_len = usize::from(be16(h, UDP_LEN));
+        let ok = masked::<4, Ne32>(bytes_at(h, Self::TYPE_AT), Self::TYPE_MASK)
+            == Ne32::from(Self::TYPE)
+            && masked::<4, Ne32>(bytes_at(h, Self::FRAG_AT), Self::FRAG_MASK)
+                == Ne32::from(Self::FRAG)
+            && masked::<8, Ne64>(bytes_at(h, Self::DST_AT), Self::DST_MASK) == Ne64(self.dst)
             && total <= frame.len() - ETH_LEN
             && udp_len >= UDP
             && udp_len + IP <= total;
@@ -468,6 +537,12 @@ pub struct V4Header {
 }
 
 impl V4Header {
+    /// All zero (a placeholder, never written to a frame).
+    pub const EMPTY: V4Header = V4Header {
+        bytes: [0; V4_HDR_LEN],
+        sum: 0,
+    };
+
     /// The headers from `src` (MAC `src_mac`) to `dst`.
     pub fn new(src_mac: [u8; 6], src: std::net::SocketAddrV4, dst: std::net::SocketAddrV4) -> Self {
         let mut bytes = [0u8; V4_HDR_LEN];
