@@ -532,7 +532,8 @@ pub(crate) fn fold(sum: u32) -> u16 {
 #[derive(Debug, Clone, Copy)]
 pub struct V4Header {
     bytes: [u8; V4_HDR_LEN],
-    /// Ones'-complement sum of the IPv4 header with total length and checksum zero.
+    /// Ones'-complement sum of the IPv4 header with total length and checksum zero, folded
+    /// to 16 bits (so that adding a total length needs one fold only).
     sum: u32,
 }
 
@@ -554,7 +555,7 @@ impl V4Header {
         let ip = &mut bytes[ETH_LEN..ETH_LEN + field::ipv4::HEADER_LEN];
         ip[field::ipv4::TOTAL_LEN].fill(0);
         ip[field::ipv4::CHECKSUM].fill(0);
-        let sum = sum16(0, ip);
+        let sum = u32::from(!fold(sum16(0, ip)));
         V4Header { bytes, sum }
     }
 
@@ -600,7 +601,11 @@ impl V4Header {
         let total = udp_len + IP as u16;
         *h = self.bytes;
         h[TOTAL_LEN..TOTAL_LEN + 2].copy_from_slice(&total.to_be_bytes());
-        h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&fold(self.sum + u32::from(total)).to_be_bytes());
+        // At most 0x1fffe: one carry of the high half into the low one folds it (the carry
+        // cannot carry again), the same checksum as `fold` on the whole sum.
+        let sum = self.sum + u32::from(total);
+        let checksum = !((sum + (sum >> 16)) as u16);
+        h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&checksum.to_be_bytes());
         h[UDP_LEN..UDP_LEN + 2].copy_from_slice(&udp_len.to_be_bytes());
         true
     }
@@ -790,6 +795,78 @@ mod tests {
     }
 
     use super::*;
+
+    /// The IPv4 fast path's checks one field at a time (the word-wise comparison of
+    /// [`V4Key::payload`] must say the same).
+    fn payload_by_fields(ip4: [u8; 4], port: u16, frame: &[u8]) -> Option<(usize, usize)> {
+        const IP: usize = field::ipv4::HEADER_LEN;
+        const UDP: usize = field::udp::HEADER_LEN;
+        let h = frame.get(..V4_HDR_LEN)?;
+        let ip = &h[ETH_LEN..ETH_LEN + IP];
+        let udp = &h[ETH_LEN + IP..];
+        let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
+        let udp_len = usize::from(be16(udp, field::udp::LEN.start));
+        let ok = be16(h, field::eth::ETHERTYPE.start) == ETHERTYPE_IPV4
+            && ip[field::ipv4::VER_IHL] == IPV4_NO_OPTIONS
+            && ip[field::ipv4::PROTOCOL] == PROTO_UDP
+            && be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK == 0
+            && ip[field::ipv4::DST] == ip4
+            && be16(udp, field::udp::DST_PORT.start) == port
+            && total <= frame.len() - ETH_LEN
+            && udp_len >= UDP
+            && udp_len + IP <= total;
+        ok.then(|| (V4_HDR_LEN, udp_len - UDP))
+    }
+
+    #[test]
+    fn the_ipv4_fast_path_checks_each_field_as_it_should() {
+        let dst: std::net::SocketAddrV4 = "192.0.2.1:50000".parse().unwrap();
+        let src: SocketAddr = "192.0.2.2:50000".parse().unwrap();
+        let key = V4Key::new(dst, ());
+        let mut good = vec![0xab; V4_HDR_LEN + 40];
+        assert!(write(
+            &mut good,
+            [2; 6],
+            [4; 6],
+            &src,
+            &SocketAddr::V4(dst),
+            40
+        ));
+        let fields = |f: &[u8]| payload_by_fields(dst.ip().octets(), dst.port(), f);
+        assert_eq!(key.payload(&good), Some((V4_HDR_LEN, 40)));
+        // Every header byte set to every value, alone.
+        for i in 0..V4_HDR_LEN {
+            for v in 0..=u8::MAX {
+                let mut f = good.clone();
+                f[i] = v;
+                assert_eq!(key.payload(&f), fields(&f), "byte {i} = {v:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn v4_template_checksums_agree_for_every_length() {
+        let most = usize::from(u16::MAX) - field::ipv6::HEADER_LEN - field::udp::HEADER_LEN;
+        let (mut a, mut b) = (vec![0u8; V4_HDR_LEN + most], vec![0u8; V4_HDR_LEN + most]);
+        // Addresses whose sums are small, middling and close to carrying.
+        for (src, dst) in [
+            ("0.0.0.1:1", "0.0.0.2:2"),
+            ("10.1.0.1:50000", "192.168.255.254:30042"),
+            ("255.255.255.255:65535", "255.255.255.254:65535"),
+        ] {
+            let (s, d): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+            let (SocketAddr::V4(s4), SocketAddr::V4(d4)) = (s, d) else {
+                unreachable!("IPv4")
+            };
+            let t = V4Header::new([2; 6], s4, d4).to_next_hop([4; 6]);
+            for len in 0..=most {
+                let n = V4_HDR_LEN + len;
+                assert!(write(&mut a[..n], [2; 6], [4; 6], &s, &d, len));
+                assert!(t.write_to(&mut b[..n], len));
+                assert_eq!(a[..V4_HDR_LEN], b[..V4_HDR_LEN], "{src} {dst} {len}");
+            }
+        }
+    }
 
     #[test]
     fn v4_template_writes_what_the_generic_writer_writes() {
