@@ -259,8 +259,17 @@ fn fill<F: FrameBuf>(
         return;
     };
     s.meta.receive(c);
-    s.m = Some(m);
+    if let Some(old) = s.m.replace(m) {
+        release(old);
+    }
     *n += 1;
+}
+
+/// Drops a frame a slot still held (not on the packet path: routing empties the slots).
+#[cold]
+#[inline(never)]
+fn release<R>(m: R) {
+    drop(m);
 }
 
 /// Queues `m` for sending on `port` (dropped and counted if the batch is full).
@@ -565,6 +574,20 @@ pub struct MemBatch {
 impl TxBatch<MemFrame> for MemBatch {
     #[inline]
     fn push(&mut self, f: MemFrame) -> Result<(), MemFrame> {
+        let n = self.frames.len();
+        if n >= self.cap || n == self.frames.capacity() {
+            return self.push_growing(f);
+        }
+        self.frames.push(f);
+        Ok(())
+    }
+}
+
+impl MemBatch {
+    /// [`TxBatch::push`] into a full vector (or a full batch): kept out of the packet loop.
+    #[cold]
+    #[inline(never)]
+    fn push_growing(&mut self, f: MemFrame) -> Result<(), MemFrame> {
         if self.frames.len() >= self.cap {
             return Err(f);
         }
