@@ -284,48 +284,21 @@ pub struct V4Key<T = scion_dp::Ingress> {
     pub what: T,
 }
 
-/// A word of `N` frame bytes, the bytes not under `mask` cleared (the byte order of the
-/// machine: words are only compared with words built the same way).
+/// The 4 bytes of `h` from `at` as a word, the bytes not under `mask` cleared (in the byte
+/// order of the machine: only compared with words built the same way).
 #[inline(always)]
-fn masked<const N: usize, W>(bytes: [u8; N], mask: [u8; N]) -> W
-where
-    W: From<[u8; N]>,
-{
-    let mut b = bytes;
-    for (b, m) in b.iter_mut().zip(mask) {
-        *b &= m;
-    }
-    W::from(b)
+fn word32(h: &[u8; V4_HDR_LEN], at: usize, mask: [u8; 4]) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&h[at..at + 4]);
+    u32::from_ne_bytes(b) & u32::from_ne_bytes(mask)
 }
 
-/// A native-endian `u32` (see [`masked`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Ne32(u32);
-
-impl From<[u8; 4]> for Ne32 {
-    #[inline(always)]
-    fn from(b: [u8; 4]) -> Self {
-        Ne32(u32::from_ne_bytes(b))
-    }
-}
-
-/// A native-endian `u64` (see [`masked`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Ne64(u64);
-
-impl From<[u8; 8]> for Ne64 {
-    #[inline(always)]
-    fn from(b: [u8; 8]) -> Self {
-        Ne64(u64::from_ne_bytes(b))
-    }
-}
-
-/// The bytes from `at` of `h`, as an array.
+/// The 8 bytes of `h` from `at` as a word, as [`word32`].
 #[inline(always)]
-fn bytes_at<const N: usize>(h: &[u8; V4_HDR_LEN], at: usize) -> [u8; N] {
-    let mut b = [0u8; N];
-    b.copy_from_slice(&h[at..at + N]);
-    b
+fn word64(h: &[u8; V4_HDR_LEN], at: usize, mask: [u8; 8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h[at..at + 8]);
+    u64::from_ne_bytes(b) & u64::from_ne_bytes(mask)
 }
 
 impl<T: Copy> V4Key<T> {
@@ -359,7 +332,7 @@ impl<T: Copy> V4Key<T> {
     pub fn new(addr: std::net::SocketAddrV4, what: T) -> Self {
         let [a, b, c, d] = addr.ip().octets();
         let [p, q] = addr.port().to_be_bytes();
-        let Ne64(dst) = masked([a, b, c, d, 0, 0, p, q], Self::DST_MASK);
+        let dst = u64::from_ne_bytes([a, b, c, d, 0, 0, p, q]);
         V4Key { dst, what }
     }
 
@@ -375,11 +348,9 @@ impl<T: Copy> V4Key<T> {
         let h: &[u8; V4_HDR_LEN] = frame.first_chunk()?;
         let total = usize::from(be16(h, TOTAL_LEN));
         let udp_len = usize::from(be16(h, UDP_LEN));
-        let ok = masked::<4, Ne32>(bytes_at(h, Self::TYPE_AT), Self::TYPE_MASK)
-            == Ne32::from(Self::TYPE)
-            && masked::<4, Ne32>(bytes_at(h, Self::FRAG_AT), Self::FRAG_MASK)
-                == Ne32::from(Self::FRAG)
-            && masked::<8, Ne64>(bytes_at(h, Self::DST_AT), Self::DST_MASK) == Ne64(self.dst)
+        let ok = word32(h, Self::TYPE_AT, Self::TYPE_MASK) == u32::from_ne_bytes(Self::TYPE)
+            && word32(h, Self::FRAG_AT, Self::FRAG_MASK) == u32::from_ne_bytes(Self::FRAG)
+            && word64(h, Self::DST_AT, Self::DST_MASK) == self.dst
             && total <= frame.len() - ETH_LEN
             && udp_len >= UDP
             && udp_len + IP <= total;
