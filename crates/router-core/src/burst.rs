@@ -130,9 +130,9 @@ pub fn classify_burst<F: FrameBuf, Q: TxBatch<F>>(
 ) -> usize {
     // The port's VLAN and its underlay addresses, once per burst.
     let view = tables.port(port);
+    let total = slots.len();
     let mut rx = Rx {
-        slots,
-        n: 0,
+        free: slots.iter_mut(),
         frames: 0,
         bytes: 0,
     };
@@ -161,14 +161,13 @@ pub fn classify_burst<F: FrameBuf, Q: TxBatch<F>>(
     }
     io.rx_frames += u64::from(rx.frames);
     io.rx_bytes += rx.bytes;
-    rx.n
+    total - rx.free.len()
 }
 
 /// The slots of a burst being filled by [`classify_burst`], and what it counted.
 struct Rx<'s, R> {
-    slots: &'s mut [Slot<R>],
-    /// Slots filled.
-    n: usize,
+    /// The slots not filled yet.
+    free: std::slice::IterMut<'s, Slot<R>>,
     /// Frames and bytes received (added to the counters once per burst).
     frames: u32,
     bytes: u64,
@@ -207,8 +206,7 @@ fn classify_frame<F: FrameBuf, Q: TxBatch<F>>(
     {
         let ingress = k.what;
         fill(
-            rx.slots,
-            &mut rx.n,
+            &mut rx.free,
             m,
             &Classified {
                 offset,
@@ -219,7 +217,7 @@ fn classify_frame<F: FrameBuf, Q: TxBatch<F>>(
         );
         return;
     }
-    classify_other(tables, view, now_s, m, (rx.slots, &mut rx.n), out, io);
+    classify_other(tables, view, now_s, m, &mut rx.free, out, io);
 }
 
 /// [`classify_burst`] for every frame but the common case (kept out of the packet loop).
@@ -229,22 +227,21 @@ fn classify_other<F: FrameBuf, Q: TxBatch<F>>(
     view: &PortView<'_>,
     now_s: u32,
     mut m: F,
-    (slots, n): (&mut [Slot<F::Room>], &mut usize),
+    free: &mut std::slice::IterMut<'_, Slot<F::Room>>,
     out: &mut [Q],
     io: &mut IoCounters,
 ) {
     match classify::classify(tables, view, now_s, m.data_mut(), io) {
-        Frame::Scion(c) => fill(slots, n, m, &c, io),
+        Frame::Scion(c) => fill(free, m, &c, io),
         Frame::Answer => queue(out, view.index, m, io),
         Frame::Drop => {}
     }
 }
 
-/// Puts the SCION frame `m` (classified `c`) into the next of `slots` (`n` filled so far).
+/// Puts the SCION frame `m` (classified `c`) into the next of the `free` slots.
 #[inline(always)]
 fn fill<F: FrameBuf>(
-    slots: &mut [Slot<F::Room>],
-    n: &mut usize,
+    free: &mut std::slice::IterMut<'_, Slot<F::Room>>,
     m: F,
     c: &Classified,
     io: &mut IoCounters,
@@ -253,7 +250,7 @@ fn fill<F: FrameBuf>(
         io.chained += 1;
         return;
     };
-    let Some(s) = slots.get_mut(*n) else {
+    let Some(s) = free.next() else {
         // More frames than slots: the caller's burst is larger than its slots.
         io.unroutable += 1;
         return;
@@ -262,7 +259,6 @@ fn fill<F: FrameBuf>(
     if let Some(old) = s.m.replace(m) {
         release(old);
     }
-    *n += 1;
 }
 
 /// Drops a frame a slot still held (not on the packet path: routing empties the slots).
