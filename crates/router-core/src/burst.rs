@@ -9,7 +9,7 @@ use scion_dp::{BurstPacket, Disposition, Ingress};
 use crate::classify::{self, Classified, Frame};
 use crate::counters::IoCounters;
 use crate::forward::{self, Ask, EgressMacs, PacketMeta};
-use crate::tables::Tables;
+use crate::tables::{PortView, Tables};
 use crate::underlay;
 
 /// A received frame's buffer, as the glue changes it (a DPDK mbuf in the router).
@@ -30,6 +30,16 @@ pub trait FrameBuf: Sized {
     fn prepend(&mut self, n: usize) -> bool;
     /// Sets the frame's length (`false` if the buffer is too short).
     fn set_len(&mut self, len: usize) -> bool;
+    /// Sets the frame's length and returns its bytes, writable (`None` if the buffer is too
+    /// short).
+    #[inline]
+    fn resize(&mut self, len: usize) -> Option<&mut [u8]> {
+        if self.set_len(len) {
+            Some(self.data_mut())
+        } else {
+            None
+        }
+    }
     /// The buffer with its room from `offset` into the frame; the frame back if it has none.
     fn with_room(self, offset: usize) -> Result<Self::Room, Self>;
 }
@@ -118,59 +128,120 @@ pub fn classify_burst<F: FrameBuf, Q: TxBatch<F>>(
     out: &mut [Q],
     io: &mut IoCounters,
 ) -> usize {
-    let mut n = 0;
     // The port's VLAN and its underlay addresses, once per burst.
     let view = tables.port(port);
-    // Counted here, added once per burst.
-    let (mut frames_in, mut bytes_in) = (0u64, 0u64);
-    for mut m in frames {
-        frames_in += 1;
-        bytes_in += m.pkt_len() as u64;
-        if m.is_chained() {
-            io.chained += 1;
-            continue;
+    let total = slots.len();
+    let mut rx = Rx {
+        free: slots.iter_mut(),
+        frames: 0,
+        bytes: 0,
+    };
+    match (view.vlan, view.v4) {
+        // The common port (untagged, an IPv4 address) has a loop of its own, without
+        // branches on the port's configuration per frame.
+        (None, Some(k)) => {
+            for m in frames {
+                classify_frame(tables, &view, (None, Some(&k)), now_s, m, &mut rx, out, io);
+            }
         }
-        if let Some(vid) = view.vlan
-            && !(classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN))
-        {
-            io.wrong_vlan += 1;
-            continue;
-        }
-        // The common case first, its answer written straight into the slot: a `Frame`
-        // built by narrow stores and read back whole stalls on store forwarding.
-        if let Some(k) = view.v4.as_ref()
-            && let Some((offset, len)) = k.payload(m.data())
-        {
-            let ingress = k.what;
-            fill(
-                slots,
-                &mut n,
-                m,
-                &Classified {
-                    offset,
-                    len,
-                    ingress,
-                },
-                io,
-            );
-            continue;
-        }
-        match classify::classify(tables, &view, now_s, m.data_mut(), io) {
-            Frame::Scion(c) => fill(slots, &mut n, m, &c, io),
-            Frame::Answer => queue(out, port, m, io),
-            Frame::Drop => {}
+        (vlan, v4) => {
+            for m in frames {
+                classify_frame(
+                    tables,
+                    &view,
+                    (vlan, v4.as_ref()),
+                    now_s,
+                    m,
+                    &mut rx,
+                    out,
+                    io,
+                );
+            }
         }
     }
-    io.rx_frames += frames_in;
-    io.rx_bytes += bytes_in;
-    n
+    io.rx_frames += u64::from(rx.frames);
+    io.rx_bytes += rx.bytes;
+    total - rx.free.len()
 }
 
-/// Puts the SCION frame `m` (classified `c`) into the next of `slots` (`n` filled so far).
+/// The slots of a burst being filled by [`classify_burst`], and what it counted.
+struct Rx<'s, R> {
+    /// The slots not filled yet.
+    free: std::slice::IterMut<'s, Slot<R>>,
+    /// Frames and bytes received (added to the counters once per burst).
+    frames: u32,
+    bytes: u64,
+}
+
+/// Classifies one frame of [`classify_burst`], received on the port `view` whose VLAN and
+/// IPv4 fast-path key are `(vlan, v4)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn classify_frame<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    view: &PortView<'_>,
+    (vlan, v4): (Option<u16>, Option<&underlay::V4Key>),
+    now_s: u32,
+    mut m: F,
+    rx: &mut Rx<'_, F::Room>,
+    out: &mut [Q],
+    io: &mut IoCounters,
+) {
+    rx.frames += 1;
+    rx.bytes += m.pkt_len() as u64;
+    if m.is_chained() {
+        io.chained += 1;
+        return;
+    }
+    if let Some(vid) = vlan
+        && !(classify::untag(m.data_mut(), vid) && m.adj(underlay::VLAN_TAG_LEN))
+    {
+        io.wrong_vlan += 1;
+        return;
+    }
+    // The common case first, its answer written straight into the slot: a `Frame`
+    // built by narrow stores and read back whole stalls on store forwarding.
+    if let Some(k) = v4
+        && let Some((offset, len)) = k.payload(m.data())
+    {
+        let ingress = k.what;
+        fill(
+            &mut rx.free,
+            m,
+            &Classified {
+                offset,
+                len,
+                ingress,
+            },
+            io,
+        );
+        return;
+    }
+    classify_other(tables, view, now_s, m, &mut rx.free, out, io);
+}
+
+/// [`classify_burst`] for every frame but the common case (kept out of the packet loop).
+#[inline(never)]
+fn classify_other<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    view: &PortView<'_>,
+    now_s: u32,
+    mut m: F,
+    free: &mut std::slice::IterMut<'_, Slot<F::Room>>,
+    out: &mut [Q],
+    io: &mut IoCounters,
+) {
+    match classify::classify(tables, view, now_s, m.data_mut(), io) {
+        Frame::Scion(c) => fill(free, m, &c, io),
+        Frame::Answer => queue(out, view.index, m, io),
+        Frame::Drop => {}
+    }
+}
+
+/// Puts the SCION frame `m` (classified `c`) into the next of the `free` slots.
 #[inline(always)]
 fn fill<F: FrameBuf>(
-    slots: &mut [Slot<F::Room>],
-    n: &mut usize,
+    free: &mut std::slice::IterMut<'_, Slot<F::Room>>,
     m: F,
     c: &Classified,
     io: &mut IoCounters,
@@ -179,14 +250,22 @@ fn fill<F: FrameBuf>(
         io.chained += 1;
         return;
     };
-    let Some(s) = slots.get_mut(*n) else {
+    let Some(s) = free.next() else {
         // More frames than slots: the caller's burst is larger than its slots.
         io.unroutable += 1;
         return;
     };
     s.meta.receive(c);
-    s.m = Some(m);
-    *n += 1;
+    if let Some(old) = s.m.replace(m) {
+        release(old);
+    }
+}
+
+/// Drops a frame a slot still held (not on the packet path: routing empties the slots).
+#[cold]
+#[inline(never)]
+fn release<R>(m: R) {
+    drop(m);
 }
 
 /// Queues `m` for sending on `port` (dropped and counted if the batch is full).
@@ -218,21 +297,39 @@ pub fn route_burst<F: FrameBuf, Q: TxBatch<F>, A: Aside<F::Room, Q>>(
     // Neighbour tables change between bursts (ARP/NDP in `classify`), not within.
     let mut macs = EgressMacs::default();
     for s in slots.iter_mut() {
-        match s.meta.disposition_mut() {
-            Some(Disposition::Bfd) => {
-                aside.bfd(s, io);
-                continue;
-            }
-            Some(Disposition::Reply { .. }) if !aside.allow_reply() => {
-                io.scmp_rate_limited += 1;
-                s.m = None;
-                continue;
-            }
-            _ => {}
+        // The common case in the loop, any other decision out of it.
+        if s.meta.disposition_mut().is_none() && route_v4(tables, now_s, s, out, io, &mut macs) {
+            continue;
         }
-        let ask = |a, out: &mut [Q], io: &mut IoCounters| aside.ask(tables, a, out, io);
-        route(tables, port, now_s, s, (out, io, &mut macs), ask);
+        route_aside(tables, port, now_s, s, (out, io, &mut macs), aside);
     }
+}
+
+/// [`route_burst`] for a packet other than the common case: BFD and rate-limited SCMP
+/// replies to `aside`, the rest through [`route`].
+#[inline(never)]
+fn route_aside<F: FrameBuf, Q: TxBatch<F>, A: Aside<F::Room, Q>>(
+    tables: &Tables,
+    port: usize,
+    now_s: u32,
+    s: &mut Slot<F::Room>,
+    (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
+    aside: &mut A,
+) {
+    match s.meta.disposition_mut() {
+        Some(Disposition::Bfd) => {
+            aside.bfd(s, io);
+            return;
+        }
+        Some(Disposition::Reply { .. }) if !aside.allow_reply() => {
+            io.scmp_rate_limited += 1;
+            s.m = None;
+            return;
+        }
+        _ => {}
+    }
+    let ask = |a, out: &mut [Q], io: &mut IoCounters| aside.ask(tables, a, out, io);
+    route(tables, port, now_s, s, (out, io, macs), ask);
 }
 
 /// Routes a processed packet ([`forward::route`]): resizes its frame for the new underlay
@@ -245,31 +342,77 @@ pub fn route<F: FrameBuf, Q: TxBatch<F>>(
     now_s: u32,
     s: &mut Slot<F::Room>,
     (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
-    mut ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
+    ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
 ) {
+    if route_v4(tables, now_s, s, out, io, macs) {
+        return;
+    }
     let Some(m) = s.m.take() else {
         return;
     };
-    let mut m = m.into_frame();
-    let offset = s.meta.offset;
-    // The common case: the link's headers where the old ones were.
-    if offset == underlay::V4_HDR_LEN
-        && let Some((port, t, mac)) = forward::forward_v4(tables, &s.meta, now_s, macs)
-    {
-        let len = s.meta.len;
-        if m.set_len(offset + len) && t.write(m.data_mut(), mac, len) {
-            queue(out, port, m, io);
-        } else {
-            io.unroutable += 1;
-        }
-        return;
+    route_other(
+        tables,
+        in_port,
+        now_s,
+        &s.meta,
+        m.into_frame(),
+        (out, io, macs),
+        ask,
+    );
+}
+
+/// The common case of [`route`]: a packet forwarded on an IPv4 link
+/// ([`forward::forward_v4`]) gets the link's headers where the old ones were and is queued
+/// (or dropped and counted if its frame cannot hold them). `false`, nothing done, for any
+/// other packet.
+#[inline(always)]
+fn route_v4<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    now_s: u32,
+    s: &mut Slot<F::Room>,
+    out: &mut [Q],
+    io: &mut IoCounters,
+    macs: &mut EgressMacs,
+) -> bool {
+    if s.meta.offset != underlay::V4_HDR_LEN || s.m.is_none() {
+        return false;
     }
+    let Some((port, h)) = forward::forward_v4(tables, &s.meta, now_s, macs) else {
+        return false;
+    };
+    let Some(m) = s.m.take() else {
+        return false;
+    };
+    let mut m = m.into_frame();
+    let len = s.meta.len;
+    if m.resize(underlay::V4_HDR_LEN + len)
+        .is_some_and(|frame| h.write_to(frame, len))
+    {
+        queue(out, port, m, io);
+    } else {
+        io.unroutable += 1;
+    }
+    true
+}
+
+/// [`route`] for every packet but the common case (kept out of the packet loop).
+#[inline(never)]
+fn route_other<F: FrameBuf, Q: TxBatch<F>>(
+    tables: &Tables,
+    in_port: usize,
+    now_s: u32,
+    meta: &PacketMeta,
+    mut m: F,
+    (out, io, macs): (&mut [Q], &mut IoCounters, &mut EgressMacs),
+    mut ask: impl FnMut(Ask, &mut [Q], &mut IoCounters),
+) {
+    let offset = meta.offset;
     let mut arrived = None;
     let r = forward::route(
         tables,
         in_port,
         now_s,
-        &s.meta,
+        meta,
         m.data(),
         macs,
         &mut arrived,
@@ -381,6 +524,12 @@ impl FrameBuf for MemFrame {
         true
     }
     #[inline]
+    fn resize(&mut self, len: usize) -> Option<&mut [u8]> {
+        let frame = self.buf.get_mut(self.start..)?.get_mut(..len)?;
+        self.len = len;
+        Some(frame)
+    }
+    #[inline]
     fn with_room(self, offset: usize) -> Result<MemRoom, Self> {
         let at = self.start + offset;
         if at > self.buf.len() {
@@ -421,6 +570,20 @@ pub struct MemBatch {
 impl TxBatch<MemFrame> for MemBatch {
     #[inline]
     fn push(&mut self, f: MemFrame) -> Result<(), MemFrame> {
+        let n = self.frames.len();
+        if n >= self.cap || n == self.frames.capacity() {
+            return self.push_growing(f);
+        }
+        self.frames.push(f);
+        Ok(())
+    }
+}
+
+impl MemBatch {
+    /// [`TxBatch::push`] into a full vector (or a full batch): kept out of the packet loop.
+    #[cold]
+    #[inline(never)]
+    fn push_growing(&mut self, f: MemFrame) -> Result<(), MemFrame> {
         if self.frames.len() >= self.cap {
             return Err(f);
         }

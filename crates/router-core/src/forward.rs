@@ -92,9 +92,33 @@ pub struct EgressMacs {
     n: usize,
     /// Lookups so far (the next entry to replace once all are filled).
     next: usize,
-    /// The last fast-path answer of [`forward_v4`]: (interface, port, MAC), valid for the
-    /// burst as the rest (consecutive packets of a burst mostly leave by the same link).
-    last: Option<(u16, usize, [u8; 6])>,
+    /// The last fast-path answer of [`forward_v4`], valid for the burst as the rest
+    /// (consecutive packets of a burst mostly leave by the same link).
+    last: LastV4,
+}
+
+/// A fast-path answer of [`forward_v4`]: the link's headers with the next hop's MAC in.
+#[derive(Debug, Clone, Copy)]
+struct LastV4 {
+    /// The interface, or [`LastV4::NONE`] (no answer yet: no `u16` is that).
+    ifid: u32,
+    port: usize,
+    header: underlay::V4Header,
+}
+
+impl LastV4 {
+    /// The interface of no answer.
+    const NONE: u32 = u32::MAX;
+}
+
+impl Default for LastV4 {
+    fn default() -> Self {
+        LastV4 {
+            ifid: Self::NONE,
+            port: 0,
+            header: underlay::V4Header::EMPTY,
+        }
+    }
 }
 
 impl EgressMacs {
@@ -220,23 +244,34 @@ impl Route<'_> {
 }
 
 /// The common case of [`route`]: a packet forwarded on an IPv4 link (headers from its
-/// template) whose next hop's MAC is known and fresh, or the port's default. Its egress port,
-/// the link's headers and the MAC; `None`: [`route`] decides (same `macs`: no second lookup).
+/// template) whose next hop's MAC is known and fresh, or the port's default. Its egress port
+/// and the link's headers to that MAC (kept in `macs` for the rest of the burst); `None`:
+/// [`route`] decides (same `macs`: no second lookup).
 #[inline(always)]
-pub fn forward_v4<'a>(
-    tables: &'a Tables,
+pub fn forward_v4<'m>(
+    tables: &Tables,
     meta: &PacketMeta,
     now_s: u32,
-    macs: &mut EgressMacs,
-) -> Option<(usize, &'a underlay::V4Header, [u8; 6])> {
+    macs: &'m mut EgressMacs,
+) -> Option<(usize, &'m underlay::V4Header)> {
     let ifid = meta.forward_ifid()?;
+    if macs.last.ifid == u32::from(ifid) {
+        return Some((macs.last.port, &macs.last.header));
+    }
+    forward_v4_first(tables, ifid, now_s, macs)
+}
+
+/// [`forward_v4`] for an interface other than the last one: looks the link and its next
+/// hop up and keeps the answer.
+#[inline(never)]
+fn forward_v4_first<'m>(
+    tables: &Tables,
+    ifid: u16,
+    now_s: u32,
+    macs: &'m mut EgressMacs,
+) -> Option<(usize, &'m underlay::V4Header)> {
     let e = tables.egress.get(usize::from(ifid))?.as_ref()?;
     let t = e.v4.as_ref()?;
-    if let Some((last, port, mac)) = macs.last
-        && last == ifid
-    {
-        return Some((port, t, mac));
-    }
     // As `route`: the port must be known (its MAC is the template's source).
     if e.port >= tables.ports.len() {
         return None;
@@ -251,8 +286,12 @@ pub fn forward_v4<'a>(
             None => tables.default_macs.get(e.port).copied().flatten()?,
         },
     };
-    macs.last = Some((ifid, e.port, mac));
-    Some((e.port, t, mac))
+    macs.last = LastV4 {
+        ifid: u32::from(ifid),
+        port: e.port,
+        header: t.to_next_hop(mac),
+    };
+    Some((macs.last.port, &macs.last.header))
 }
 
 /// Decides where the packet `meta` (received on `in_port`, frame `frame` as processed) goes at
@@ -466,16 +505,17 @@ mod tests {
         for (name, neighbor1, setup) in cases {
             let mut t = tables(neighbor1);
             setup(&mut t);
-            let fast = forward_v4(&t, &m, NOW, &mut EgressMacs::default());
+            let mut macs = EgressMacs::default();
+            let fast = forward_v4(&t, &m, NOW, &mut macs);
             let mut io = IoCounters::default();
             let mut scratch = None;
             let r = decide(&t, &m, &frame, &mut scratch, &mut io);
             match fast {
-                Some((port, tpl, mac)) => {
+                Some((port, tpl)) => {
                     assert!(r.ask.is_none(), "{name}");
                     let e = r.send.expect(name);
                     let (mut a, mut b) = (frame.clone(), frame.clone());
-                    assert!(e.write(&mut a) && tpl.write(&mut b, mac, PAYLOAD), "{name}");
+                    assert!(e.write(&mut a) && tpl.write_to(&mut b, PAYLOAD), "{name}");
                     assert_eq!((port, a), (e.port, b), "{name}");
                 }
                 None => assert!(r.ask.is_some(), "{name}: left to route, which asks"),

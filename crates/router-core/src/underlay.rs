@@ -277,20 +277,63 @@ fn parse_l2(frame: &[u8], l2: usize) -> Result<Received, NotScion> {
 /// to it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct V4Key<T = scion_dp::Ingress> {
-    ip: [u8; 4],
-    port: u16,
+    /// The frame's bytes [`V4Key::DST_AT`].. of a packet to the address (its IPv4 destination,
+    /// a UDP source port of 0, its UDP destination port), read as one word.
+    dst: u64,
     /// What a packet to the address means.
     pub what: T,
 }
 
+/// The 4 bytes of `h` from `at` as a word, the bytes not under `mask` cleared (in the byte
+/// order of the machine: only compared with words built the same way).
+#[inline(always)]
+fn word32(h: &[u8; V4_HDR_LEN], at: usize, mask: [u8; 4]) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&h[at..at + 4]);
+    u32::from_ne_bytes(b) & u32::from_ne_bytes(mask)
+}
+
+/// The 8 bytes of `h` from `at` as a word, as [`word32`].
+#[inline(always)]
+fn word64(h: &[u8; V4_HDR_LEN], at: usize, mask: [u8; 8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&h[at..at + 8]);
+    u64::from_ne_bytes(b) & u64::from_ne_bytes(mask)
+}
+
 impl<T: Copy> V4Key<T> {
+    /// Where the compared destination word starts in the frame (the IPv4 destination).
+    const DST_AT: usize = ETH_LEN + field::ipv4::DST.start;
+    /// Which bytes of the destination word are compared: all but the UDP source port.
+    const DST_MASK: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0, 0, 0xff, 0xff];
+    /// Where the EtherType, IPv4 version and header length start (one word with the TOS).
+    const TYPE_AT: usize = field::eth::ETHERTYPE.start;
+    /// The EtherType IPv4 and an IPv4 header without options (the TOS byte not compared).
+    const TYPE: [u8; 4] = [
+        (ETHERTYPE_IPV4 >> 8) as u8,
+        ETHERTYPE_IPV4 as u8,
+        IPV4_NO_OPTIONS,
+        0,
+    ];
+    const TYPE_MASK: [u8; 4] = [0xff, 0xff, 0xff, 0];
+    /// Where the IPv4 flags and fragment offset start (one word with TTL and protocol).
+    const FRAG_AT: usize = ETH_LEN + field::ipv4::FLAGS_FRAG.start;
+    /// Not a fragment (more-fragments flag and offset zero, other flags and the TTL not
+    /// compared), protocol UDP.
+    const FRAG: [u8; 4] = [0, 0, 0, PROTO_UDP];
+    const FRAG_MASK: [u8; 4] = [
+        (field::ipv4::FRAGMENT_MASK >> 8) as u8,
+        field::ipv4::FRAGMENT_MASK as u8,
+        0,
+        0xff,
+    ];
+
     /// The key of `addr`.
     pub fn new(addr: std::net::SocketAddrV4, what: T) -> Self {
-        V4Key {
-            ip: addr.ip().octets(),
-            port: addr.port(),
-            what,
-        }
+        let [a, b, c, d] = addr.ip().octets();
+        let [p, q] = addr.port().to_be_bytes();
+        let dst = u64::from_ne_bytes([a, b, c, d, 0, 0, p, q]);
+        V4Key { dst, what }
     }
 
     /// (offset, length) of the UDP payload of an untagged Ethernet/IPv4 (no options)/UDP
@@ -300,17 +343,14 @@ impl<T: Copy> V4Key<T> {
     pub fn payload(&self, frame: &[u8]) -> Option<(usize, usize)> {
         const IP: usize = field::ipv4::HEADER_LEN;
         const UDP: usize = field::udp::HEADER_LEN;
-        let h: &[u8; V4_HDR_LEN] = frame.get(..V4_HDR_LEN)?.try_into().ok()?;
-        let ip = &h[ETH_LEN..ETH_LEN + IP];
-        let udp = &h[ETH_LEN + IP..];
-        let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
-        let udp_len = usize::from(be16(udp, field::udp::LEN.start));
-        let ok = be16(h, field::eth::ETHERTYPE.start) == ETHERTYPE_IPV4
-            && ip[field::ipv4::VER_IHL] == IPV4_NO_OPTIONS
-            && ip[field::ipv4::PROTOCOL] == PROTO_UDP
-            && be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK == 0
-            && ip[field::ipv4::DST] == self.ip
-            && be16(udp, field::udp::DST_PORT.start) == self.port
+        const TOTAL_LEN: usize = ETH_LEN + field::ipv4::TOTAL_LEN.start;
+        const UDP_LEN: usize = ETH_LEN + IP + field::udp::LEN.start;
+        let h: &[u8; V4_HDR_LEN] = frame.first_chunk()?;
+        let total = usize::from(be16(h, TOTAL_LEN));
+        let udp_len = usize::from(be16(h, UDP_LEN));
+        let ok = word32(h, Self::TYPE_AT, Self::TYPE_MASK) == u32::from_ne_bytes(Self::TYPE)
+            && word32(h, Self::FRAG_AT, Self::FRAG_MASK) == u32::from_ne_bytes(Self::FRAG)
+            && word64(h, Self::DST_AT, Self::DST_MASK) == self.dst
             && total <= frame.len() - ETH_LEN
             && udp_len >= UDP
             && udp_len + IP <= total;
@@ -463,11 +503,18 @@ pub(crate) fn fold(sum: u32) -> u16 {
 #[derive(Debug, Clone, Copy)]
 pub struct V4Header {
     bytes: [u8; V4_HDR_LEN],
-    /// Ones'-complement sum of the IPv4 header with total length and checksum zero.
+    /// Ones'-complement sum of the IPv4 header with total length and checksum zero, folded
+    /// to 16 bits (so that adding a total length needs one fold only).
     sum: u32,
 }
 
 impl V4Header {
+    /// All zero (a placeholder, never written to a frame).
+    pub const EMPTY: V4Header = V4Header {
+        bytes: [0; V4_HDR_LEN],
+        sum: 0,
+    };
+
     /// The headers from `src` (MAC `src_mac`) to `dst`.
     pub fn new(src_mac: [u8; 6], src: std::net::SocketAddrV4, dst: std::net::SocketAddrV4) -> Self {
         let mut bytes = [0u8; V4_HDR_LEN];
@@ -479,7 +526,7 @@ impl V4Header {
         let ip = &mut bytes[ETH_LEN..ETH_LEN + field::ipv4::HEADER_LEN];
         ip[field::ipv4::TOTAL_LEN].fill(0);
         ip[field::ipv4::CHECKSUM].fill(0);
-        let sum = sum16(0, ip);
+        let sum = u32::from(!fold(sum16(0, ip)));
         V4Header { bytes, sum }
     }
 
@@ -488,23 +535,49 @@ impl V4Header {
     /// the frame is too short or the payload too long for IPv4.
     #[inline]
     pub fn write(&self, frame: &mut [u8], dst_mac: [u8; 6], payload_len: usize) -> bool {
+        self.to_next_hop(dst_mac).write_to(frame, payload_len)
+    }
+
+    /// The same headers with next-hop MAC `dst_mac` (kept per burst: a packet then costs
+    /// one copy and the length fields, see [`V4Header::write_to`]).
+    #[inline]
+    pub fn to_next_hop(&self, dst_mac: [u8; 6]) -> V4Header {
+        let mut h = *self;
+        h.bytes[field::eth::DST].copy_from_slice(&dst_mac);
+        h
+    }
+
+    /// Writes the headers as they are (next-hop MAC included, see [`V4Header::to_next_hop`])
+    /// into `frame[..V4_HDR_LEN]` for a UDP payload of `payload_len` bytes that already
+    /// follows them. `false` (nothing written) if the frame is too short or the payload too
+    /// long for IPv4.
+    #[inline(always)]
+    pub fn write_to(&self, frame: &mut [u8], payload_len: usize) -> bool {
+        const IP: usize = field::ipv4::HEADER_LEN;
+        const UDP: usize = field::udp::HEADER_LEN;
+        /// Where the IPv4 and UDP length fields and the IPv4 checksum are in the headers.
+        const TOTAL_LEN: usize = ETH_LEN + field::ipv4::TOTAL_LEN.start;
+        const CHECKSUM: usize = ETH_LEN + field::ipv4::CHECKSUM.start;
+        const UDP_LEN: usize = ETH_LEN + IP + field::udp::LEN.start;
+        let Some((h, payload)) = frame.split_first_chunk_mut::<V4_HDR_LEN>() else {
+            return false;
+        };
         // The generic writer's limit (it leaves room for an IPv6 header).
-        if frame.len() < V4_HDR_LEN + payload_len
-            || payload_len + field::udp::HEADER_LEN
-                > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
+        if payload.len() < payload_len
+            || payload_len + UDP > usize::from(u16::MAX) - field::ipv6::HEADER_LEN
         {
             return false;
         }
-        const IP: usize = field::ipv4::HEADER_LEN;
-        let h = &mut frame[..V4_HDR_LEN];
-        h.copy_from_slice(&self.bytes);
-        h[field::eth::DST].copy_from_slice(&dst_mac);
-        let total = (payload_len + IP + field::udp::HEADER_LEN) as u16;
-        let (ip, udp) = h[ETH_LEN..].split_at_mut(IP);
-        ip[field::ipv4::TOTAL_LEN].copy_from_slice(&total.to_be_bytes());
-        let c = fold(self.sum + u32::from(total));
-        ip[field::ipv4::CHECKSUM].copy_from_slice(&c.to_be_bytes());
-        udp[field::udp::LEN].copy_from_slice(&(total - IP as u16).to_be_bytes());
+        let udp_len = (payload_len + UDP) as u16;
+        let total = udp_len + IP as u16;
+        *h = self.bytes;
+        h[TOTAL_LEN..TOTAL_LEN + 2].copy_from_slice(&total.to_be_bytes());
+        // At most 0x1fffe: one carry of the high half into the low one folds it (the carry
+        // cannot carry again), the same checksum as `fold` on the whole sum.
+        let sum = self.sum + u32::from(total);
+        let checksum = !((sum + (sum >> 16)) as u16);
+        h[CHECKSUM..CHECKSUM + 2].copy_from_slice(&checksum.to_be_bytes());
+        h[UDP_LEN..UDP_LEN + 2].copy_from_slice(&udp_len.to_be_bytes());
         true
     }
 }
@@ -693,6 +766,78 @@ mod tests {
     }
 
     use super::*;
+
+    /// The IPv4 fast path's checks one field at a time (the word-wise comparison of
+    /// [`V4Key::payload`] must say the same).
+    fn payload_by_fields(ip4: [u8; 4], port: u16, frame: &[u8]) -> Option<(usize, usize)> {
+        const IP: usize = field::ipv4::HEADER_LEN;
+        const UDP: usize = field::udp::HEADER_LEN;
+        let h = frame.get(..V4_HDR_LEN)?;
+        let ip = &h[ETH_LEN..ETH_LEN + IP];
+        let udp = &h[ETH_LEN + IP..];
+        let total = usize::from(be16(ip, field::ipv4::TOTAL_LEN.start));
+        let udp_len = usize::from(be16(udp, field::udp::LEN.start));
+        let ok = be16(h, field::eth::ETHERTYPE.start) == ETHERTYPE_IPV4
+            && ip[field::ipv4::VER_IHL] == IPV4_NO_OPTIONS
+            && ip[field::ipv4::PROTOCOL] == PROTO_UDP
+            && be16(ip, field::ipv4::FLAGS_FRAG.start) & field::ipv4::FRAGMENT_MASK == 0
+            && ip[field::ipv4::DST] == ip4
+            && be16(udp, field::udp::DST_PORT.start) == port
+            && total <= frame.len() - ETH_LEN
+            && udp_len >= UDP
+            && udp_len + IP <= total;
+        ok.then(|| (V4_HDR_LEN, udp_len - UDP))
+    }
+
+    #[test]
+    fn the_ipv4_fast_path_checks_each_field_as_it_should() {
+        let dst: std::net::SocketAddrV4 = "192.0.2.1:50000".parse().unwrap();
+        let src: SocketAddr = "192.0.2.2:50000".parse().unwrap();
+        let key = V4Key::new(dst, ());
+        let mut good = vec![0xab; V4_HDR_LEN + 40];
+        assert!(write(
+            &mut good,
+            [2; 6],
+            [4; 6],
+            &src,
+            &SocketAddr::V4(dst),
+            40
+        ));
+        let fields = |f: &[u8]| payload_by_fields(dst.ip().octets(), dst.port(), f);
+        assert_eq!(key.payload(&good), Some((V4_HDR_LEN, 40)));
+        // Every header byte set to every value, alone.
+        for i in 0..V4_HDR_LEN {
+            for v in 0..=u8::MAX {
+                let mut f = good.clone();
+                f[i] = v;
+                assert_eq!(key.payload(&f), fields(&f), "byte {i} = {v:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn v4_template_checksums_agree_for_every_length() {
+        let most = usize::from(u16::MAX) - field::ipv6::HEADER_LEN - field::udp::HEADER_LEN;
+        let (mut a, mut b) = (vec![0u8; V4_HDR_LEN + most], vec![0u8; V4_HDR_LEN + most]);
+        // Addresses whose sums are small, middling and close to carrying.
+        for (src, dst) in [
+            ("0.0.0.1:1", "0.0.0.2:2"),
+            ("10.1.0.1:50000", "192.168.255.254:30042"),
+            ("255.255.255.255:65535", "255.255.255.254:65535"),
+        ] {
+            let (s, d): (SocketAddr, SocketAddr) = (src.parse().unwrap(), dst.parse().unwrap());
+            let (SocketAddr::V4(s4), SocketAddr::V4(d4)) = (s, d) else {
+                unreachable!("IPv4")
+            };
+            let t = V4Header::new([2; 6], s4, d4).to_next_hop([4; 6]);
+            for len in 0..=most {
+                let n = V4_HDR_LEN + len;
+                assert!(write(&mut a[..n], [2; 6], [4; 6], &s, &d, len));
+                assert!(t.write_to(&mut b[..n], len));
+                assert_eq!(a[..V4_HDR_LEN], b[..V4_HDR_LEN], "{src} {dst} {len}");
+            }
+        }
+    }
 
     #[test]
     fn v4_template_writes_what_the_generic_writer_writes() {
