@@ -61,7 +61,9 @@ impl Engine<'_> {
     /// own link in the same segment, with nothing unusual (no peering, crossover, router alert,
     /// local source or destination, EPIC, expiry or interface problem). Every condition the
     /// general pipeline could act on is a reason to leave the fast path, so the outcome is
-    /// always the one the general pipeline gives (tested). Writes nothing unless taken.
+    /// always the one the general pipeline gives (tested). Writes nothing unless taken; when
+    /// taken, returns what stage two needs and the hop's CMAC input block (returned rather
+    /// than written through references, so the caller's slots need no registers meanwhile).
     #[inline(always)]
     pub(super) fn fast_one(
         &self,
@@ -69,24 +71,7 @@ impl Engine<'_> {
         len: usize,
         ingress: Ingress,
         now_ns: u64,
-        out: &mut FastPending,
-        block: &mut [u8; BLOCK_LEN],
-    ) -> bool {
-        self.fast_one_inner(buf, len, ingress, now_ns, out, block)
-            .is_some()
-    }
-
-    /// [`Self::fast_one`] with `?` for its refusals; writes `out` and `block` only when taken.
-    #[inline(always)]
-    fn fast_one_inner(
-        &self,
-        buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        now_ns: u64,
-        out: &mut FastPending,
-        block: &mut [u8; BLOCK_LEN],
-    ) -> Option<()> {
+    ) -> Option<(FastPending, [u8; BLOCK_LEN])> {
         if !self.fast {
             return None;
         }
@@ -105,7 +90,8 @@ impl Engine<'_> {
             fixed[PAYLOAD_LEN_AT],
             fixed[PAYLOAD_LEN_AT + 1],
         ]));
-        if hl < sp + META_LEN || hl > len || payload != len - hl {
+        // `payload + hl == len` also says `hl <= len` (neither sum overflows).
+        if hl < sp + META_LEN || payload + hl != len {
             return None;
         }
         // Extension headers the general pipeline would refuse.
@@ -123,13 +109,14 @@ impl Engine<'_> {
         let (s0, s1, s2) = (seg_len(0), seg_len(1), seg_len(2));
         let hf = ((raw >> meta::CURR_HF_SHIFT) & meta::CURR_HF_MASK) as usize;
         let inf = (raw >> meta::CURR_INF_SHIFT) as usize;
-        // Segments of one hop and a segment after an empty one are the general path's.
-        if s0 < 2 || s1 == 1 || s2 == 1 || (s1 == 0 && s2 != 0) {
+        let n_hops = s0 + s1 + s2;
+        // Segments of one hop and a segment after an empty one are the general path's (one
+        // branch for all: `|` rather than `||`).
+        if (s0 < 2) | (s1 == 1) | (s2 == 1) | ((s1 == 0) & (s2 != 0)) | (n_hops > MAX_HOPS) {
             return None;
         }
-        let n_hops = s0 + s1 + s2;
         let n_infos = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
-        if n_hops > MAX_HOPS || sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * n_hops > hl {
+        if sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * n_hops > hl {
             return None;
         }
         // The current and the next hop field lie in segment CurrINF: CurrINF matches CurrHF,
@@ -176,15 +163,14 @@ impl Engine<'_> {
         };
         write_seg_id(buf, info_at, seg_id);
         write_meta_raw(buf, sp, raw + meta::CURR_HF_ONE);
-        *block = hop.mac_input(mac_info);
-        *out = FastPending {
+        let taken = FastPending {
             mac: hop.mac48(),
             sp: sp as u16,
             in_if,
             egress,
             hop: hf as u8,
         };
-        Some(())
+        Some((taken, hop.mac_input(mac_info)))
     }
 
     /// Transit fast path, stage two: the MAC check (stage one made the path updates). `Ok` is

@@ -38,7 +38,7 @@ use crate::hook::{Forwarded, ForwardingHook};
 use crate::outcome::{Counters, Disposition, Ingress};
 
 use engine::Engine;
-use state::{FastPending, Pending, Scratch};
+use state::{Pending, Scratch};
 
 mod checks;
 mod engine;
@@ -136,9 +136,7 @@ impl<'r> Processor<'r> {
         hook: &mut H,
     ) -> Disposition {
         let e = self.engine;
-        let mut block = [0u8; BLOCK_LEN];
-        let mut f = FastPending::default();
-        let d = if e.fast_one(buf, len, ingress, now_ns, &mut f, &mut block) {
+        let d = if let Some((f, block)) = e.fast_one(buf, len, ingress, now_ns) {
             let mac = e.router.hop_mac().compute(&block);
             let mut d = match e.fast_two(buf, len, &f, &mac) {
                 Ok(ifid) => Disposition::Forward { ifid },
@@ -154,6 +152,7 @@ impl<'r> Processor<'r> {
             d
         } else {
             let mut p = Pending::default();
+            let mut block = [0u8; BLOCK_LEN];
             match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
                 Some(d) => d,
                 None => {
@@ -204,15 +203,17 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                // Stage one writes straight into the burst's slot (no copy of the state).
-                let (f, block) = (&mut s.fast[n], &mut s.blocks[n]);
-                if e.fast_one(pkt.buffer(), len, ingress, now_ns, f, block) {
+                if let Some((f, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
+                    s.fast[n] = f;
+                    s.blocks[n] = block;
                     s.index[n] = i as u8;
                     n += 1;
                     continue;
                 }
-                f.egress = 0;
-                let p = &mut s.pending[n];
+                // The general stage one writes straight into the burst's slot (no copy of the
+                // state).
+                s.fast[n].egress = 0;
+                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
                 match e.stage_one(pkt.buffer(), len, ingress, now_ns, p, block) {
                     Some(d) => {
                         counters.record(&d);
