@@ -133,7 +133,7 @@ impl Engine<'_> {
         let info_at = sp + META_LEN + INFO_LEN * inf;
         let hop_at = sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * hf;
         let info = Info::read(pkt, info_at);
-        let hop = Hop::from_bytes(pkt.get(hop_at..)?.first_chunk::<HOP_LEN>()?);
+        let hop = Hop::from_bytes(pkt.get(hop_at..hop_at + HOP_LEN)?.try_into().ok()?);
         if info.peer() || hop.ingress_alert() || hop.egress_alert() || hop.expiry_ns(info) < now_ns
         {
             return None;
