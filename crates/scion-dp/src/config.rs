@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::net::SocketAddr;
 use core::str::FromStr;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 
 use idint_wire::{IsdAsn, Svc};
 
@@ -206,6 +206,9 @@ impl fmt::Display for ConfigError {
 
 impl core::error::Error for ConfigError {}
 
+/// Number of interface IDs: every 16-bit value (the size of the port table).
+const PORT_IDS: usize = 1 << u16::BITS;
+
 /// A validated router configuration with constant-time interface lookup and the prepared
 /// hop-field MAC.
 pub struct Router {
@@ -213,24 +216,58 @@ pub struct Router {
     /// Interface ID -> index + 1 into `config.interfaces` (0 = not configured), up to the
     /// highest configured ID: a few hundred bytes that stay cached, not a 128 KiB table.
     by_id: Box<[u16]>,
-    /// Liveness of each interface's link (same index as `config.interfaces`), set by the
-    /// control plane (BFD) and read per packet with a relaxed load.
-    link_up: Box<[AtomicBool]>,
-    /// The per-packet facts of each interface (same index), a few bytes each.
-    ports: Box<[Port]>,
+    /// Interface ID -> its per-packet facts as a [`Port`] byte (0: not configured), for every
+    /// 16-bit ID: a lookup is one load, with no bounds check. 64 KiB, of which a packet
+    /// touches the cache lines of its two interfaces. The control plane (BFD) flips the
+    /// [`Port::UP`] bit; packets read it with a relaxed load.
+    ports: Box<[AtomicU8; PORT_IDS]>,
     hop_mac: HopMac,
 }
 
-/// What the fast path needs to know about an interface: where its state lives, its link type
-/// and whether this router owns it.
+/// What the fast path needs to know about an interface, packed into one byte: whether it is
+/// configured, whether this router owns it, whether its link is up, and its link type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Port {
-    /// Index into the interface tables.
-    pub idx: u16,
-    /// Link type.
-    pub link: LinkType,
-    /// Whether this router owns the link (else a sibling does).
-    pub local: bool,
+pub(crate) struct Port(u8);
+
+impl Port {
+    /// The interface is configured.
+    const CONFIGURED: u8 = 1 << 0;
+    /// This router owns the link (else a sibling does).
+    const LOCAL: u8 = 1 << 1;
+    /// The link is up.
+    const UP: u8 = 1 << 2;
+    /// Where the link type ([`LinkType`] as `u8`) starts.
+    const LINK_SHIFT: u32 = 3;
+    /// The link type after its shift.
+    const LINK_MASK: u8 = 0b11;
+
+    /// The byte of a configured interface whose link is up.
+    const fn new(link: LinkType, local: bool) -> Port {
+        let local = if local { Self::LOCAL } else { 0 };
+        Port(Self::CONFIGURED | local | Self::UP | ((link as u8) << Self::LINK_SHIFT))
+    }
+    /// Whether the interface is configured.
+    #[inline(always)]
+    pub(crate) fn configured(self) -> bool {
+        self.0 & Self::CONFIGURED != 0
+    }
+    /// Whether the interface is configured, owned by this router and up.
+    #[inline(always)]
+    pub(crate) fn local_and_up(self) -> bool {
+        let want = Self::CONFIGURED | Self::LOCAL | Self::UP;
+        self.0 & want == want
+    }
+    /// Whether the link is up (false if not configured).
+    #[inline(always)]
+    pub(crate) fn up(self) -> bool {
+        let want = Self::CONFIGURED | Self::UP;
+        self.0 & want == want
+    }
+    /// The link type as its `u8` discriminant (meaningful only if configured).
+    #[inline(always)]
+    pub(crate) fn link(self) -> u8 {
+        (self.0 >> Self::LINK_SHIFT) & Self::LINK_MASK
+    }
 }
 
 impl fmt::Debug for Router {
@@ -279,25 +316,17 @@ impl Router {
             }
         }
         let hop_mac = HopMac::new(&config.forwarding_key);
-        let link_up = config
-            .interfaces
-            .iter()
-            .map(|_| AtomicBool::new(true))
-            .collect();
-        let ports = config
-            .interfaces
-            .iter()
-            .enumerate()
-            .map(|(i, ifc)| Port {
-                idx: i as u16,
-                link: ifc.link_type,
-                local: ifc.owner == Owner::Local,
-            })
-            .collect();
+        let ports: Box<[AtomicU8]> = (0..PORT_IDS).map(|_| AtomicU8::new(0)).collect();
+        let Ok(ports) = Box::<[AtomicU8; PORT_IDS]>::try_from(ports) else {
+            unreachable!("the table has one entry per interface ID");
+        };
+        for ifc in &config.interfaces {
+            let port = Port::new(ifc.link_type, ifc.owner == Owner::Local);
+            ports[usize::from(ifc.id)].store(port.0, Ordering::Relaxed);
+        }
         Ok(Router {
             config,
             by_id,
-            link_up,
             ports,
             hop_mac,
         })
@@ -332,38 +361,27 @@ impl Router {
     /// the control plane (BFD) reports changes with [`Router::set_link_up`].
     #[inline]
     pub fn link_up(&self, id: u16) -> bool {
-        match self.slot(id) {
-            0 => false,
-            k => self.link_up[usize::from(k) - 1].load(Ordering::Relaxed),
-        }
+        self.port(id).up()
     }
 
-    /// The interface with this ID as the fast path sees it.
+    /// The interface with this ID as the fast path sees it (not configured if unknown).
     #[inline(always)]
-    pub(crate) fn port(&self, id: u16) -> Option<Port> {
-        match self.slot(id) {
-            0 => None,
-            k => self.ports.get(usize::from(k) - 1).copied(),
-        }
-    }
-
-    /// Whether a port's link is up.
-    #[inline(always)]
-    pub(crate) fn port_up(&self, port: Port) -> bool {
-        self.link_up
-            .get(usize::from(port.idx))
-            .is_some_and(|u| u.load(Ordering::Relaxed))
+    pub(crate) fn port(&self, id: u16) -> Port {
+        Port(self.ports[usize::from(id)].load(Ordering::Relaxed))
     }
 
     /// Records the liveness of interface `id`'s link; false if `id` is not configured.
     pub fn set_link_up(&self, id: u16, up: bool) -> bool {
-        match self.slot(id) {
-            0 => false,
-            k => {
-                self.link_up[usize::from(k) - 1].store(up, Ordering::Relaxed);
-                true
-            }
+        let p = &self.ports[usize::from(id)];
+        if !Port(p.load(Ordering::Relaxed)).configured() {
+            return false;
         }
+        if up {
+            p.fetch_or(Port::UP, Ordering::Relaxed);
+        } else {
+            p.fetch_and(!Port::UP, Ordering::Relaxed);
+        }
+        true
     }
 
     /// The hop-field MAC prepared with the forwarding key.
@@ -430,8 +448,8 @@ mod tests {
         let r = Router::new(c).unwrap();
         for id in [60u16, 300 * 60, 1000 * 60] {
             assert_eq!(r.interface(id).map(|i| i.id), Some(id));
-            let p = r.port(id).unwrap();
-            assert_eq!(usize::from(p.idx), usize::from(id / 60) - 1);
+            let p = r.port(id);
+            assert!(p.link() == LinkType::Child as u8 && p.local_and_up());
             assert!(r.link_up(id));
         }
         assert!(r.interface(61).is_none());

@@ -76,11 +76,11 @@ impl HopMac {
             let lanes: &mut [[u8; 16]; BATCH_LANES] = chunk
                 .try_into()
                 .expect("chunks_exact_mut yields whole chunks");
-            for b in lanes.iter_mut() {
-                *b = xor16(b, &self.k1);
-            }
+            // Whitened in registers: stored back only as MACs.
+            let mut whitened = lanes.map(|b| xor16(&b, &self.k1));
             self.cipher
-                .encrypt_blocks(aes::Block::cast_slice_from_core_mut(lanes));
+                .encrypt_blocks(aes::Block::cast_slice_from_core_mut(&mut whitened));
+            *lanes = whitened;
         }
         for b in chunks.into_remainder() {
             *b = self.compute(b);

@@ -99,7 +99,6 @@ impl Engine<'_> {
             peering: false,
             dst_local,
             epic: EpicRole::None,
-            fast_egress: 0,
         };
         let mut info = Info::read(buf, p.info_at(meta.curr_inf()));
         let hop = Hop::read(buf, p.hop_at(meta.curr_hf()));

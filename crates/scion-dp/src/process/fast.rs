@@ -6,22 +6,25 @@
 use idint_wire::IsdAsn;
 use idint_wire::crypto::BLOCK_LEN;
 use idint_wire::ext::{E2E, HBH};
-use idint_wire::path::scion::{HOP_LEN, INFO_LEN, META_LEN};
+use idint_wire::path::scion::{HOP_LEN, INFO_LEN, MAX_HOPS, META_LEN};
 use idint_wire::scion::{COMMON_LEN, DST_IA_OFFSET, SRC_IA_OFFSET};
 
 use super::engine::Engine;
-use super::path::{Hop, Info, Meta, field, write_seg_id};
-use super::state::{EpicRole, Pending};
+use super::path::field::{hop as hop_field, meta};
+use super::path::{Hop, Info, Meta, write_meta_raw, write_seg_id};
+use super::state::FastPending;
 use crate::bytes::{read_u32, read_u64};
 use crate::config::LinkType;
 use crate::header::{
     ADDR_LEN_MASK, ADDR_TYPES_AT, DST_ADDR_TYPE_SHIFT, HDR_LEN_AT, LEN_UNIT, NEXT_HDR_AT,
     PATH_TYPE_AT, PATH_TYPE_SCION, PAYLOAD_LEN_AT,
 };
+use crate::hop_mac::HOP_MAC_LEN;
 use crate::local;
 use crate::outcome::{Disposition, Ingress, ScmpReason};
 
-/// Number of [`LinkType`]s: the stride of [`link_pair`].
+/// Number of [`LinkType`]s: the stride of [`link_pair`] (at most 4, so that a pair's bit
+/// fits a `u16`).
 const LINK_TYPES: u16 = 4;
 
 /// The bit of an (ingress, egress) link-type pair in a set of pairs: bit
@@ -39,6 +42,12 @@ const TRANSIT_ALLOWED: u16 = link_pair(LinkType::Core, LinkType::Core)
     | link_pair(LinkType::Child, LinkType::Peer)
     | link_pair(LinkType::Peer, LinkType::Child);
 
+/// Bytes the fast path reads at fixed offsets: the common header and both ISD-ASes.
+const FIXED_LEN: usize = SRC_IA_OFFSET + IsdAsn::LEN;
+
+/// Bits of the first 8 bytes of a CMAC below the [`HOP_MAC_LEN`] bytes a hop field keeps.
+const MAC_TAIL_BITS: u32 = (8 * (size_of::<u64>() - HOP_MAC_LEN)) as u32;
+
 /// Length of the address header for the address-type byte `types`: both ISD-ASes and both
 /// host addresses.
 #[inline(always)]
@@ -52,7 +61,9 @@ impl Engine<'_> {
     /// own link in the same segment, with nothing unusual (no peering, crossover, router alert,
     /// local source or destination, EPIC, expiry or interface problem). Every condition the
     /// general pipeline could act on is a reason to leave the fast path, so the outcome is
-    /// always the one the general pipeline gives (tested). Writes nothing unless taken.
+    /// always the one the general pipeline gives (tested). Writes nothing unless taken; when
+    /// taken, returns what stage two needs and the hop's CMAC input block (returned rather
+    /// than written through references, so the caller's slots need no registers meanwhile).
     #[inline(always)]
     pub(super) fn fast_one(
         &self,
@@ -60,24 +71,7 @@ impl Engine<'_> {
         len: usize,
         ingress: Ingress,
         now_ns: u64,
-        out: &mut Pending,
-        block: &mut [u8; BLOCK_LEN],
-    ) -> bool {
-        self.fast_one_inner(buf, len, ingress, now_ns, out, block)
-            .is_some()
-    }
-
-    /// [`Self::fast_one`] with `?` for its refusals; writes `out` and `block` only when taken.
-    #[inline(always)]
-    fn fast_one_inner(
-        &self,
-        buf: &mut [u8],
-        len: usize,
-        ingress: Ingress,
-        now_ns: u64,
-        out: &mut Pending,
-        block: &mut [u8; BLOCK_LEN],
-    ) -> Option<()> {
+    ) -> Option<(FastPending, [u8; BLOCK_LEN])> {
         if !self.fast {
             return None;
         }
@@ -85,44 +79,61 @@ impl Engine<'_> {
             return None;
         };
         let pkt = buf.get(..len)?;
-        if pkt.len() < COMMON_LEN || pkt[PATH_TYPE_AT] != PATH_TYPE_SCION {
+        // Every packet with a SCION path is longer (checked below through the header length).
+        let fixed = pkt.first_chunk::<FIXED_LEN>()?;
+        if fixed[PATH_TYPE_AT] != PATH_TYPE_SCION {
             return None;
         }
-        let sp = COMMON_LEN + address_len(pkt[ADDR_TYPES_AT]);
-        let hl = usize::from(pkt[HDR_LEN_AT]) * LEN_UNIT;
+        let sp = COMMON_LEN + address_len(fixed[ADDR_TYPES_AT]);
+        let hl = usize::from(fixed[HDR_LEN_AT]) * LEN_UNIT;
         let payload = usize::from(u16::from_be_bytes([
-            pkt[PAYLOAD_LEN_AT],
-            pkt[PAYLOAD_LEN_AT + 1],
+            fixed[PAYLOAD_LEN_AT],
+            fixed[PAYLOAD_LEN_AT + 1],
         ]));
-        if hl < sp + META_LEN || hl > len || payload != len - hl {
+        // `payload + hl == len` also says `hl <= len` (neither sum overflows).
+        if hl < sp + META_LEN || payload + hl != len {
             return None;
         }
         // Extension headers the general pipeline would refuse.
-        let next = pkt[NEXT_HDR_AT];
+        let next = fixed[NEXT_HDR_AT];
         if (next == HBH || next == E2E) && !local::extensions_ok(pkt, hl, next) {
             return None;
         }
         let local = self.router.local_ia().to_u64();
-        if read_u64(pkt, DST_IA_OFFSET) == local || read_u64(pkt, SRC_IA_OFFSET) == local {
+        if read_u64(fixed, DST_IA_OFFSET) == local || read_u64(fixed, SRC_IA_OFFSET) == local {
             return None;
         }
-        let meta = Meta::decode(read_u32(pkt, sp));
-        let (s0, s1, s2) = (meta.seg_len(0), meta.seg_len(1), meta.seg_len(2));
-        if !meta.valid()
-            || sp + meta.path_len() > hl
-            || meta.curr_inf() != meta.segment_of(meta.curr_hf())
-            || meta.is_last_hop()
-            || meta.is_xover()
-            || s0 < 2
-            || s1 == 1
-            || s2 == 1
-        {
+        // The meta header, decoded into just what this path needs.
+        let raw = read_u32(pkt, sp);
+        let seg_len = |k: usize| ((raw >> meta::SEG_LEN_SHIFT[k]) & meta::SEG_LEN_MASK) as usize;
+        let (s0, s1, s2) = (seg_len(0), seg_len(1), seg_len(2));
+        let hf = ((raw >> meta::CURR_HF_SHIFT) & meta::CURR_HF_MASK) as usize;
+        let inf = (raw >> meta::CURR_INF_SHIFT) as usize;
+        let n_hops = s0 + s1 + s2;
+        // Segments of one hop and a segment after an empty one are the general path's (one
+        // branch for all: `|` rather than `||`).
+        if (s0 < 2) | (s1 == 1) | (s2 == 1) | ((s1 == 0) & (s2 != 0)) | (n_hops > MAX_HOPS) {
             return None;
         }
-        let info_at = sp + META_LEN + INFO_LEN * meta.curr_inf();
-        let hop_at = sp + META_LEN + INFO_LEN * meta.num_infos() + HOP_LEN * meta.curr_hf();
+        let n_infos = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+        if sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * n_hops > hl {
+            return None;
+        }
+        // The current and the next hop field lie in segment CurrINF: CurrINF matches CurrHF,
+        // and the packet is neither at its last hop nor at a segment crossover.
+        let (first, end) = match inf {
+            0 => (0, s0),
+            1 => (s0, s0 + s1),
+            2 => (s0 + s1, n_hops),
+            _ => return None,
+        };
+        if hf < first || hf + 1 >= end {
+            return None;
+        }
+        let info_at = sp + META_LEN + INFO_LEN * inf;
+        let hop_at = sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * hf;
         let info = Info::read(pkt, info_at);
-        let hop = Hop::read(pkt, hop_at);
+        let hop = Hop::from_bytes(pkt.get(hop_at..hop_at + HOP_LEN)?.try_into().ok()?);
         if info.peer() || hop.ingress_alert() || hop.egress_alert() || hop.expiry_ns(info) < now_ns
         {
             return None;
@@ -135,64 +146,74 @@ impl Engine<'_> {
         if arrived != in_if || egress == 0 {
             return None;
         }
-        let (inc, out_port) = (self.router.port(in_if)?, self.router.port(egress)?);
-        let pair = link_pair(inc.link, out_port.link);
-        if !out_port.local || pair & TRANSIT_ALLOWED == 0 || !self.router.port_up(out_port) {
+        let (inc, out_port) = (self.router.port(in_if), self.router.port(egress));
+        let pair = 1 << (LINK_TYPES * u16::from(inc.link()) + u16::from(out_port.link()));
+        if !inc.configured() || !out_port.local_and_up() || pair & TRANSIT_ALLOWED == 0 {
             return None;
         }
-        // Taken: the C=0 SegID update (step 10), then the MAC input.
-        let mut info = info;
-        if !info.cons_dir() {
-            info = info.with_seg_id(info.seg_id() ^ hop.mac_head());
-            write_seg_id(buf, info_at, info.seg_id());
-        }
-        *out = Pending {
-            ingress,
-            sp,
-            meta,
-            info,
-            hop,
-            peering: false,
-            dst_local: false,
-            epic: EpicRole::None,
-            fast_egress: egress,
+        // Taken. The updates of a forward are made now, the MAC check comes in stage two
+        // (which undoes them if it fails). The SegID update is the same in both directions;
+        // with C=0 the MAC is over the updated SegID (step 10), with C=1 over the one that
+        // arrived. Not the last hop and no segment change: CurrHF + 1, same CurrINF.
+        let seg_id = info.seg_id() ^ hop.mac_head();
+        let mac_info = if info.cons_dir() {
+            info
+        } else {
+            info.with_seg_id(seg_id)
         };
-        *block = hop.mac_input(info);
-        Some(())
+        write_seg_id(buf, info_at, seg_id);
+        write_meta_raw(buf, sp, raw + meta::CURR_HF_ONE);
+        let taken = FastPending {
+            mac: hop.mac48(),
+            sp: sp as u16,
+            in_if,
+            egress,
+            hop: hf as u8,
+        };
+        Some((taken, hop.mac_input(mac_info)))
     }
 
-    /// Transit fast path, stage two: MAC check, the C=1 SegID update, next hop. `Ok` is the
-    /// egress interface of a forward (kept a scalar so callers store the decision directly
+    /// Transit fast path, stage two: the MAC check (stage one made the path updates). `Ok` is
+    /// the egress interface of a forward (kept a scalar so callers store the decision directly
     /// instead of moving a whole `Disposition` through the stack).
     #[inline(always)]
     pub(super) fn fast_two(
         &self,
         buf: &mut [u8],
         len: usize,
-        p: &Pending,
+        p: &FastPending,
         mac: &[u8; BLOCK_LEN],
     ) -> Result<u16, Disposition> {
-        if !p.hop.mac_matches(mac) {
-            let d = self.error(
-                buf,
-                len,
-                p.ingress,
-                ScmpReason::InvalidHopFieldMac,
-                p.hop_ptr(),
-            );
-            return Err(d);
+        if read_u64(mac, 0) >> MAC_TAIL_BITS != p.mac {
+            return Err(self.fast_mac_error(buf, len, p));
         }
-        if p.info.cons_dir() {
-            write_seg_id(
-                buf,
-                p.info_at(p.meta.curr_inf()),
-                p.info.seg_id() ^ p.hop.mac_head(),
-            );
+        Ok(p.egress)
+    }
+
+    /// The SCMP error for a hop field whose MAC does not match: first undoes stage one's
+    /// updates except the C=0 SegID update (step 10 comes before the MAC check), so the
+    /// packet is as the general pipeline leaves it.
+    #[cold]
+    #[inline(never)]
+    fn fast_mac_error(&self, buf: &mut [u8], len: usize, p: &FastPending) -> Disposition {
+        let sp = usize::from(p.sp);
+        let raw = read_u32(buf, sp) - meta::CURR_HF_ONE;
+        write_meta_raw(buf, sp, raw);
+        let m = Meta::decode(raw);
+        let info_at = sp + META_LEN + INFO_LEN * m.curr_inf();
+        let info = Info::read(buf, info_at);
+        if info.cons_dir() {
+            let mac_head = (p.mac >> hop_field::LO_BITS) as u16;
+            write_seg_id(buf, info_at, info.seg_id() ^ mac_head);
         }
-        // Not the last hop and no segment change (checked in stage one): CurrHF + 1, same
-        // CurrINF.
-        let raw = p.meta.raw + field::meta::CURR_HF_ONE;
-        buf[p.sp..p.sp + META_LEN].copy_from_slice(&raw.to_be_bytes());
-        Ok(p.fast_egress)
+        let hop_at = sp + META_LEN + INFO_LEN * m.num_infos() + HOP_LEN * m.curr_hf();
+        let ingress = Ingress::External(p.in_if);
+        self.error(
+            buf,
+            len,
+            ingress,
+            ScmpReason::InvalidHopFieldMac,
+            hop_at as u16,
+        )
     }
 }

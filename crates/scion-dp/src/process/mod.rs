@@ -56,11 +56,13 @@ const CACHE_LINE: usize = 64;
 
 /// Touches the first two cache lines of `buf` (common, address and the start of the path
 /// header) so they travel into L1 while earlier packets are processed. A plain load whose
-/// value is not waited for works as a prefetch without `unsafe` intrinsics.
+/// value is not waited for works as a prefetch without `unsafe` intrinsics: the caller folds
+/// the bytes into one value it hands to [`core::hint::black_box`] once per burst.
 #[inline(always)]
-fn prefetch(buf: &[u8]) {
-    core::hint::black_box(buf.first().copied());
-    core::hint::black_box(buf.get(CACHE_LINE).copied());
+fn prefetch(buf: &[u8]) -> u8 {
+    // One length check for both lines; a buffer that short is not worth a prefetch.
+    buf.first_chunk::<{ CACHE_LINE + 1 }>()
+        .map_or(0, |b| b[0] ^ b[CACHE_LINE])
 }
 
 /// A worker's packet processor: the shared router model plus this worker's counters and
@@ -135,23 +137,23 @@ impl<'r> Processor<'r> {
         hook: &mut H,
     ) -> Disposition {
         let e = self.engine;
-        let mut p = Pending::default();
-        let mut block = [0u8; BLOCK_LEN];
-        let d = if e.fast_one(buf, len, ingress, now_ns, &mut p, &mut block) {
+        let d = if let Some((f, block)) = e.fast_one(buf, len, ingress, now_ns) {
             let mac = e.router.hop_mac().compute(&block);
-            let mut d = match e.fast_two(buf, len, &p, &mac) {
+            let mut d = match e.fast_two(buf, len, &f, &mac) {
                 Ok(ifid) => Disposition::Forward { ifid },
                 Err(d) => d,
             };
             let f = Forwarded {
                 len,
                 ingress,
-                hop: p.meta.curr_hf() as u8,
+                hop: f.hop,
                 now_ns,
             };
             hook.after_forwarding(e.router, buf, &f, &mut d);
             d
         } else {
+            let mut p = Pending::default();
+            let mut block = [0u8; BLOCK_LEN];
             match e.stage_one(buf, len, ingress, now_ns, &mut p, &mut block) {
                 Some(d) => d,
                 None => {
@@ -189,27 +191,33 @@ impl<'r> Processor<'r> {
     ) {
         let e = self.engine;
         let s = &mut *self.scratch;
+        let counters = &mut self.counters;
         for chunk in pkts.chunks_mut(MAX_BURST) {
             let mut n = 0;
+            let mut touched = 0;
             for i in 0..chunk.len() {
                 // The headers of packets a few slots ahead travel into L1 while this one is
                 // processed (packet buffers arrive from DMA in L2/L3 at best).
                 if let Some(ahead) = chunk.get_mut(i + PREFETCH_AHEAD) {
-                    prefetch(ahead.buffer());
+                    touched ^= prefetch(ahead.buffer());
                 }
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                // Stage one writes straight into the burst's slot (no copy of the state).
-                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
-                if e.fast_one(pkt.buffer(), len, ingress, now_ns, p, block) {
+                if let Some((f, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
+                    s.fast[n] = f;
+                    s.blocks[n] = block;
                     s.index[n] = i as u8;
                     n += 1;
                     continue;
                 }
+                // The general stage one writes straight into the burst's slot (no copy of the
+                // state).
+                s.fast[n].egress = 0;
+                let (p, block) = (&mut s.pending[n], &mut s.blocks[n]);
                 match e.stage_one(pkt.buffer(), len, ingress, now_ns, p, block) {
                     Some(d) => {
-                        self.counters.record(&d);
+                        counters.record(&d);
                         *pkt.disposition_mut() = Some(d);
                     }
                     None => {
@@ -218,33 +226,38 @@ impl<'r> Processor<'r> {
                     }
                 }
             }
+            core::hint::black_box(touched);
             e.router.hop_mac().compute_batch(&mut s.blocks[..n]);
             for k in 0..n {
-                let pkt = &mut chunk[usize::from(s.index[k])];
+                let slot = usize::from(s.index[k]);
+                let pkt = &mut chunk[slot];
                 let len = pkt.len();
-                let p = &s.pending[k];
-                let mut d = if p.fast_egress != 0 {
-                    match e.fast_two(pkt.buffer(), len, p, &s.blocks[k]) {
-                        Ok(ifid) => Disposition::Forward { ifid },
-                        Err(d) => d,
+                let buf = pkt.buffer();
+                // Each branch hands its own decision on, so that a forward is counted without a
+                // look at which decision it is.
+                let mut finish = |buf: &mut [u8], mut d: Disposition, ingress: Ingress, hop: u8| {
+                    let f = Forwarded {
+                        len,
+                        ingress,
+                        hop,
+                        now_ns,
+                    };
+                    hook.after_forwarding_in_burst(e.router, buf, &f, &mut d, slot);
+                    counters.record(&d);
+                    d
+                };
+                let f = &s.fast[k];
+                let d = if f.egress != 0 {
+                    let ingress = Ingress::External(f.in_if);
+                    match e.fast_two(buf, len, f, &s.blocks[k]) {
+                        Ok(ifid) => finish(buf, Disposition::Forward { ifid }, ingress, f.hop),
+                        Err(d) => finish(buf, d, ingress, f.hop),
                     }
                 } else {
-                    e.stage_two(pkt.buffer(), len, p, &s.blocks[k], now_ns)
+                    let p = &s.pending[k];
+                    let d = e.stage_two(buf, len, p, &s.blocks[k], now_ns);
+                    finish(buf, d, p.ingress, p.meta.curr_hf() as u8)
                 };
-                let f = Forwarded {
-                    len,
-                    ingress: p.ingress,
-                    hop: p.meta.curr_hf() as u8,
-                    now_ns,
-                };
-                hook.after_forwarding_in_burst(
-                    e.router,
-                    pkt.buffer(),
-                    &f,
-                    &mut d,
-                    usize::from(s.index[k]),
-                );
-                self.counters.record(&d);
                 pkt.set_disposition(d);
             }
             hook.finish_burst(chunk);

@@ -130,6 +130,16 @@ pub(super) mod field {
         pub(crate) const CONS_INGRESS_SHIFT: u32 = shift(CONS_INGRESS.end, LEN);
         /// ConsEgress in the block read as a `u128`.
         pub(crate) const CONS_EGRESS_SHIFT: u32 = shift(CONS_EGRESS.end, LEN);
+
+        /// The first half of the block is the info field (read as a `u64`) without its flags
+        /// and reserved bytes: these are its SegID and Timestamp bits.
+        pub(crate) const INFO_BITS: u64 =
+            (0xffff << (SEG_ID_SHIFT - u64::BITS)) | (0xffff_ffff << (TIMESTAMP_SHIFT - u64::BITS));
+        /// The second half is the hop field's `hi` without its flags and MAC bytes: these are
+        /// its ExpTime, ConsIngress and ConsEgress bits.
+        pub(crate) const HOP_BITS: u64 = (0xff << EXP_TIME_SHIFT)
+            | (0xffff << CONS_INGRESS_SHIFT)
+            | (0xffff << CONS_EGRESS_SHIFT);
     }
 
     // The layouts above against the shifts they must give.
@@ -143,6 +153,14 @@ pub(super) mod field {
     const _: () = assert!(mac_input::EXP_TIME_SHIFT == 48);
     const _: () = assert!(mac_input::CONS_INGRESS_SHIFT == 32);
     const _: () = assert!(mac_input::CONS_EGRESS_SHIFT == 16);
+    // The block halves line up with the info field and the hop field's `hi`.
+    const _: () = assert!(mac_input::SEG_ID_SHIFT - u64::BITS == info::SEG_ID_SHIFT);
+    const _: () = assert!(mac_input::TIMESTAMP_SHIFT - u64::BITS == info::TIMESTAMP_SHIFT);
+    const _: () = assert!(mac_input::EXP_TIME_SHIFT == hop::EXP_TIME_SHIFT);
+    const _: () = assert!(mac_input::CONS_INGRESS_SHIFT == hop::CONS_INGRESS_SHIFT);
+    const _: () = assert!(mac_input::CONS_EGRESS_SHIFT == hop::CONS_EGRESS_SHIFT);
+    const _: () = assert!(mac_input::INFO_BITS == 0x0000_ffff_ffff_ffff);
+    const _: () = assert!(mac_input::HOP_BITS == 0x00ff_ffff_ffff_0000);
 }
 
 /// Nanoseconds per second (info field timestamps are in seconds).
@@ -348,6 +366,14 @@ impl Hop {
             lo: read_u32(buf, at + hop::LO.start),
         }
     }
+    /// The hop field in `b`.
+    #[inline(always)]
+    pub(super) fn from_bytes(b: &[u8; HOP_LEN]) -> Hop {
+        Hop {
+            hi: read_u64(b, hop::HI.start),
+            lo: read_u32(b, hop::LO.start),
+        }
+    }
     #[inline(always)]
     fn flags(self) -> u8 {
         (self.hi >> hop::FLAGS_SHIFT) as u8
@@ -379,7 +405,7 @@ impl Hop {
     }
     /// The 6 MAC bytes as the low 48 bits.
     #[inline(always)]
-    fn mac48(self) -> u64 {
+    pub(super) fn mac48(self) -> u64 {
         ((self.hi & hop::MAC_HEAD_MASK) << hop::LO_BITS) | u64::from(self.lo)
     }
     /// The first two MAC bytes (the SegID update).
@@ -395,12 +421,10 @@ impl Hop {
     /// The CMAC input block ([`field::mac_input`]) built from registers.
     #[inline(always)]
     pub(super) fn mac_input(self, info: Info) -> [u8; mac_input::LEN] {
-        let v = (u128::from(info.seg_id()) << mac_input::SEG_ID_SHIFT)
-            | (u128::from(info.timestamp()) << mac_input::TIMESTAMP_SHIFT)
-            | (u128::from(self.exp_time()) << mac_input::EXP_TIME_SHIFT)
-            | (u128::from(self.cons_ingress()) << mac_input::CONS_INGRESS_SHIFT)
-            | (u128::from(self.cons_egress()) << mac_input::CONS_EGRESS_SHIFT);
-        v.to_be_bytes()
+        // Both halves are the fields with the bytes between them cleared.
+        let head = info.0 & mac_input::INFO_BITS;
+        let tail = self.hi & mac_input::HOP_BITS;
+        ((u128::from(head) << u64::BITS) | u128::from(tail)).to_be_bytes()
     }
     /// Whether the first 6 bytes of `full` (a full CMAC) equal the hop's MAC (no early exit).
     #[inline(always)]
@@ -418,5 +442,10 @@ pub(super) fn write_seg_id(buf: &mut [u8], info_at: usize, seg_id: u16) {
 
 /// Writes the meta header of the path at `buf[sp..]`.
 pub(super) fn write_meta(buf: &mut [u8], sp: usize, meta: Meta) {
-    buf[sp..sp + META_LEN].copy_from_slice(&meta.raw.to_be_bytes());
+    write_meta_raw(buf, sp, meta.raw);
+}
+
+/// Writes the meta header word `raw` of the path at `buf[sp..]`.
+pub(super) fn write_meta_raw(buf: &mut [u8], sp: usize, raw: u32) {
+    buf[sp..sp + META_LEN].copy_from_slice(&raw.to_be_bytes());
 }

@@ -54,8 +54,6 @@ pub(super) struct Pending {
     pub(super) dst_local: bool,
     /// This router's EPIC-HP role.
     pub(super) epic: EpicRole,
-    /// Egress interface when the packet took the transit fast path, else 0.
-    pub(super) fast_egress: u16,
 }
 
 impl Default for Pending {
@@ -69,7 +67,6 @@ impl Default for Pending {
             peering: false,
             dst_local: false,
             epic: EpicRole::None,
-            fast_egress: 0,
         }
     }
 }
@@ -92,10 +89,29 @@ impl Pending {
     }
 }
 
+/// What stage one of the transit fast path hands to stage two. Stage one makes the path
+/// updates of a forward right away; stage two only checks the MAC and, should it not match,
+/// undoes them (see [`Engine::fast_two`](super::engine::Engine)).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct FastPending {
+    /// The current hop field's MAC as the low 48 bits.
+    pub(super) mac: u64,
+    /// Offset of the SCION path.
+    pub(super) sp: u16,
+    /// The interface the packet arrived on.
+    pub(super) in_if: u16,
+    /// The egress interface; 0 marks a slot that takes the general stage two.
+    pub(super) egress: u16,
+    /// CurrHF as the packet arrived.
+    pub(super) hop: u8,
+}
+
 /// Per-burst working memory, allocated once per processor so a burst costs no initialisation.
 pub(super) struct Scratch {
     /// Stage one's findings, one slot per packet that needs stage two.
     pub(super) pending: [Pending; MAX_BURST],
+    /// The fast path's findings, same slots; `egress` 0 where the general path took over.
+    pub(super) fast: [FastPending; MAX_BURST],
     /// The CMAC input blocks, replaced in place by the MACs.
     pub(super) blocks: [[u8; field::mac_input::LEN]; MAX_BURST],
     /// Each slot's packet index in the burst.
@@ -107,6 +123,7 @@ impl Scratch {
     pub(super) fn new() -> Self {
         Scratch {
             pending: [Pending::default(); MAX_BURST],
+            fast: [FastPending::default(); MAX_BURST],
             blocks: [[0u8; field::mac_input::LEN]; MAX_BURST],
             index: [0u8; MAX_BURST],
         }
