@@ -125,7 +125,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 supplied |= 1 << d;
             }
         }
-        let (handle, id_ix) = (plan.handle, plan.id_ix);
+        let (handle, id_ix, job) = (plan.handle, plan.id_ix, plan.job);
         let nonce = encrypt.then(|| nonces.nonce());
         let mut prev_mac = [0u8; MAC_LEN];
         prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
@@ -162,6 +162,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         // Queued as it is (a job is free: one per packet of the burst); a single packet's
         // entry, or one too long to batch, is sealed now.
         let queued = match defer {
+            Some(slot) if len == usize::from(job.len()) => {
+                batch.queue_shaped(slot, hl + free, &job, ctx.now_ns)
+            }
             Some(slot) if len <= BATCH_ENTRY_MAX => {
                 batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
             }
@@ -298,6 +301,7 @@ fn rekey<K: VerifierKeys>(
         p.found_ns = now_ns;
         p.id_ix = id_ix;
         p.burst = burst;
+        p.job = p.job.with_key(handle, id_ix);
     }
     Rekey::Ready
 }
