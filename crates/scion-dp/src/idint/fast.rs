@@ -249,7 +249,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             prev_mac,
         );
         // The flow's template: the plaintext entry, before it is sealed.
-        let entry = EntryPlan::new(e, &g, &instructions, bitmap & item::NODE_ID != 0);
+        let entry = EntryPlan::new(e, &g, &instructions, bitmap & item::NODE_ID != 0, source);
         let job = Seal {
             defer,
             at: hl + free,
