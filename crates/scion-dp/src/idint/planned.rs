@@ -54,13 +54,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         let (request, route) = (read_u128_le(hbh, 0), route_key(f, out));
-        let Some(k) = batch.plans.iter().position(|p| {
+        let Some((k, plan)) = batch.plans.iter().enumerate().find_map(|(k, p)| {
             p.as_ref()
-                .is_some_and(|p| p.request == request && p.route == route)
+                .filter(|p| p.request == request && p.route == route)
+                .map(|p| (k, p))
         }) else {
-            return false;
-        };
-        let Some(plan) = batch.plans[k].as_ref() else {
             return false;
         };
         let (t, free, end) = (
