@@ -53,7 +53,14 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if hbh.len() < REQUEST_END {
             return false;
         }
-        let (request, route) = (read_u128_le(hbh, 0), route_key(f, out));
+        // The packet's context first: its ingress interface then serves the route key too.
+        let ctx = HopContext {
+            ingress_if: f.ingress.ifid(),
+            egress_if: out.ifid,
+            len: f.len,
+            now_ns: f.now_ns,
+        };
+        let (request, route) = (read_u128_le(hbh, 0), route_key_of(f, out, ctx.ingress_if));
         let Some((k, plan)) = batch.plans.iter().enumerate().find_map(|(k, p)| {
             p.as_ref()
                 .filter(|p| p.request == request && p.route == route)
@@ -91,12 +98,6 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 Rekey::Other => return false,
             }
         }
-        let ctx = HopContext {
-            ingress_if: f.ingress.ifid(),
-            egress_if: out.ifid,
-            len: f.len,
-            now_ns: f.now_ns,
-        };
         let Some(plan) = batch.plans[k].as_mut() else {
             return false;
         };
@@ -308,11 +309,17 @@ fn rekey<K: VerifierKeys>(
 /// ingress and egress interfaces (written into the entry's bitmap items).
 #[inline(always)]
 pub(super) fn route_key(f: &Forwarded, out: Out) -> u64 {
+    route_key_of(f, out, f.ingress.ifid())
+}
+
+/// [`route_key`] with the ingress interface id already read.
+#[inline(always)]
+fn route_key_of(f: &Forwarded, out: Out, ingress_if: u16) -> u64 {
     u64::from(matches!(f.ingress, Ingress::External(_)))
         | (u64::from(out.egress) << ROUTE_EGRESS)
         | (u64::from(out.last) << ROUTE_LAST)
         | (u64::from(f.hop) << ROUTE_HOP)
-        | (u64::from(f.ingress.ifid()) << ROUTE_INGRESS_IF)
+        | (u64::from(ingress_if) << ROUTE_INGRESS_IF)
         | (u64::from(out.ifid) << ROUTE_EGRESS_IF)
 }
 
