@@ -296,10 +296,7 @@ impl SealBatch {
     /// Appends verifier `id` to [`Self::ids`]; its index (`None` once the table is full).
     #[inline(always)]
     pub(super) fn push_id(&mut self, id: &VerifierId) -> Option<u8> {
-        let k = self.n_ids;
-        *self.ids.get_mut(k)? = *id;
-        self.n_ids = k + 1;
-        Some(k as u8)
+        push_id(&mut self.ids, &mut self.n_ids, id)
     }
 
     /// Queues an entry of `len` bytes at `at` in burst slot `slot` (the caller checked it
@@ -547,6 +544,20 @@ impl SealBatch {
         }
         lost
     }
+}
+
+/// Appends verifier `id` to a burst's verifier table `ids` holding `n_ids` verifiers; its
+/// index (`None` once the table is full).
+#[inline(always)]
+pub(super) fn push_id(
+    ids: &mut [VerifierId; MAX_BURST],
+    n_ids: &mut usize,
+    id: &VerifierId,
+) -> Option<u8> {
+    let k = *n_ids;
+    *ids.get_mut(k)? = *id;
+    *n_ids = k + 1;
+    Some(k as u8)
 }
 
 /// Where a written entry's MAC comes from.
