@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use scion_dp::telemetry::{
-    CounterKind, Direction, Environment, HopContext, QueueMetric, TelemetrySource,
+    CounterKind, Direction, Environment, HopContext, QueueMetric, TelemetrySource, code,
 };
 
 use crate::clock::TscClock;
@@ -227,6 +227,32 @@ impl<B: RxBuffer, T: Tsc, S: TxBuffer> TelemetrySource for RouterTelemetry<B, T,
     fn node_id(&self) -> Option<u32> {
         self.node_id
     }
+    /// What is taken once per burst ([`RouterTelemetry::begin_burst`]: the receive time and
+    /// what follows from it, the egress time, the receive buffer's depth) or changes only
+    /// between bursts (the averages and usage the worker samples, the configured energy
+    /// figures, the tx queue id). Not the queue length (a re-read once another port's was
+    /// read), nor what the control thread updates meanwhile (counters, utilisation, speeds).
+    fn steady_in_burst(&self, c: u8) -> bool {
+        matches!(
+            c,
+            code::INGRESS_TIMESTAMP
+                | code::EGRESS_TIMESTAMP
+                | code::UPTIME
+                | code::QUEUE_ID
+                | code::QUEUE_LEN_AVG
+                | code::BUFFER_ID
+                | code::BUFFER_OCCUPANCY
+                | code::BUFFER_OCCUPANCY_AVG
+                | code::CPU_MEMORY_USAGE
+                | code::FORWARDING_ENERGY
+                | code::CO2_PER_PACKET
+                | code::CPU_TEMPERATURE
+                | code::ASIC_TEMPERATURE
+                | code::FAN_SPEED
+                | code::POWER_DRAW
+                | code::ENERGY_MIX
+        )
+    }
     fn ingress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
         Some(self.rx_ns)
     }
@@ -427,6 +453,36 @@ mod tests {
         assert_eq!(t.node_ipv6(), None);
         assert_eq!(t.environment(Environment::PowerDraw), Some(90));
         assert!(t.software_version().is_some());
+    }
+
+    #[test]
+    fn steady_values_do_not_change_within_a_burst() {
+        use scion_dp::telemetry::read_instruction;
+        let ia: idint_wire::IsdAsn = "1-ff00:0:110".parse().unwrap();
+        let mut t = telemetry();
+        t.sample_buffers();
+        t.sample_usage(50, 100, 1, 3);
+        t.begin_burst(0, START_NS + 5 * NS_PER_S);
+        let mut steady = 0;
+        for c in 0..=u8::MAX {
+            if !t.steady_in_burst(c) {
+                continue;
+            }
+            steady += 1;
+            let first = read_instruction(&mut t, ia, c, &ctx());
+            // Mid-burst the buffers fill up and the TSC advances with every read.
+            t.rx[0].1.1.set(Some(30));
+            t.tx[1].0.set(Some(40));
+            let again = read_instruction(&mut t, ia, c, &ctx());
+            assert_eq!(first, again, "{c:#x}");
+        }
+        assert!(steady > 0);
+        assert!(t.steady_in_burst(code::INGRESS_TIMESTAMP));
+        assert!(!t.steady_in_burst(code::QUEUE_LEN), "re-read per port");
+        assert!(
+            !t.steady_in_burst(code::INGRESS_IF_PACKETS),
+            "control thread"
+        );
     }
 
     #[test]

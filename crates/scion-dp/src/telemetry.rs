@@ -105,6 +105,15 @@ pub trait TelemetrySource {
     fn node_id(&self) -> Option<u32> {
         None
     }
+    /// Whether the value of instruction `code` (a `&mut self` measurement) is the same for
+    /// every packet of a burst with the same interfaces and time (taken once at the burst's
+    /// start, say, or changed only between bursts through
+    /// [`IdIntStage::source_mut`](crate::idint::IdIntStage::source_mut)), and asking for it
+    /// has no effect a later call could see: the stage may then ask once per burst and flow
+    /// template instead of per packet ([`per_burst`] codes always are). The default: no code.
+    fn steady_in_burst(&self, _code: u8) -> bool {
+        false
+    }
     /// When the packet was received, Unix ns.
     fn ingress_timestamp_ns(&mut self, _ctx: &HopContext) -> Option<u64> {
         None
@@ -303,7 +312,8 @@ pub mod code {
 /// method of the source (device, software version, addresses, position): it cannot change
 /// while the stage holds the source (only [`IdIntStage::source_mut`] can change it, between
 /// bursts), so a burst may ask for it once. Counters, clocks, queues and the like (`&mut self`
-/// methods) are asked for per packet.
+/// methods) are asked for per packet, unless the source says they are steady in a burst
+/// ([`TelemetrySource::steady_in_burst`]).
 ///
 /// [`IdIntStage::source_mut`]: crate::idint::IdIntStage::source_mut
 pub fn per_burst(code: u8) -> bool {

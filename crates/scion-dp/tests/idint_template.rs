@@ -35,18 +35,26 @@ const CODES: [u8; 12] = [
 ];
 
 /// A source whose per-packet values change with every call, and which supplies the queue
-/// length only on calls `k` with `k % flaky == 0` (every call for `flaky == 1`).
+/// length only on calls `k` with `k % flaky == 0` (every call for `flaky == 1`); with
+/// `steady`, its ingress timestamp is the burst's time, declared steady in a burst.
 struct Varying {
     calls: u64,
     flaky: u64,
     node: Option<u32>,
+    steady: bool,
 }
 
 impl TelemetrySource for Varying {
     fn node_id(&self) -> Option<u32> {
         self.node
     }
+    fn steady_in_burst(&self, c: u8) -> bool {
+        self.steady && c == code::INGRESS_TIMESTAMP
+    }
     fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
+        if self.steady {
+            return Some(c.now_ns);
+        }
         self.calls += 1;
         Some(c.now_ns + self.calls)
     }
@@ -90,7 +98,7 @@ impl NonceSource for Counting {
 
 type Stage = IdIntStage<DrkeyKeys, Varying, Counting>;
 
-fn stage(router: &Router, flaky: u64, node: Option<u32>) -> Stage {
+fn stage(router: &Router, flaky: u64, node: Option<u32>, steady: bool) -> Stage {
     let provider = Arc::new(LocalProvider::new(router.local_ia(), &[3; 16], 86_400).unwrap());
     let keys = DrkeyKeys {
         cache: KeyCache::new(provider, 64),
@@ -100,6 +108,7 @@ fn stage(router: &Router, flaky: u64, node: Option<u32>) -> Stage {
         calls: 0,
         flaky,
         node,
+        steady,
     };
     IdIntStage::new(keys, source, Counting(0))
 }
@@ -187,6 +196,7 @@ proptest! {
         flaky in prop_oneof![3 => Just(1u64), 1 => 2u64..4],
         node in proptest::option::of(any::<u32>()),
         split in 0usize..40,
+        steady in any::<bool>(),
     ) {
         let file = CaseFile::parse(
             &std::fs::read_to_string(concat!(
@@ -220,13 +230,13 @@ proptest! {
             })
             .collect();
         let now = file.now_ns;
-        let mut general = stage(router, flaky, node).without_fast_path();
+        let mut general = stage(router, flaky, node, steady).without_fast_path();
         let want = singles(&mut Processor::new(router), &mut general, &inputs, case.ingress, now);
-        let mut single = stage(router, flaky, node);
+        let mut single = stage(router, flaky, node, steady);
         let got = singles(&mut Processor::new(router), &mut single, &inputs, case.ingress, now);
         prop_assert_eq!(&want, &got, "single packets");
         prop_assert_eq!(general.counters(), single.counters());
-        let mut burst = stage(router, flaky, node);
+        let mut burst = stage(router, flaky, node, steady);
         let got = bursts(&mut Processor::new(router), &mut burst, &inputs, case.ingress, now, split);
         prop_assert_eq!(&want, &got, "bursts");
         prop_assert_eq!(general.counters(), burst.counters());

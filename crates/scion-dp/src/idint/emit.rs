@@ -179,7 +179,8 @@ pub(super) struct Read {
     pub(super) width: u8,
     /// Where its value goes in the entry, if the source supplied it for the learning packet.
     pub(super) at: Option<u8>,
-    /// Whether it is asked for once per burst ([`per_burst`]).
+    /// Whether it is asked for once per burst ([`per_burst`], or steady in a burst for the
+    /// source: [`TelemetrySource::steady_in_burst`]).
     pub(super) per_burst: bool,
 }
 
@@ -206,12 +207,14 @@ pub(super) struct EntryPlan {
 
 impl EntryPlan {
     /// The template of `e` (at most [`TEMPLATE_MAX`] bytes), just written from `g` for
-    /// `instructions`; `ask_node`: the request's bitmap asks for the node id.
-    pub(super) fn new(
+    /// `instructions`; `ask_node`: the request's bitmap asks for the node id. Slots of
+    /// [`per_burst`] codes, or steady in a burst for `source`, are asked for once per burst.
+    pub(super) fn new<S: TelemetrySource>(
         e: &[u8],
         g: &Gathered,
         instructions: &[idint_wire::idint::Instruction; 4],
         ask_node: bool,
+        source: &S,
     ) -> Option<Self> {
         let len = e.len();
         let mut p = EntryPlan {
@@ -248,7 +251,7 @@ impl EntryPlan {
                 code: ins.0,
                 width: w as u8,
                 at: supplied.then_some(v as u8),
-                per_burst: per_burst(ins.0),
+                per_burst: per_burst(ins.0) || source.steady_in_burst(ins.0),
             };
             if supplied {
                 v += w;

@@ -32,7 +32,7 @@ use super::nonces::NonceSource;
 use super::plan::{FlowPlan, NO_BURST, VerifierAt, padding_tail};
 use super::planned::route_key;
 use super::roles::{Out, Role};
-use super::sealing::{Seal, seal_or_defer};
+use super::sealing::{JobShape, Seal, seal_or_defer};
 use super::sink::ReportExporter;
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
@@ -249,7 +249,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             prev_mac,
         );
         // The flow's template: the plaintext entry, before it is sealed.
-        let entry = EntryPlan::new(e, &g, &instructions, bitmap & item::NODE_ID != 0);
+        let entry = EntryPlan::new(e, &g, &instructions, bitmap & item::NODE_ID != 0, source);
         let job = Seal {
             defer,
             at: hl + free,
@@ -278,6 +278,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             && let Some(raw) = raw
         {
             let route = route_key(f, out);
+            let id_ix = batch.n_ids.saturating_sub(1) as u8;
             batch.keep_plan(FlowPlan {
                 request,
                 route,
@@ -295,10 +296,11 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 at,
                 id,
                 raw,
-                id_ix: batch.n_ids.saturating_sub(1) as u8,
+                id_ix,
                 burst: if deferred { batch.burst } else { NO_BURST },
                 handle,
                 found_ns: ctx.now_ns,
+                job: JobShape::new(usize::from(entry.len), encrypt, handle, id_ix),
                 entry,
                 values_burst: NO_BURST,
             });

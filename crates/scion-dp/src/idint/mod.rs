@@ -82,8 +82,10 @@
 //!   same place (another destination host) only costs its lookup.
 //! * *Values.* Those of the router's identity and of the source's `&self` methods (node id,
 //!   addresses, device, software version, position: [`telemetry::per_burst`]) are asked for
-//!   once per burst (per packet for single packets); counters, clocks, queues and the like
-//!   (`&mut self` methods) per packet, in the order `gather` asks. A source that supplies
+//!   once per burst (per packet for single packets), and so are the measurements the source
+//!   says are steady in a burst ([`TelemetrySource::steady_in_burst`]: a timestamp taken at
+//!   the burst's start, say); other counters, clocks, queues and the like (`&mut self`
+//!   methods) per packet, in the order `gather` asks. A source that supplies
 //!   other items than for the packet the template was learnt from gets its entry laid out
 //!   from what it did supply (and the general path if that does not fit).
 //! * Anything else (another request, route or top entry, split padding, a missing key, a full

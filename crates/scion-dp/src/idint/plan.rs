@@ -11,6 +11,7 @@ use crate::header::ADDR_TYPES_AT;
 use super::emit::EntryPlan;
 use super::keys::{KeyHandle, VerifierId};
 use super::roles::Role;
+use super::sealing::JobShape;
 
 /// Plans kept.
 pub(super) const PLANS: usize = 4;
@@ -69,6 +70,8 @@ pub(super) struct FlowPlan {
     /// fall into another key epoch), and only while the store still holds it (its handle).
     pub(super) handle: KeyHandle,
     pub(super) found_ns: u64,
+    /// The deferred job of the template's entry (its length, key and verifier index).
+    pub(super) job: JobShape,
     /// The entry, with the per-burst values of its last refresh: those of burst number
     /// `values_burst` ([`NO_BURST`]: to be refreshed).
     pub(super) entry: EntryPlan,

@@ -6,6 +6,7 @@
 use idint_wire::ext::opt_type;
 use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, entry_len};
 
+use crate::burst::MAX_BURST;
 use crate::bytes::{read_u48_le, read_u128_le};
 use crate::config::Router;
 use crate::hook::Forwarded;
@@ -14,12 +15,13 @@ use crate::telemetry::{HopContext, TelemetrySource, read_instruction};
 
 use super::IdIntStage;
 use super::emit::emit_entry;
+use super::keys::VerifierId;
 use super::keys::VerifierKeys;
 use super::layout::{INST_BITMAP, INST_BITMAP_SHIFT, REQUEST_END, TOS};
 use super::nonces::NonceSource;
 use super::plan::{FlowPlan, NO_BURST, padding_tail};
 use super::roles::Out;
-use super::sealing::{BATCH_ENTRY_MAX, Seal, SealBatch, seal_or_defer};
+use super::sealing::{BATCH_ENTRY_MAX, Seal, push_id, seal_or_defer};
 use super::sink::ReportExporter;
 
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
@@ -53,14 +55,21 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         if hbh.len() < REQUEST_END {
             return false;
         }
-        let (request, route) = (read_u128_le(hbh, 0), route_key(f, out));
-        let Some(k) = batch.plans.iter().position(|p| {
-            p.as_ref()
-                .is_some_and(|p| p.request == request && p.route == route)
-        }) else {
-            return false;
+        // The packet's context first: its ingress interface then serves the route key too.
+        let ctx = HopContext {
+            ingress_if: f.ingress.ifid(),
+            egress_if: out.ifid,
+            len: f.len,
+            now_ns: f.now_ns,
         };
-        let Some(plan) = batch.plans[k].as_ref() else {
+        let (request, route) = (read_u128_le(hbh, 0), route_key_of(f, out, ctx.ingress_if));
+        let burst = batch.burst;
+        let Some(plan) = batch
+            .plans
+            .iter_mut()
+            .flatten()
+            .find(|p| p.request == request && p.route == route)
+        else {
             return false;
         };
         let (t, free, end) = (
@@ -82,8 +91,19 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         let same = at.raw(head, hbh) == Some(plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
-        if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == batch.burst)) {
-            match rekey(keys, batch, k, head, hbh, f.now_ns, defer.is_some(), same) {
+        if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == burst)) {
+            let table = (&mut batch.ids, &mut batch.n_ids);
+            match rekey(
+                keys,
+                plan,
+                table,
+                burst,
+                head,
+                hbh,
+                f.now_ns,
+                defer.is_some(),
+                same,
+            ) {
                 Rekey::Ready => {}
                 Rekey::NoKey => {
                     counters.packets += 1;
@@ -93,22 +113,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 Rekey::Other => return false,
             }
         }
-        let ctx = HopContext {
-            ingress_if: f.ingress.ifid(),
-            egress_if: out.ifid,
-            len: f.len,
-            now_ns: f.now_ns,
-        };
-        let Some(plan) = batch.plans[k].as_mut() else {
-            return false;
-        };
         // The per-burst values: those of this burst's refresh, else asked for again. The
         // others are asked for now, as `gather` asks (slots in order).
         let mut fresh = true;
-        if !(defer.is_some() && plan.values_burst == batch.burst) {
+        if !(defer.is_some() && plan.values_burst == burst) {
             fresh = plan.entry.refresh(source, router.local_ia(), &ctx);
             plan.values_burst = if fresh && defer.is_some() {
-                batch.burst
+                burst
             } else {
                 NO_BURST
             };
@@ -125,7 +136,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 supplied |= 1 << d;
             }
         }
-        let (handle, id_ix) = (plan.handle, plan.id_ix);
+        let (handle, id_ix, job, id) = (plan.handle, plan.id_ix, plan.job, plan.id);
         let nonce = encrypt.then(|| nonces.nonce());
         let mut prev_mac = [0u8; MAC_LEN];
         prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
@@ -162,17 +173,20 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         // Queued as it is (a job is free: one per packet of the burst); a single packet's
         // entry, or one too long to batch, is sealed now.
         let queued = match defer {
+            Some(slot) if len == usize::from(job.len()) => {
+                batch.queue_shaped(slot, hl + free, &job, ctx.now_ns)
+            }
             Some(slot) if len <= BATCH_ENTRY_MAX => {
                 batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
             }
             _ => false,
         };
-        if !queued && let Some(plan) = &batch.plans[k] {
+        if !queued {
             let job = Seal {
                 defer: None,
                 at: hl + free,
                 prev_mac,
-                id: plan.id,
+                id,
                 handle,
                 now_ns: ctx.now_ns,
             };
@@ -243,26 +257,25 @@ enum Rekey {
     Other,
 }
 
-/// Brings template `k` up to date for a packet whose verifier sits where the template's did
+/// Brings template `plan` up to date for a packet whose verifier sits where the template's did
 /// (`same`: it is the template's verifier) at time `now_ns`: its verifier, its key (looked
 /// up again whenever the time differs from when it was found: a later time may fall into
 /// another key epoch; not `recall`: the template's verifier is the one this flow saw last)
-/// and, for a deferred entry, its index in this burst's verifier table.
+/// and, for a deferred entry, its index in the verifier table (`ids`, `n_ids`) of burst
+/// number `burst`.
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn rekey<K: VerifierKeys>(
     keys: &mut K,
-    batch: &mut SealBatch,
-    k: usize,
+    plan: &mut FlowPlan,
+    (ids, n_ids): (&mut [VerifierId; MAX_BURST], &mut usize),
+    burst: u64,
     head: &[u8],
     hbh: &[u8],
     now_ns: u64,
     defer: bool,
     same: bool,
 ) -> Rekey {
-    let Some(plan) = batch.plans[k].as_ref() else {
-        return Rekey::Other;
-    };
     // Another verifier of the same kind in the same place (another destination host, say):
     // everything holds but the key.
     let (id, raw) = if same {
@@ -283,22 +296,21 @@ fn rekey<K: VerifierKeys>(
     };
     // A deferred entry names its verifier by its index in the burst's table.
     let (id_ix, burst) = match defer {
-        true if same && plan.burst == batch.burst => (plan.id_ix, plan.burst),
-        true => match batch.push_id(&id) {
-            Some(ix) => (ix, batch.burst),
+        true if same && plan.burst == burst => (plan.id_ix, plan.burst),
+        true => match push_id(ids, n_ids, &id) {
+            Some(ix) => (ix, burst),
             None => return Rekey::Other,
         },
         false if same => (plan.id_ix, plan.burst),
         false => (0, NO_BURST),
     };
-    if let Some(p) = batch.plans[k].as_mut() {
-        p.id = id;
-        p.raw = raw;
-        p.handle = handle;
-        p.found_ns = now_ns;
-        p.id_ix = id_ix;
-        p.burst = burst;
-    }
+    plan.id = id;
+    plan.raw = raw;
+    plan.handle = handle;
+    plan.found_ns = now_ns;
+    plan.id_ix = id_ix;
+    plan.burst = burst;
+    plan.job = plan.job.with_key(handle, id_ix);
     Rekey::Ready
 }
 
@@ -306,11 +318,17 @@ fn rekey<K: VerifierKeys>(
 /// ingress and egress interfaces (written into the entry's bitmap items).
 #[inline(always)]
 pub(super) fn route_key(f: &Forwarded, out: Out) -> u64 {
+    route_key_of(f, out, f.ingress.ifid())
+}
+
+/// [`route_key`] with the ingress interface id already read.
+#[inline(always)]
+fn route_key_of(f: &Forwarded, out: Out, ingress_if: u16) -> u64 {
     u64::from(matches!(f.ingress, Ingress::External(_)))
         | (u64::from(out.egress) << ROUTE_EGRESS)
         | (u64::from(out.last) << ROUTE_LAST)
         | (u64::from(f.hop) << ROUTE_HOP)
-        | (u64::from(f.ingress.ifid()) << ROUTE_INGRESS_IF)
+        | (u64::from(ingress_if) << ROUTE_INGRESS_IF)
         | (u64::from(out.ifid) << ROUTE_EGRESS_IF)
 }
 

@@ -44,6 +44,71 @@ struct SealJob {
     id: u8,
 }
 
+impl SealJob {
+    /// Gives the job `shape`'s length, blocks, key and verifier.
+    #[inline(always)]
+    fn reshape(&mut self, shape: &JobShape) {
+        self.n_blocks = shape.n_blocks;
+        self.n_ks = shape.n_ks;
+        self.len = shape.len;
+        self.handle = shape.handle;
+        self.id = shape.id;
+    }
+}
+
+/// What a deferred entry's job holds besides its place: its length and blocks, its key and
+/// its verifier. A flow template keeps its entries' shape, so its packets queue only their
+/// place; the jobs of a burst usually share one shape.
+#[derive(Clone, Copy)]
+pub(super) struct JobShape {
+    handle: KeyHandle,
+    len: u8,
+    n_blocks: u8,
+    n_ks: u8,
+    /// The verifier (index in [`SealBatch::ids`]).
+    id: u8,
+}
+
+impl JobShape {
+    /// The shape of an entry of `len` bytes (at most [`BATCH_ENTRY_MAX`]), `encrypted` or
+    /// not, sealed with the key `handle` of verifier number `id` of its burst.
+    #[inline(always)]
+    pub(super) fn new(len: usize, encrypted: bool, handle: KeyHandle, id: u8) -> Self {
+        JobShape {
+            handle,
+            len: len as u8,
+            n_blocks: len.div_ceil(16) as u8,
+            n_ks: if encrypted {
+                len.saturating_sub(NONCE_OFFSET + NONCE_LEN).div_ceil(16) as u8
+            } else {
+                0
+            },
+            id,
+        }
+    }
+
+    /// Whether `other` is the same shape (a compare per queued entry: kept inline).
+    #[inline(always)]
+    fn same(&self, other: &Self) -> bool {
+        self.handle.generation == other.handle.generation
+            && self.handle.index == other.handle.index
+            && [self.len, self.n_blocks, self.n_ks, self.id]
+                == [other.len, other.n_blocks, other.n_ks, other.id]
+    }
+
+    /// The entry's length.
+    #[inline(always)]
+    pub(super) fn len(&self) -> u8 {
+        self.len
+    }
+
+    /// The same shape with the key `handle` of verifier number `id`.
+    #[inline(always)]
+    pub(super) fn with_key(self, handle: KeyHandle, id: u8) -> Self {
+        JobShape { handle, id, ..self }
+    }
+}
+
 impl Default for SealJob {
     fn default() -> Self {
         SealJob {
@@ -66,6 +131,10 @@ impl Default for SealJob {
 pub(super) struct SealBatch {
     jobs: [SealJob; MAX_BURST],
     n: usize,
+    /// The shape of every queued job while they share one (`mixed` false): the jobs then
+    /// hold only their place. Once one differs, every job holds its own shape.
+    shape: JobShape,
+    mixed: bool,
     /// The verifier of the last deferred entry and its key: consecutive packets of a flow
     /// skip the key lookup.
     pub(super) last: Option<(VerifierId, KeyHandle)>,
@@ -165,6 +234,8 @@ impl SealBatch {
         Box::new(SealBatch {
             jobs: [SealJob::default(); MAX_BURST],
             n: 0,
+            shape: JobShape::new(0, false, SealJob::default().handle, 0),
+            mixed: false,
             last: None,
             plans: [None; PLANS],
             burst: 0,
@@ -225,10 +296,7 @@ impl SealBatch {
     /// Appends verifier `id` to [`Self::ids`]; its index (`None` once the table is full).
     #[inline(always)]
     pub(super) fn push_id(&mut self, id: &VerifierId) -> Option<u8> {
-        let k = self.n_ids;
-        *self.ids.get_mut(k)? = *id;
-        self.n_ids = k + 1;
-        Some(k as u8)
+        push_id(&mut self.ids, &mut self.n_ids, id)
     }
 
     /// Queues an entry of `len` bytes at `at` in burst slot `slot` (the caller checked it
@@ -246,26 +314,48 @@ impl SealBatch {
         id: u8,
         now_ns: u64,
     ) -> bool {
-        let Some(j) = self.jobs.get_mut(self.n) else {
-            return false;
-        };
-        if at > usize::from(u16::MAX) {
+        self.queue_shaped(slot, at, &JobShape::new(len, encrypted, handle, id), now_ns)
+    }
+
+    /// Queues the entry at `at` in burst slot `slot` with `shape` (its length at most
+    /// [`BATCH_ENTRY_MAX`]); false if no job is free or `at` does not fit in 16 bits.
+    #[inline(always)]
+    pub(super) fn queue_shaped(
+        &mut self,
+        slot: u8,
+        at: usize,
+        shape: &JobShape,
+        now_ns: u64,
+    ) -> bool {
+        let n = self.n;
+        if n >= MAX_BURST || at > usize::from(u16::MAX) {
             return false;
         }
+        if n == 0 {
+            self.shape = *shape;
+            self.mixed = false;
+        } else if !self.mixed && !self.shape.same(shape) {
+            self.spread_shape(n);
+        }
+        let j = &mut self.jobs[n];
         j.slot = slot;
-        j.handle = handle;
-        j.id = id;
-        j.len = len as u8;
         j.at = at as u16;
-        j.n_blocks = len.div_ceil(16) as u8;
-        j.n_ks = if encrypted {
-            (len - NONCE_OFFSET - NONCE_LEN).div_ceil(16) as u8
-        } else {
-            0
-        };
+        if self.mixed {
+            j.reshape(shape);
+        }
         self.now_ns = now_ns;
-        self.n += 1;
+        self.n = n + 1;
         true
+    }
+
+    /// The first `n` queued jobs stop sharing a shape: each gets the shape they shared.
+    #[inline(never)]
+    fn spread_shape(&mut self, n: usize) {
+        let shape = self.shape;
+        for j in self.jobs[..n].iter_mut() {
+            j.reshape(&shape);
+        }
+        self.mixed = true;
     }
 
     /// Seals every queued entry into its packet. Not inlined: once per burst, and inlined into
@@ -290,8 +380,13 @@ impl SealBatch {
         if n == 0 {
             return 0;
         }
-        if let Some(lost) = self.run_uniform(keys, pkts, n) {
+        if !self.mixed
+            && let Some(lost) = self.run_uniform(keys, pkts, n)
+        {
             return lost;
+        }
+        if !self.mixed {
+            self.spread_shape(n);
         }
         let SealBatch {
             jobs,
@@ -449,6 +544,20 @@ impl SealBatch {
         }
         lost
     }
+}
+
+/// Appends verifier `id` to a burst's verifier table `ids` holding `n_ids` verifiers; its
+/// index (`None` once the table is full).
+#[inline(always)]
+pub(super) fn push_id(
+    ids: &mut [VerifierId; MAX_BURST],
+    n_ids: &mut usize,
+    id: &VerifierId,
+) -> Option<u8> {
+    let k = *n_ids;
+    *ids.get_mut(k)? = *id;
+    *n_ids = k + 1;
+    Some(k as u8)
 }
 
 /// Where a written entry's MAC comes from.

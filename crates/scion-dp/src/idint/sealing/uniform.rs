@@ -14,8 +14,9 @@ use super::{SealBatch, load_block, xor_block};
 const BLOCK: usize = 16;
 
 impl SealBatch {
-    /// Seals the `n` queued entries if they share key, length and keystream blocks and each
-    /// has its whole blocks readable in its packet; the number lost (none). `None`, with no
+    /// Seals the `n` queued entries, which share one shape (the batch's `shape`: key, length
+    /// and blocks), if each has its whole blocks readable in its packet; the number lost
+    /// (none). `None`, with no
     /// packet touched, if not: [`SealBatch::run`] then seals them entry by entry.
     #[inline(always)]
     pub(super) fn run_uniform<P: BurstPacket, K: VerifierKeys>(
@@ -26,21 +27,13 @@ impl SealBatch {
     ) -> Option<u64> {
         let SealBatch {
             jobs,
+            shape: j0,
             blocks,
             ks,
             macs,
             ..
         } = self;
         let jobs = jobs.get(..n)?;
-        let j0 = *jobs.first()?;
-        if jobs.iter().any(|j| {
-            j.handle != j0.handle
-                || j.len != j0.len
-                || j.n_ks != j0.n_ks
-                || j.slot as usize >= pkts.len()
-        }) {
-            return None;
-        }
         let key = keys.key(j0.handle)?;
         let (len, nb, n_ks) = (
             usize::from(j0.len),
@@ -49,7 +42,7 @@ impl SealBatch {
         );
         let enc_from = NONCE_OFFSET + NONCE_LEN;
         for (i, j) in jobs.iter().enumerate() {
-            let buf = pkts[usize::from(j.slot)].buffer();
+            let buf = pkts.get_mut(usize::from(j.slot))?.buffer();
             let at = usize::from(j.at);
             let win = buf.get(at..at + BLOCK * nb)?;
             for (s, row) in blocks.iter_mut().enumerate().take(nb) {
@@ -69,10 +62,10 @@ impl SealBatch {
         let n_blocks = [nb as u8; MAX_BURST];
         cbc_mac_lanes(key, &blocks[..nb], &n_blocks[..n], &mut macs[..n]);
         encrypt_blocks(key, &mut ks[..n * n_ks]);
-        for (i, j) in jobs.iter().enumerate() {
+        for (i, (j, mac)) in jobs.iter().zip(macs.iter()).enumerate() {
             let buf = pkts[usize::from(j.slot)].buffer();
             let at = usize::from(j.at);
-            buf[at + len - MAC_LEN..at + len].copy_from_slice(&macs[i][..MAC_LEN]);
+            buf[at + len - MAC_LEN..at + len].copy_from_slice(&mac[..MAC_LEN]);
             for c in 0..n_ks {
                 let p = at + enc_from + BLOCK * c;
                 xor_block(buf, p, &ks[i * n_ks + c], at + len - p);
