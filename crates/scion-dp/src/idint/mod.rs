@@ -283,14 +283,28 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         self.forwarded(router, buf, pkt, d);
     }
 
+    /// [`Self::forwarded`] for packet `slot` of a burst, its sealing deferred to the burst's
+    /// end.
+    #[inline]
+    fn forwarded_in_burst(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+        slot: usize,
+    ) {
+        self.defer_slot = u8::try_from(slot).ok();
+        self.forwarded(router, buf, pkt, d);
+        self.defer_slot = None;
+    }
+
     /// The stage's hook: packets with a hop-by-hop header that are forwarded, handed to a
     /// sibling router or delivered. Inlined into the burst loop: a flow's templated push
     /// then runs without a call.
     #[inline(always)]
     fn forwarded(&mut self, router: &Router, buf: &mut [u8], pkt: &Forwarded, d: &mut Disposition) {
-        // Only packets that carry a hop-by-hop header can carry ID-INT.
-        let len = pkt.len;
-        if len <= HDR_LEN_AT || buf.len() < len || buf[NEXT_HDR_AT] != idint_wire::ext::HBH {
+        if !carries_hbh(buf, pkt.len) {
             return;
         }
         let out = match *d {
@@ -315,6 +329,13 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     }
 }
 
+/// Whether the `len`-byte SCION packet in `buf` carries a hop-by-hop extension header: only
+/// those can carry ID-INT.
+#[inline(always)]
+fn carries_hbh(buf: &[u8], len: usize) -> bool {
+    len > HDR_LEN_AT && buf.len() >= len && buf[NEXT_HDR_AT] == idint_wire::ext::HBH
+}
+
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
     for IdIntStage<K, S, N, X>
 {
@@ -330,7 +351,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         self.forwarded_single(router, buf, pkt, d);
     }
 
-    #[inline]
+    /// Packets without a hop-by-hop header leave in the burst loop itself: the stage's work
+    /// may be a call, but they do not pay it.
+    #[inline(always)]
     fn after_forwarding_in_burst(
         &mut self,
         router: &Router,
@@ -339,9 +362,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> For
         d: &mut Disposition,
         slot: usize,
     ) {
-        self.defer_slot = u8::try_from(slot).ok();
-        self.forwarded(router, buf, pkt, d);
-        self.defer_slot = None;
+        if carries_hbh(buf, pkt.len) {
+            self.forwarded_in_burst(router, buf, pkt, d, slot);
+        }
     }
 
     fn finish_burst<P: BurstPacket>(&mut self, pkts: &mut [P]) {
