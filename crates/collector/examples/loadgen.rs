@@ -85,7 +85,10 @@ fn pct(v: &mut [u64], p: f64) -> u64 {
 fn write_config(dir: &std::path::Path, udp: &str, api: &str, storage: Option<(&str, &str)>) {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
-    let keys = chain::level1_imports(now_ns() / 1_000_000_000);
+    // This epoch's keys and the next one's: a run may cross the hour.
+    let now_s = now_ns() / 1_000_000_000;
+    let mut keys = chain::level1_imports(now_s);
+    keys.extend(chain::level1_imports(now_s + u64::from(chain::EPOCH)));
     std::fs::write(
         dir.join("level1.json"),
         serde_json::to_string(&keys).unwrap(),

@@ -166,3 +166,24 @@ fn the_same_setups_without_boundary_or_forgery_are_accepted() {
         reasons(&p)
     );
 }
+
+/// A chain whose clock runs on across a key epoch's start (a long test, a load run) keeps
+/// sending genuine reports: the source entry of each probe is made with the key of the epoch
+/// of that probe's own timestamp, not of the epoch the chain was built in.
+#[test]
+fn a_chain_sends_genuine_reports_across_an_epoch_start() {
+    let epoch_ns = u64::from(chain::EPOCH) * 1_000_000_000;
+    let boundary = (1_763_800_000_000_000_000u64 / epoch_ns + 1) * epoch_ns;
+    let before = boundary - 1_000_000_000;
+    // Past the grace period, in which the previous epoch's keys are still accepted.
+    let after = boundary + 60 * 1_000_000_000;
+    let mut p = collector(&[before / 1_000_000_000, after / 1_000_000_000]);
+    let mut chain = Chain::new(before, false, Ask::Latency);
+    let b = chain.batch(1, 1);
+    let out = p.process_batch(&b, before + 1_000_000);
+    assert_eq!((out.accepted, out.rejected), (1, 0), "{:?}", reasons(&p));
+    chain.now_ns = after;
+    let b = chain.batch(1, 2);
+    let out = p.process_batch(&b, after + 1_000_000);
+    assert_eq!((out.accepted, out.rejected), (1, 0), "{:?}", reasons(&p));
+}

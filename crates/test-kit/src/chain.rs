@@ -18,7 +18,7 @@ use collector_core::pipeline::{Pipeline, ReplayConfig, Shared};
 use collector_core::topology::{PathDescription, PathHop};
 use drkey::cache::KeyCache;
 use drkey::provider::{Level1Provider, LocalProvider};
-use drkey::{Protocol, host_as, host_host};
+use drkey::{Epoch, Protocol, host_as, host_host};
 use idint_report::{report_from_packet, v1};
 use idint_wire::crypto::Aes128Enc;
 use idint_wire::idint::Instruction;
@@ -275,7 +275,10 @@ pub struct Chain {
     stages: Vec<Stage>,
     sink: Sink,
     probes: ProbeSource,
+    /// The probes' source host and its host-to-host key to the collector, for `src_epoch`.
+    source: Ipv4Addr,
     src_key: Aes128Enc,
+    src_epoch: Epoch,
     /// The clock of every router, ns.
     pub now_ns: u64,
     buf: Vec<u8>,
@@ -313,12 +316,7 @@ impl Chain {
         let rs = routers();
         let now_s = now_ns / 1_000_000_000;
         let a = ases()[0];
-        let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
-        let (_, l1) = p.level1(Protocol::IDINT, a, a, now_s).unwrap();
-        let ha = host_as(&l1.cipher(), &HostAddr::V4(source)).unwrap();
-        let src_key = host_host(&ha.cipher(), &HostAddr::V4(COLLECTOR))
-            .unwrap()
-            .cipher();
+        let (src_epoch, src_key) = source_key(source, now_s);
         let mut probes = ProbeSource::new(a, HostAddr::V4(source), a, HostAddr::V4(COLLECTOR));
         let mut raw_path = vec![0u8; path(&rs, now_s).buffer_len()];
         path(&rs, now_s).emit(&mut raw_path).unwrap();
@@ -355,7 +353,9 @@ impl Chain {
             stages,
             sink,
             probes,
+            source,
             src_key,
+            src_epoch,
             now_ns,
             buf: vec![0u8; 2048],
             no_idint: Vec::new(),
@@ -380,6 +380,11 @@ impl Chain {
     fn probe_watched(&mut self, mut after: impl FnMut(usize, &[u8])) -> v1::Report {
         let now = self.now_ns;
         self.now_ns += 1000;
+        // A clock that ran into another key epoch: the source's key of that epoch.
+        let now_s = now / 1_000_000_000;
+        if !self.src_epoch.contains(now_s) {
+            (self.src_epoch, self.src_key) = source_key(self.source, now_s);
+        }
         self.buf.resize(2048, 0);
         let probe = self
             .probes
@@ -433,6 +438,19 @@ impl Chain {
             self.stages[r].source().last
         }
     }
+}
+
+/// The host-to-host key K(A:`source` -> A:[`COLLECTOR`]) a probe's source entry is made with
+/// at `now_s`, and the epoch it is valid in.
+fn source_key(source: Ipv4Addr, now_s: u64) -> (Epoch, Aes128Enc) {
+    let a = ases()[0];
+    let p = LocalProvider::new(a, &secret(0), EPOCH).unwrap();
+    let (epoch, l1) = p.level1(Protocol::IDINT, a, a, now_s).unwrap();
+    let ha = host_as(&l1.cipher(), &HostAddr::V4(source)).unwrap();
+    let key = host_host(&ha.cipher(), &HostAddr::V4(COLLECTOR))
+        .unwrap()
+        .cipher();
+    (epoch, key)
 }
 
 /// The collector's imported level-1 keys K(B/C/D -> A) for the epoch containing `now_s`.
