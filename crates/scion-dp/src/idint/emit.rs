@@ -27,6 +27,22 @@ pub(super) struct Gathered {
     pub(super) md_len: usize,
 }
 
+impl Gathered {
+    /// An entry of `ctx`'s interfaces with only the items of `bitmap` every entry has.
+    #[inline(always)]
+    fn empty(bitmap: u8, ctx: &HopContext) -> Gathered {
+        Gathered {
+            node_id: 0,
+            ingress_if: ctx.ingress_if,
+            egress_if: ctx.egress_if,
+            mask: bitmap & item::ALWAYS,
+            values: [0; 4],
+            widths: [0; 4],
+            md_len: 0,
+        }
+    }
+}
+
 /// Reads the bitmap items and the instruction values this router can supply.
 #[inline(always)]
 pub(super) fn gather<S: TelemetrySource>(
@@ -36,15 +52,7 @@ pub(super) fn gather<S: TelemetrySource>(
     instructions: &[idint_wire::idint::Instruction; 4],
     ctx: &HopContext,
 ) -> Gathered {
-    let mut g = Gathered {
-        node_id: 0,
-        ingress_if: ctx.ingress_if,
-        egress_if: ctx.egress_if,
-        mask: bitmap & item::ALWAYS,
-        values: [0; 4],
-        widths: [0; 4],
-        md_len: 0,
-    };
+    let mut g = Gathered::empty(bitmap, ctx);
     if bitmap & item::NODE_ID != 0
         && let Some(id) = source.node_id()
     {
@@ -359,15 +367,7 @@ impl EntryPlan {
         values: &[u64; 4],
         supplied: u8,
     ) -> Gathered {
-        let mut g = Gathered {
-            node_id: 0,
-            ingress_if: ctx.ingress_if,
-            egress_if: ctx.egress_if,
-            mask: bitmap & item::ALWAYS,
-            values: [0; 4],
-            widths: [0; 4],
-            md_len: 0,
-        };
+        let mut g = Gathered::empty(bitmap, ctx);
         if self.ask_node
             && let Some(id) = source.node_id()
         {
