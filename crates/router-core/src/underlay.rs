@@ -675,13 +675,12 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
-    #[test]
-    fn the_ipv4_fast_path_says_what_parse_says() {
-        use super::*;
+    /// The fast path's destination and a frame to it from 192.0.2.2 with a 40-byte payload.
+    fn good_v4_frame() -> (std::net::SocketAddrV4, Vec<u8>) {
         let dst: std::net::SocketAddrV4 = "192.0.2.1:50000".parse().unwrap();
         let src: SocketAddr = "192.0.2.2:50000".parse().unwrap();
-        let key = V4Key::new(dst, 7u8);
         let mut good = vec![0xab; V4_HDR_LEN + 40];
         assert!(write(
             &mut good,
@@ -691,6 +690,13 @@ mod tests {
             &SocketAddr::V4(dst),
             40
         ));
+        (dst, good)
+    }
+
+    #[test]
+    fn the_ipv4_fast_path_says_what_parse_says() {
+        let (dst, good) = good_v4_frame();
+        let key = V4Key::new(dst, 7u8);
         // (byte, value) changes of the frame, each alone.
         let changes: [(usize, u8); 12] = [
             (12, 0x86),           // EtherType
@@ -765,8 +771,6 @@ mod tests {
         assert!(parse_tagged(&[0u8; 3]).is_err());
     }
 
-    use super::*;
-
     /// The IPv4 fast path's checks one field at a time (the word-wise comparison of
     /// [`V4Key::payload`] must say the same).
     fn payload_by_fields(ip4: [u8; 4], port: u16, frame: &[u8]) -> Option<(usize, usize)> {
@@ -791,18 +795,8 @@ mod tests {
 
     #[test]
     fn the_ipv4_fast_path_checks_each_field_as_it_should() {
-        let dst: std::net::SocketAddrV4 = "192.0.2.1:50000".parse().unwrap();
-        let src: SocketAddr = "192.0.2.2:50000".parse().unwrap();
+        let (dst, good) = good_v4_frame();
         let key = V4Key::new(dst, ());
-        let mut good = vec![0xab; V4_HDR_LEN + 40];
-        assert!(write(
-            &mut good,
-            [2; 6],
-            [4; 6],
-            &src,
-            &SocketAddr::V4(dst),
-            40
-        ));
         let fields = |f: &[u8]| payload_by_fields(dst.ip().octets(), dst.port(), f);
         assert_eq!(key.payload(&good), Some((V4_HDR_LEN, 40)));
         // Every header byte set to every value, alone.
