@@ -25,6 +25,16 @@ pub struct Forwarded {
 /// Something the processor runs on every packet it forwards or delivers, with the packet
 /// already updated for forwarding.
 pub trait ForwardingHook {
+    /// Whether the hook acts on a packet whose SCION common header names `next_hdr` as its
+    /// next header. A burst may skip the hook for a forward it does not want (the processor
+    /// has read the byte already; the hook need not touch the packet to say no). By default
+    /// every packet is wanted.
+    #[inline(always)]
+    fn wants(&self, next_hdr: u8) -> bool {
+        let _ = next_hdr;
+        true
+    }
+
     /// Acts on the packet; may change the decision.
     fn after_forwarding(
         &mut self,
@@ -59,6 +69,11 @@ pub trait ForwardingHook {
 }
 
 impl ForwardingHook for () {
+    #[inline(always)]
+    fn wants(&self, _: u8) -> bool {
+        false
+    }
+
     #[inline(always)]
     fn after_forwarding(&mut self, _: &Router, _: &mut [u8], _: &Forwarded, _: &mut Disposition) {}
 }

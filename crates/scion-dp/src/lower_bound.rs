@@ -446,6 +446,12 @@ fn aes(key: &Aes128Enc, x: u128) -> u128 {
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
     for WithStage<'_, K, S, N, X>
 {
+    /// Only packets with a hop-by-hop header get an entry (as in the real stage).
+    #[inline(always)]
+    fn wants(&self, next_hdr: u8) -> bool {
+        next_hdr == idint_wire::ext::HBH
+    }
+
     /// A single packet: a templated entry is sealed at once (its CBC-MAC chain waited for).
     fn after_forwarding(
         &mut self,

@@ -6,6 +6,8 @@ use idint_wire::packet::{L4, Packet};
 use idint_wire::scion::ScionHeader;
 use idint_wire::scmp::ScmpPacket;
 use proptest::prelude::*;
+use scion_dp::config::Router;
+use scion_dp::idint::{Forwarded, ForwardingHook};
 use scion_dp::{Disposition, DropReason, Ingress, PacketSlot, Processor, ScmpReason};
 use scion_dp_replay::{Case, CaseFile};
 
@@ -207,6 +209,110 @@ fn link_down_answers_with_interface_down() {
         Disposition::Forward { ifid: 2 }
     ));
     assert!(!router.set_link_up(99, false), "unknown interface accepted");
+}
+
+/// A hook that records the packets it is run on (burst slots, single calls) and wants every
+/// packet or none.
+struct Recorder {
+    want: bool,
+    seen: Vec<usize>,
+    single_calls: usize,
+}
+
+impl Recorder {
+    fn new(want: bool) -> Self {
+        Recorder {
+            want,
+            seen: vec![],
+            single_calls: 0,
+        }
+    }
+}
+
+impl ForwardingHook for Recorder {
+    fn wants(&self, _: u8) -> bool {
+        self.want
+    }
+    fn after_forwarding(&mut self, _: &Router, _: &mut [u8], _: &Forwarded, _: &mut Disposition) {
+        self.single_calls += 1;
+    }
+    fn after_forwarding_in_burst(
+        &mut self,
+        _: &Router,
+        _: &mut [u8],
+        _: &Forwarded,
+        _: &mut Disposition,
+        slot: usize,
+    ) {
+        self.seen.push(slot);
+    }
+}
+
+/// Router R's cases.
+fn cases_of_r(file: &CaseFile) -> Vec<&Case> {
+    file.cases.iter().filter(|c| c.router == "R").collect()
+}
+
+/// One burst of all of router R's cases through `hook`: the slots' decisions.
+fn burst_with(file: &CaseFile, hook: &mut Recorder) -> Vec<Option<Disposition>> {
+    let cases = cases_of_r(file);
+    let mut bufs: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|c| {
+            let mut b = vec![0u8; ROOM];
+            b[..c.input.len()].copy_from_slice(&c.input);
+            b
+        })
+        .collect();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .zip(&cases)
+        .map(|(b, c)| PacketSlot {
+            buf: &mut b[..],
+            len: c.input.len(),
+            ingress: c.ingress,
+            disposition: None,
+        })
+        .collect();
+    Processor::new(&file.routers["R"]).process_burst_with(&mut slots, file.now_ns, hook);
+    slots.into_iter().map(|s| s.disposition).collect()
+}
+
+#[test]
+fn a_hook_runs_on_every_packet_it_wants_and_skipping_changes_no_decision() {
+    let file = file();
+    // Where the single-packet path runs a hook: the packets a burst must run it on too.
+    let expected: Vec<usize> = cases_of_r(file)
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            let mut hook = Recorder::new(true);
+            let mut buf = vec![0u8; ROOM];
+            buf[..c.input.len()].copy_from_slice(&c.input);
+            let mut p = Processor::new(&file.routers["R"]);
+            p.process_with(&mut buf, c.input.len(), c.ingress, file.now_ns, &mut hook);
+            hook.single_calls == 1
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut all = Recorder::new(true);
+    let decided = burst_with(file, &mut all);
+    all.seen.sort_unstable();
+    assert_eq!(all.seen, expected, "a hook that wants every packet");
+    // Wanting none: the fast path's forwards skip the hook, the decisions stay the same.
+    let mut none = Recorder::new(false);
+    assert_eq!(burst_with(file, &mut none), decided);
+    let fast_forwards = expected.len() - none.seen.len();
+    assert!(fast_forwards > 0, "no forward skipped the hook");
+    assert!(none.seen.iter().all(|s| expected.contains(s)));
+    for (s, d) in decided.iter().enumerate() {
+        if expected.contains(&s) && !none.seen.contains(&s) {
+            assert!(
+                matches!(d, Some(Disposition::Forward { .. })),
+                "slot {s} skipped the hook but is {d:?}"
+            );
+        }
+    }
 }
 
 #[test]

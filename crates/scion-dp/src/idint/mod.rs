@@ -339,6 +339,12 @@ fn carries_hbh(buf: &[u8], len: usize) -> bool {
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter> ForwardingHook
     for IdIntStage<K, S, N, X>
 {
+    /// Only packets with a hop-by-hop header can carry ID-INT.
+    #[inline(always)]
+    fn wants(&self, next_hdr: u8) -> bool {
+        next_hdr == idint_wire::ext::HBH
+    }
+
     /// A single packet: out of line (the burst loop inlines the stage's hook itself).
     #[inline]
     fn after_forwarding(

@@ -169,6 +169,7 @@ impl Engine<'_> {
             in_if,
             egress,
             hop: hf as u8,
+            next_hdr: next,
         };
         Some((taken, hop.mac_input(mac_info)))
     }
@@ -184,10 +185,16 @@ impl Engine<'_> {
         p: &FastPending,
         mac: &[u8; BLOCK_LEN],
     ) -> Result<u16, Disposition> {
-        if read_u64(mac, 0) >> MAC_TAIL_BITS != p.mac {
+        if !self.fast_mac_ok(p, mac) {
             return Err(self.fast_mac_error(buf, len, p));
         }
         Ok(p.egress)
+    }
+
+    /// Whether the hop field's MAC (in `p`) is the one computed (`mac`, the full CMAC).
+    #[inline(always)]
+    pub(super) fn fast_mac_ok(&self, p: &FastPending, mac: &[u8; BLOCK_LEN]) -> bool {
+        read_u64(mac, 0) >> MAC_TAIL_BITS == p.mac
     }
 
     /// The SCMP error for a hop field whose MAC does not match: first undoes stage one's

@@ -231,6 +231,14 @@ impl<'r> Processor<'r> {
             for k in 0..n {
                 let slot = usize::from(s.index[k]);
                 let pkt = &mut chunk[slot];
+                let f = &s.fast[k];
+                // A fast-path forward the hook does not want needs neither its buffer nor
+                // the hook: the MAC compare and the decision.
+                if f.egress != 0 && !hook.wants(f.next_hdr) && e.fast_mac_ok(f, &s.blocks[k]) {
+                    counters.forwarded += 1;
+                    pkt.set_disposition(Disposition::Forward { ifid: f.egress });
+                    continue;
+                }
                 let len = pkt.len();
                 let buf = pkt.buffer();
                 // Each branch hands its own decision on, so that a forward is counted without a
@@ -246,7 +254,6 @@ impl<'r> Processor<'r> {
                     counters.record(&d);
                     d
                 };
-                let f = &s.fast[k];
                 let d = if f.egress != 0 {
                     let ingress = Ingress::External(f.in_if);
                     match e.fast_two(buf, len, f, &s.blocks[k]) {

@@ -104,6 +104,8 @@ pub(super) struct FastPending {
     pub(super) egress: u16,
     /// CurrHF as the packet arrived.
     pub(super) hop: u8,
+    /// The common header's next-header byte (what the hook is asked whether it wants).
+    pub(super) next_hdr: u8,
 }
 
 /// Per-burst working memory, allocated once per processor so a burst costs no initialisation.
