@@ -87,8 +87,7 @@ fn write_config(dir: &std::path::Path, udp: &str, api: &str, storage: Option<(&s
     std::fs::write(dir.join("master0.key"), "QEBAQEBAQEBAQEBAQEBAQA==\n").unwrap();
     // This epoch's keys and the next one's: a run may cross the hour.
     let now_s = now_ns() / 1_000_000_000;
-    let mut keys = chain::level1_imports(now_s);
-    keys.extend(chain::level1_imports(now_s + u64::from(chain::EPOCH)));
+    let keys = chain::level1_imports_now_and_next(now_s);
     std::fs::write(
         dir.join("level1.json"),
         serde_json::to_string(&keys).unwrap(),

@@ -38,8 +38,9 @@ async fn silent_control_service() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
 async fn a_control_service_that_never_answers_does_not_hold_the_pipeline() {
     let dir = tempdir("key-fetch");
     let mut cfg = kit::config(&dir, TOKEN, true, "");
-    // Every key but B's imported: B's must come from the control service.
-    let keys: Vec<_> = chain::level1_imports(now_ns() / 1_000_000_000)
+    // Every key but B's imported (this epoch's and the next one's: the test may run across
+    // an epoch start): B's must come from the control service.
+    let keys: Vec<_> = chain::level1_imports_now_and_next(now_ns() / 1_000_000_000)
         .into_iter()
         .filter(|k| k.src_ia != ases()[1].to_string())
         .collect();

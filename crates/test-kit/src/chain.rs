@@ -453,6 +453,14 @@ fn source_key(source: Ipv4Addr, now_s: u64) -> (Epoch, Aes128Enc) {
     (epoch, key)
 }
 
+/// [`level1_imports`] for the epoch containing `now_s` and the next one: what a collector
+/// of a test that may run across an epoch start imports.
+pub fn level1_imports_now_and_next(now_s: u64) -> Vec<ImportedKey> {
+    let mut keys = level1_imports(now_s);
+    keys.extend(level1_imports(now_s + u64::from(EPOCH)));
+    keys
+}
+
 /// The collector's imported level-1 keys K(B/C/D -> A) for the epoch containing `now_s`.
 pub fn level1_imports(now_s: u64) -> Vec<ImportedKey> {
     let a = ases()[0];

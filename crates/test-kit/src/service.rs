@@ -33,9 +33,7 @@ pub fn config(dir: &Path, token: &str, with_keys: bool, sections: &str) -> Confi
     std::fs::write(dir.join("master0.key"), MASTER0).unwrap();
     // This epoch's keys and the next one's: a test may run across an epoch boundary.
     let now_s = now_ns() / 1_000_000_000;
-    let mut keys = chain::level1_imports(now_s);
-    keys.extend(chain::level1_imports(now_s + u64::from(chain::EPOCH)));
-    let keys = serde_json::to_string(&keys).unwrap();
+    let keys = serde_json::to_string(&chain::level1_imports_now_and_next(now_s)).unwrap();
     std::fs::write(dir.join("level1.json"), keys).unwrap();
     let text = format!(
         r#"
