@@ -91,7 +91,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         // The template's entry fits: the same request bytes give the same stack bounds.
         let (encrypt, new_tos, at) = (plan.encrypt, plan.new_tos, plan.at);
-        let same = at.raw(head, hbh) == Some(plan.raw);
+        let same = at.holds(head, hbh, &plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
         if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == burst)) {
