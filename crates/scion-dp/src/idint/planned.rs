@@ -90,8 +90,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         // The template's entry fits: the same request bytes give the same stack bounds.
-        let (encrypt, new_tos, at) = (plan.encrypt, plan.new_tos, plan.at);
-        let same = at.holds(head, hbh, &plan.raw);
+        let same = plan.at.holds(head, hbh, &plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
         if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == burst)) {
@@ -140,6 +139,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
         }
         let job_len = plan.job.len();
+        let encrypt = plan.encrypt;
         let nonce = encrypt.then(|| nonces.nonce());
         let mut prev_mac = [0u8; MAC_LEN];
         prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
@@ -170,7 +170,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
         };
         let e_end = free + len;
-        hbh[TOS] = new_tos;
+        hbh[TOS] = plan.new_tos;
         let e = &mut hbh[free..e_end];
         counters.packets += 1;
         // Queued as it is (a job is free: one per packet of the burst); a single packet's
