@@ -32,7 +32,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     /// bytes that push's checks and decisions depended on are compared with the template's
     /// instead of being walked again, and the entry is the template's bytes with this
     /// packet's values, nonce and previous MAC; `false` (nothing written) if any differs.
+    /// `defer`: the packet's burst slot, if its sealing may be deferred.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn push_planned(
         &mut self,
         router: &Router,
@@ -41,6 +43,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         hl: usize,
         f: &Forwarded,
         out: Out,
+        defer: Option<u8>,
     ) -> bool {
         let IdIntStage {
             keys,
@@ -48,10 +51,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             nonces,
             counters,
             batch,
-            defer_slot,
             ..
         } = self;
-        let defer = *defer_slot;
         if hbh.len() < REQUEST_END {
             return false;
         }
