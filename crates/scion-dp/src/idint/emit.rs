@@ -166,16 +166,36 @@ pub(super) fn emit_entry(
 /// bytes).
 pub(super) const TEMPLATE_MAX: usize = 80;
 
+/// Bytes of the store a per-packet value is written with (values are at most 8 bytes).
+const WORD_BYTES: usize = 8;
+
 /// Bytes copied per store when an entry is written from its template.
 const CHUNK: usize = 16;
 
-/// A slot a template asks the source for per packet: its instruction code, width and
-/// offset in the entry (meaningful if the source supplied it for the learning packet).
+/// A slot a template asks the source for per packet: its instruction code and, if the source
+/// supplied it for the learning packet, how its value is written: one 8-byte store at
+/// `store_at` ending where the slot ends, keeping the bits of `mask` (the slot's width) from
+/// the value and the rest from the template.
 #[derive(Clone, Copy, Default)]
 pub(super) struct PerPacket {
     pub(super) code: u8,
-    pub(super) width: u8,
-    pub(super) at: u8,
+    pub(super) store_at: u8,
+    pub(super) mask: u64,
+}
+
+impl PerPacket {
+    /// The slot of instruction `code`, `width` bytes at `at` in the entry (`at + width` at
+    /// least [`WORD_BYTES`]: slots start after the entry's 6 header bytes).
+    fn new(code: u8, width: u8, at: u8) -> Self {
+        let end = at.saturating_add(width);
+        PerPacket {
+            code,
+            store_at: end.saturating_sub(WORD_BYTES as u8),
+            mask: u64::MAX
+                .checked_shr(u64::BITS.saturating_sub(u32::from(width) * u8::BITS))
+                .unwrap_or(0),
+        }
+    }
 }
 
 /// One slot a template asks the source for.
@@ -266,11 +286,7 @@ impl EntryPlan {
             }
             if !read.per_burst {
                 let d = usize::from(p.n_per_packet);
-                p.per_packet[d] = PerPacket {
-                    code: read.code,
-                    width: read.width,
-                    at: read.at.unwrap_or(0),
-                };
+                p.per_packet[d] = PerPacket::new(read.code, read.width, read.at.unwrap_or(0));
                 p.supplied |= u8::from(supplied) << d;
                 p.n_per_packet += 1;
             }
@@ -339,19 +355,33 @@ impl EntryPlan {
         } else if let Some(b) = self.bytes.get(..len) {
             e.copy_from_slice(b);
         }
+        // Last slot first: each value is one 8-byte store ending where its slot ends, the
+        // bytes before the slot taken from the template (any earlier slot's value among them
+        // is written after it, the nonce too).
+        let n = usize::from(self.n_per_packet);
+        for (d, (r, &v)) in self.per_packet[..n].iter().zip(values).enumerate().rev() {
+            if self.supplied & (1 << d) != 0 {
+                self.put_value(e, r, v);
+            }
+        }
         if let Some(n) = nonce {
             e[NONCE_OFFSET..NONCE_OFFSET + NONCE_LEN].copy_from_slice(&n);
         }
-        for (d, (r, &v)) in self.per_packet[..usize::from(self.n_per_packet)]
-            .iter()
-            .zip(values)
-            .enumerate()
-        {
-            if self.supplied & (1 << d) != 0 {
-                put_be(e, usize::from(r.at), v, usize::from(r.width));
-            }
-        }
         e[len - MAC_FIELD..].copy_from_slice(&prev_mac);
+    }
+
+    /// Writes `v` into slot `r` of `e` (a copy of the template) with one 8-byte store ending
+    /// at the slot's end: the low bytes of `v` big-endian in the slot, the bytes before it
+    /// the template's.
+    #[inline(always)]
+    fn put_value(&self, e: &mut [u8], r: &PerPacket, v: u64) {
+        let from = usize::from(r.store_at);
+        let to = from + WORD_BYTES;
+        let (Some(t), Some(out)) = (self.bytes.get(from..to), e.get_mut(from..to)) else {
+            return;
+        };
+        let t = u64::from_be_bytes(t.try_into().unwrap_or([0; WORD_BYTES]));
+        out.copy_from_slice(&((t & !r.mask) | (v & r.mask)).to_be_bytes());
     }
 
     /// The values of a packet whose source supplied other items than the template's: the

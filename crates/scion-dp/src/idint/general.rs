@@ -30,7 +30,10 @@ use super::sink::ReportExporter;
 impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     IdIntStage<K, S, N, X>
 {
+    /// A forwarded packet (`defer`: its burst slot, if its sealing may be deferred): the
+    /// templated push, else the straight-line push or the general path.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply(
         &mut self,
         router: &Router,
@@ -38,6 +41,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         f: &Forwarded,
         out: Out,
         d: &mut Disposition,
+        defer: Option<u8>,
     ) {
         let len = f.len;
         let pkt = &mut buf[..len];
@@ -50,10 +54,10 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         }
         let (head, rest) = pkt.split_at_mut(hl);
         let hbh = &mut rest[..hbh_len];
-        if self.fast && self.push_planned(router, head, hbh, hl, f, out) {
+        if self.fast && self.push_planned(router, head, hbh, hl, f, out, defer) {
             return;
         }
-        self.apply_unplanned(router, buf, f, out, d, hl, hbh_len);
+        self.apply_unplanned(router, buf, f, out, d, hl, hbh_len, defer);
     }
 
     /// A packet no flow template covers: the straight-line push (which learns a template),
@@ -70,13 +74,15 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         d: &mut Disposition,
         hl: usize,
         hbh_len: usize,
+        defer: Option<u8>,
     ) {
+        self.defer_slot = defer;
         let (head, rest) = buf[..f.len].split_at_mut(hl);
         let hbh = &mut rest[..hbh_len];
-        if self.fast && self.fast_push(router, head, hbh, hl, f, out, d) {
-            return;
+        if !(self.fast && self.fast_push(router, head, hbh, hl, f, out, d)) {
+            self.apply_general(router, buf, f, out, d, hl, hbh_len);
         }
-        self.apply_general(router, buf, f, out, d, hl, hbh_len);
+        self.defer_slot = None;
     }
 
     /// Everything [`Self::fast_push`] leaves, in a function of its own: inlined into

@@ -174,7 +174,8 @@ pub struct IdIntStage<K, S, N = CtrDrbg, X = NoExport> {
     pub(crate) counters: IdIntCounters,
     /// MACs and keystreams deferred to the end of a burst.
     batch: Box<SealBatch>,
-    /// The burst slot of the packet being processed, if sealing may be deferred.
+    /// The burst slot of the packet being processed, if sealing may be deferred (set for
+    /// the straight-line and general paths; the templated push is handed it).
     defer_slot: Option<u8>,
     /// Whether the straight-line push path is tried first.
     fast: bool,
@@ -280,7 +281,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         pkt: &Forwarded,
         d: &mut Disposition,
     ) {
-        self.forwarded(router, buf, pkt, d);
+        self.forwarded(router, buf, pkt, d, None);
     }
 
     /// [`Self::forwarded`] for packet `slot` of a burst, its sealing deferred to the burst's
@@ -294,16 +295,22 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         d: &mut Disposition,
         slot: usize,
     ) {
-        self.defer_slot = u8::try_from(slot).ok();
-        self.forwarded(router, buf, pkt, d);
-        self.defer_slot = None;
+        self.forwarded(router, buf, pkt, d, u8::try_from(slot).ok());
     }
 
     /// The stage's hook: packets with a hop-by-hop header that are forwarded, handed to a
-    /// sibling router or delivered. Inlined into the burst loop: a flow's templated push
-    /// then runs without a call.
+    /// sibling router or delivered (`defer`: the packet's burst slot, if its sealing may be
+    /// deferred). Inlined into the burst loop: a flow's templated push then runs without a
+    /// call.
     #[inline(always)]
-    fn forwarded(&mut self, router: &Router, buf: &mut [u8], pkt: &Forwarded, d: &mut Disposition) {
+    fn forwarded(
+        &mut self,
+        router: &Router,
+        buf: &mut [u8],
+        pkt: &Forwarded,
+        d: &mut Disposition,
+        defer: Option<u8>,
+    ) {
         if !carries_hbh(buf, pkt.len) {
             return;
         }
@@ -325,7 +332,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             },
             _ => return,
         };
-        self.apply(router, buf, pkt, out, d);
+        self.apply(router, buf, pkt, out, d, defer);
     }
 }
 

@@ -113,6 +113,33 @@ impl VerifierAt {
         ))
     }
 
+    /// Whether the packet's verifier bytes are `raw` (as [`Self::raw`] would read them),
+    /// compared piece by piece with early exits.
+    #[inline(always)]
+    pub(super) fn holds(&self, head: &[u8], hbh: &[u8], raw: &(u64, u128)) -> bool {
+        let bytes = match self.types {
+            Some(t) if head.get(ADDR_TYPES_AT) == Some(&t) => head,
+            Some(_) => return false,
+            None => hbh,
+        };
+        let (ia_at, host_at) = (usize::from(self.ia_at), usize::from(self.host_at));
+        let Some(ia) = bytes.get(ia_at..ia_at + 8) else {
+            return false;
+        };
+        if u64::from_le_bytes(ia.try_into().unwrap_or([0; 8])) != raw.0 {
+            return false;
+        }
+        if self.v6 {
+            bytes
+                .get(host_at..host_at + 16)
+                .is_some_and(|h| u128::from_le_bytes(h.try_into().unwrap_or([0; 16])) == raw.1)
+        } else {
+            bytes.get(host_at..host_at + 4).is_some_and(|h| {
+                u128::from(u32::from_le_bytes(h.try_into().unwrap_or([0; 4]))) == raw.1
+            })
+        }
+    }
+
     /// The verifier bytes of a packet whose verifier sits where this one's did: its ISD-AS
     /// and host as little-endian integers, only ever compared with
     /// [`FlowPlan::raw`] (`None` if the address types differ or the bytes are not there).

@@ -4,7 +4,7 @@
 //! ([`IdIntStage::push_planned`]).
 
 use idint_wire::ext::opt_type;
-use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, entry_len};
+use idint_wire::idint::entry::{MAC_LEN, NONCE_LEN, NONCE_OFFSET, entry_len};
 
 use crate::burst::MAX_BURST;
 use crate::bytes::{read_u48_le, read_u128_le};
@@ -32,7 +32,9 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
     /// bytes that push's checks and decisions depended on are compared with the template's
     /// instead of being walked again, and the entry is the template's bytes with this
     /// packet's values, nonce and previous MAC; `false` (nothing written) if any differs.
+    /// `defer`: the packet's burst slot, if its sealing may be deferred.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn push_planned(
         &mut self,
         router: &Router,
@@ -41,6 +43,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         hl: usize,
         f: &Forwarded,
         out: Out,
+        defer: Option<u8>,
     ) -> bool {
         let IdIntStage {
             keys,
@@ -48,10 +51,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             nonces,
             counters,
             batch,
-            defer_slot,
             ..
         } = self;
-        let defer = *defer_slot;
         if hbh.len() < REQUEST_END {
             return false;
         }
@@ -64,12 +65,15 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
         };
         let (request, route) = (read_u128_le(hbh, 0), route_key_of(f, out, ctx.ingress_if));
         let burst = batch.burst;
-        let Some(plan) = batch
-            .plans
-            .iter_mut()
-            .flatten()
-            .find(|p| p.request == request && p.route == route)
-        else {
+        // `k`: where the plan is kept (its entries' shape and verifier are read there when
+        // the entry is queued or sealed, not copied).
+        let Some(k) = batch.plans.iter().position(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.request == request && p.route == route)
+        }) else {
+            return false;
+        };
+        let Some(Some(plan)) = batch.plans.get_mut(k) else {
             return false;
         };
         let (t, free, end) = (
@@ -87,8 +91,7 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             return false;
         }
         // The template's entry fits: the same request bytes give the same stack bounds.
-        let (encrypt, new_tos, at) = (plan.encrypt, plan.new_tos, plan.at);
-        let same = at.raw(head, hbh) == Some(plan.raw);
+        let same = plan.at.holds(head, hbh, &plan.raw);
         // The common case: the plan's verifier, its key found at this very time and (for a
         // deferred entry) its index in this burst's verifier table. Nothing to update.
         if !(same && plan.found_ns == f.now_ns && (defer.is_none() || plan.burst == burst)) {
@@ -136,7 +139,8 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
                 supplied |= 1 << d;
             }
         }
-        let (handle, id_ix, job, id) = (plan.handle, plan.id_ix, plan.job, plan.id);
+        let job_len = plan.job.len();
+        let encrypt = plan.encrypt;
         let nonce = encrypt.then(|| nonces.nonce());
         let mut prev_mac = [0u8; MAC_LEN];
         prev_mac.copy_from_slice(&hbh[free - MAC_LEN..free]);
@@ -167,30 +171,47 @@ impl<K: VerifierKeys, S: TelemetrySource, N: NonceSource, X: ReportExporter>
             }
         };
         let e_end = free + len;
-        hbh[TOS] = new_tos;
+        hbh[TOS] = plan.new_tos;
         let e = &mut hbh[free..e_end];
         counters.packets += 1;
         // Queued as it is (a job is free: one per packet of the burst); a single packet's
         // entry, or one too long to batch, is sealed now.
         let queued = match defer {
-            Some(slot) if len == usize::from(job.len()) => {
-                batch.queue_shaped(slot, hl + free, &job, ctx.now_ns)
+            Some(slot) if len == usize::from(job_len) => {
+                batch.queue_planned(slot, hl + free, k, ctx.now_ns)
             }
-            Some(slot) if len <= BATCH_ENTRY_MAX => {
-                batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
-            }
+            Some(slot) if len <= BATCH_ENTRY_MAX => match &batch.plans[k] {
+                Some(p) => {
+                    let (handle, id_ix) = (p.handle, p.id_ix);
+                    batch.queue(slot, hl + free, len, encrypt, handle, id_ix, ctx.now_ns)
+                }
+                None => false,
+            },
             _ => false,
         };
         if !queued {
-            let job = Seal {
-                defer: None,
-                at: hl + free,
-                prev_mac,
-                id,
-                handle,
-                now_ns: ctx.now_ns,
+            // The plan is still kept at `k` (nothing replaces plans here).
+            let sealed = match &batch.plans[k] {
+                Some(p) => {
+                    let job = Seal {
+                        defer: None,
+                        at: hl + free,
+                        prev_mac,
+                        id: p.id,
+                        handle: p.handle,
+                        now_ns: ctx.now_ns,
+                    };
+                    seal_or_defer(keys, batch, e, &job).is_some()
+                }
+                None => {
+                    // Never leave unprotected values behind (as `seal_or_defer`).
+                    if let Some(rest) = e.get_mut(NONCE_OFFSET..) {
+                        rest.fill(0);
+                    }
+                    false
+                }
             };
-            if seal_or_defer(keys, batch, e, &job).is_none() {
+            if !sealed {
                 counters.unsealed += 1;
             }
         }

@@ -327,34 +327,54 @@ impl SealBatch {
         shape: &JobShape,
         now_ns: u64,
     ) -> bool {
-        let n = self.n;
-        if n >= MAX_BURST || at > usize::from(u16::MAX) {
+        let SealBatch {
+            jobs,
+            n,
+            shape: shared,
+            mixed,
+            now_ns: last_ns,
+            ..
+        } = self;
+        let q = Queue {
+            jobs,
+            n,
+            shared,
+            mixed,
+            last_ns,
+        };
+        q.push(slot, at, shape, now_ns)
+    }
+
+    /// [`Self::queue_shaped`] with the shape of the entries of plan number `k` (read where
+    /// the plan is kept, not copied); false if there is no such plan.
+    #[inline(always)]
+    pub(super) fn queue_planned(&mut self, slot: u8, at: usize, k: usize, now_ns: u64) -> bool {
+        let SealBatch {
+            jobs,
+            n,
+            shape: shared,
+            mixed,
+            now_ns: last_ns,
+            plans,
+            ..
+        } = self;
+        let Some(Some(plan)) = plans.get(k) else {
             return false;
-        }
-        if n == 0 {
-            self.shape = *shape;
-            self.mixed = false;
-        } else if !self.mixed && !self.shape.same(shape) {
-            self.spread_shape(n);
-        }
-        let j = &mut self.jobs[n];
-        j.slot = slot;
-        j.at = at as u16;
-        if self.mixed {
-            j.reshape(shape);
-        }
-        self.now_ns = now_ns;
-        self.n = n + 1;
-        true
+        };
+        let q = Queue {
+            jobs,
+            n,
+            shared,
+            mixed,
+            last_ns,
+        };
+        q.push(slot, at, &plan.job, now_ns)
     }
 
     /// The first `n` queued jobs stop sharing a shape: each gets the shape they shared.
     #[inline(never)]
     fn spread_shape(&mut self, n: usize) {
-        let shape = self.shape;
-        for j in self.jobs[..n].iter_mut() {
-            j.reshape(&shape);
-        }
+        spread_shape(&mut self.jobs[..n], &self.shape);
         self.mixed = true;
     }
 
@@ -543,6 +563,52 @@ impl SealBatch {
             }
         }
         lost
+    }
+}
+
+/// The queue of a [`SealBatch`] (its jobs, their shared shape and the burst's time), borrowed
+/// apart from the rest of the batch (the plans, whose shapes are queued).
+struct Queue<'a> {
+    jobs: &'a mut [SealJob; MAX_BURST],
+    n: &'a mut usize,
+    shared: &'a mut JobShape,
+    mixed: &'a mut bool,
+    last_ns: &'a mut u64,
+}
+
+impl Queue<'_> {
+    /// Queues the entry at `at` in burst slot `slot` with `shape` (see
+    /// [`SealBatch::queue_shaped`]).
+    #[inline(always)]
+    fn push(self, slot: u8, at: usize, shape: &JobShape, now_ns: u64) -> bool {
+        let n = *self.n;
+        if n >= MAX_BURST || at > usize::from(u16::MAX) {
+            return false;
+        }
+        if n == 0 {
+            *self.shared = *shape;
+            *self.mixed = false;
+        } else if !*self.mixed && !self.shared.same(shape) {
+            spread_shape(&mut self.jobs[..n], self.shared);
+            *self.mixed = true;
+        }
+        let j = &mut self.jobs[n];
+        j.slot = slot;
+        j.at = at as u16;
+        if *self.mixed {
+            j.reshape(shape);
+        }
+        *self.last_ns = now_ns;
+        *self.n = n + 1;
+        true
+    }
+}
+
+/// Gives each of `jobs` the shape they shared (they stop sharing one).
+#[inline(never)]
+fn spread_shape(jobs: &mut [SealJob], shape: &JobShape) {
+    for j in jobs.iter_mut() {
+        j.reshape(shape);
     }
 }
 
