@@ -9,13 +9,18 @@ use drkey::provider::LocalProvider;
 use idint_wire::idint::{AggregationFunction, AggregationMode, Instruction, RequestBuilder};
 use scion_dp::config::Router;
 use scion_dp::idint::{CtrDrbg, DrkeyKeys, IdIntStage};
-use scion_dp::telemetry::{HopContext, TelemetrySource};
+use scion_dp::telemetry::{self, HopContext, TelemetrySource};
 
-/// A source with a clock and a node address, as a router has.
+/// A source with a clock and a node address, as a router has. Its timestamp is the burst's
+/// time, the same for every packet of a burst, and it says so as the router's source does
+/// (`router_core::telemetry_source`): the stage asks for it once per burst and flow.
 pub struct Source;
 impl TelemetrySource for Source {
     fn node_id(&self) -> Option<u32> {
         Some(7)
+    }
+    fn steady_in_burst(&self, code: u8) -> bool {
+        code == telemetry::code::INGRESS_TIMESTAMP
     }
     fn ingress_timestamp_ns(&mut self, c: &HopContext) -> Option<u64> {
         Some(c.now_ns)
