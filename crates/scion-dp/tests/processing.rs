@@ -68,6 +68,31 @@ fn check_well_formed(d: &Disposition, out: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A buffer of [`ROOM`] bytes per case, its input first.
+fn buffers(cases: &[&Case]) -> Vec<Vec<u8>> {
+    cases
+        .iter()
+        .map(|c| {
+            let mut b = vec![0u8; ROOM];
+            b[..c.input.len()].copy_from_slice(&c.input);
+            b
+        })
+        .collect()
+}
+
+/// The cases as one burst over `bufs` (from [`buffers`]).
+fn burst_slots<'a>(bufs: &'a mut [Vec<u8>], cases: &[&Case]) -> Vec<PacketSlot<'a>> {
+    bufs.iter_mut()
+        .zip(cases)
+        .map(|(b, c)| PacketSlot {
+            buf: &mut b[..],
+            len: c.input.len(),
+            ingress: c.ingress,
+            disposition: None,
+        })
+        .collect()
+}
+
 #[test]
 fn burst_equals_single_packet_processing() {
     let file = file();
@@ -76,24 +101,8 @@ fn burst_equals_single_packet_processing() {
         let cases: Vec<&Case> = file.cases.iter().filter(|c| c.router == router).collect();
         let singles: Vec<(Disposition, Vec<u8>)> =
             cases.iter().map(|c| run(file, c, &c.input)).collect();
-        let mut bufs: Vec<Vec<u8>> = cases
-            .iter()
-            .map(|c| {
-                let mut b = vec![0u8; ROOM];
-                b[..c.input.len()].copy_from_slice(&c.input);
-                b
-            })
-            .collect();
-        let mut slots: Vec<PacketSlot<'_>> = bufs
-            .iter_mut()
-            .zip(&cases)
-            .map(|(b, c)| PacketSlot {
-                buf: &mut b[..],
-                len: c.input.len(),
-                ingress: c.ingress,
-                disposition: None,
-            })
-            .collect();
+        let mut bufs = buffers(&cases);
+        let mut slots = burst_slots(&mut bufs, &cases);
         let mut p = Processor::new(&file.routers[router]);
         p.process_burst(&mut slots, file.now_ns);
         for ((slot, (d, out)), c) in slots.iter().zip(&singles).zip(&cases) {
@@ -256,24 +265,8 @@ fn cases_of_r(file: &CaseFile) -> Vec<&Case> {
 /// One burst of all of router R's cases through `hook`: the slots' decisions.
 fn burst_with(file: &CaseFile, hook: &mut Recorder) -> Vec<Option<Disposition>> {
     let cases = cases_of_r(file);
-    let mut bufs: Vec<Vec<u8>> = cases
-        .iter()
-        .map(|c| {
-            let mut b = vec![0u8; ROOM];
-            b[..c.input.len()].copy_from_slice(&c.input);
-            b
-        })
-        .collect();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .zip(&cases)
-        .map(|(b, c)| PacketSlot {
-            buf: &mut b[..],
-            len: c.input.len(),
-            ingress: c.ingress,
-            disposition: None,
-        })
-        .collect();
+    let mut bufs = buffers(&cases);
+    let mut slots = burst_slots(&mut bufs, &cases);
     Processor::new(&file.routers["R"]).process_burst_with(&mut slots, file.now_ns, hook);
     slots.into_iter().map(|s| s.disposition).collect()
 }
