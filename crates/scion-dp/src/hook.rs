@@ -1,5 +1,6 @@
-//! The processor's extension point: [`ForwardingHook`] runs on every packet the processor
-//! forwards or delivers ([`Forwarded`] says what it knows about it); the ID-INT stage is one.
+//! The processor's extension point: [`ForwardingHook`] runs on every packet with a SCION path
+//! that the processor has checked up to its hop field's MAC ([`Forwarded`] says what it knows
+//! about it); the ID-INT stage is one.
 //!
 //! A leaf of the crate's module graph above [`crate::config`], [`crate::outcome`] and
 //! [`crate::burst`]: the processor calls hooks and the ID-INT stage implements one, without
@@ -22,8 +23,10 @@ pub struct Forwarded {
     pub now_ns: u64,
 }
 
-/// Something the processor runs on every packet it forwards or delivers, with the packet
-/// already updated for forwarding.
+/// Something the processor runs on every packet with a SCION path once its hop field's MAC
+/// was checked, whatever the decision (the hook looks at it: forwarded, handed to a sibling,
+/// delivered, or an SCMP error), with the packet already updated for forwarding. Packets
+/// decided before that step (empty and OneHop paths, malformed packets) do not reach it.
 pub trait ForwardingHook {
     /// Whether the hook acts on a packet whose SCION common header names `next_hdr` as its
     /// next header. A burst may skip the hook for a forward it does not want (the processor

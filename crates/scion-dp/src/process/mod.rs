@@ -126,7 +126,7 @@ impl<'r> Processor<'r> {
     }
 
     /// As [`Self::process`], then runs `hook` (for example an
-    /// [`IdIntStage`](crate::idint::IdIntStage)) on a packet that is forwarded or delivered.
+    /// [`IdIntStage`](crate::idint::IdIntStage)) on the packet where [`ForwardingHook`] says.
     #[inline]
     pub fn process_with<H: ForwardingHook>(
         &mut self,
@@ -181,8 +181,8 @@ impl<'r> Processor<'r> {
         self.process_burst_with(pkts, now_ns, &mut ());
     }
 
-    /// As [`Self::process_burst`], then runs `hook` on every packet that is forwarded or
-    /// delivered.
+    /// As [`Self::process_burst`], then runs `hook` on the packets where [`ForwardingHook`]
+    /// says (skipping fast-path forwards it does not [want](ForwardingHook::wants)).
     pub fn process_burst_with<P: BurstPacket, H: ForwardingHook>(
         &mut self,
         pkts: &mut [P],
