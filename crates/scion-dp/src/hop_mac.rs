@@ -68,7 +68,7 @@ impl HopMac {
     }
 
     /// Replaces every input block in `blocks` by its CMAC. The blocks are independent: they
-    /// are encrypted [`BATCH_LANES`] at a time, round by round, so the AES unit pipelines them.
+    /// are encrypted eight at a time, round by round, so the AES unit pipelines them.
     #[inline]
     pub fn compute_batch(&self, blocks: &mut [[u8; 16]]) {
         let mut chunks = blocks.chunks_exact_mut(BATCH_LANES);
