@@ -3,6 +3,7 @@
 //! Baselines in the same run: copying the packet into the work buffer, which every single-packet
 //! iteration also does (processing rewrites the packet in place), and building the 32 slots
 //! with their copies, which every burst iteration does. Processing cost = measured - baseline.
+//! One more burst row alternates two transit packets on different paths.
 
 use std::hint::black_box;
 
@@ -24,6 +25,14 @@ const CLASSES: [(&str, &str); 6] = [
     ("epic_last_hop", "epic_inbound_last_hop"),
     ("core_transit", "core_transit_core_to_core"),
 ];
+
+/// (label, case names) of bursts that cycle through several transit cases: consecutive
+/// packets on different paths (the fast path keeps the path layout of the packet before, and
+/// here it never applies).
+const MIXED: (&str, [&str; 2]) = (
+    "transit_alternating",
+    ["transit_parent_to_child", "transit_child_to_parent"],
+);
 
 const BURST: usize = 32;
 const ROOM: usize = 2048;
@@ -66,37 +75,57 @@ fn router(c: &mut Criterion) {
             })
         });
         g.throughput(Throughput::Elements(BURST as u64));
-        g.bench_function(BenchmarkId::new("baseline_burst32_setup", label), |b| {
-            let mut bufs = vec![[0u8; ROOM]; BURST];
-            b.iter(|| {
-                let mut slots = fill_slots(&mut bufs, &input, case.ingress);
-                black_box(&mut slots);
-                black_box(slots[BURST - 1].disposition)
-            })
-        });
-        g.bench_function(BenchmarkId::new("burst32", label), |b| {
-            let mut p = Processor::new(router);
-            let mut bufs = vec![[0u8; ROOM]; BURST];
-            b.iter(|| {
-                let mut slots = fill_slots(&mut bufs, &input, case.ingress);
-                p.process_burst(&mut slots, now);
-                black_box(slots[BURST - 1].disposition)
-            })
-        });
+        bursts(&mut g, label, router, &[(&input, case.ingress)], now);
     }
+    let (label, names) = MIXED;
+    let cases: Vec<_> = names
+        .iter()
+        .map(|n| file.cases.iter().find(|c| &c.name == n).unwrap())
+        .collect();
+    let router = &file.routers[&cases[0].router];
+    let inputs: Vec<_> = cases.iter().map(|c| (&c.input[..], c.ingress)).collect();
+    bursts(&mut g, label, router, &inputs, file.now_ns);
     g.finish();
 }
 
-/// Copies `input` into every buffer and wraps them as burst slots (what a burst iteration and
-/// its baseline both do).
+/// The burst rows of one class: bursts of [`BURST`] packets cycling through `inputs`, and
+/// their setup alone (the baseline).
+fn bursts(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    label: &str,
+    router: &scion_dp::config::Router,
+    inputs: &[(&[u8], scion_dp::Ingress)],
+    now: u64,
+) {
+    g.throughput(Throughput::Elements(BURST as u64));
+    g.bench_function(BenchmarkId::new("baseline_burst32_setup", label), |b| {
+        let mut bufs = vec![[0u8; ROOM]; BURST];
+        b.iter(|| {
+            let mut slots = fill_slots(&mut bufs, inputs);
+            black_box(&mut slots);
+            black_box(slots[BURST - 1].disposition)
+        })
+    });
+    g.bench_function(BenchmarkId::new("burst32", label), |b| {
+        let mut p = Processor::new(router);
+        let mut bufs = vec![[0u8; ROOM]; BURST];
+        b.iter(|| {
+            let mut slots = fill_slots(&mut bufs, inputs);
+            p.process_burst(&mut slots, now);
+            black_box(slots[BURST - 1].disposition)
+        })
+    });
+}
+
+/// Copies the `inputs`, in turn, into the buffers and wraps them as burst slots (what a burst
+/// iteration and its baseline both do).
 fn fill_slots<'a>(
     bufs: &'a mut [[u8; ROOM]],
-    input: &[u8],
-    ingress: scion_dp::Ingress,
+    inputs: &[(&[u8], scion_dp::Ingress)],
 ) -> [PacketSlot<'a>; BURST] {
-    let mut it = bufs.iter_mut();
+    let mut it = bufs.iter_mut().zip(inputs.iter().cycle());
     std::array::from_fn(|_| {
-        let buf = it.next().expect("BURST buffers");
+        let (buf, &(input, ingress)) = it.next().expect("BURST buffers");
         buf[..input.len()].copy_from_slice(black_box(input));
         PacketSlot {
             buf: &mut buf[..],

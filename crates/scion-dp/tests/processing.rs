@@ -477,3 +477,135 @@ fn transit_over_the_link_of_a_sibling_owning_several_interfaces() {
         );
     }
 }
+
+/// Offset of the SCION path in `pkt` (common header and both addresses).
+fn path_offset(pkt: &[u8]) -> usize {
+    let host_len = |l: u8| 4 * (usize::from(l & 3) + 1);
+    12 + 16 + host_len(pkt[9] >> 4) + host_len(pkt[9])
+}
+
+/// One change to a transit packet that moves it to a neighbouring path layout (or out of the
+/// fast path): `kind` 0 sets a byte of the path meta header, 1 takes `4 * (v % 4)` bytes from
+/// the header length and gives them to the payload length (the packet length stays
+/// consistent), 2 sets the address-type byte, 3 sets any header byte.
+fn change_layout(pkt: &mut [u8], (kind, at, v): (u8, u8, u8)) {
+    let sp = path_offset(pkt);
+    let hl = 4 * usize::from(pkt[5]);
+    match kind {
+        0 => pkt[sp + usize::from(at % 4)] = v,
+        1 => {
+            let shift = 4 * usize::from(v % 4);
+            let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]])) + shift;
+            pkt[5] = ((hl - shift) / 4) as u8;
+            pkt[6..8].copy_from_slice(&(payload as u16).to_be_bytes());
+        }
+        2 => pkt[9] = v,
+        _ => pkt[usize::from(at) % hl.min(pkt.len())] = v,
+    }
+}
+
+/// Each packet's decision and buffer after processing.
+type Outcomes = Vec<(Disposition, Vec<u8>)>;
+
+/// Decisions and bytes of `inputs` processed as one burst, and each alone.
+fn burst_and_singles(
+    file: &CaseFile,
+    router: &str,
+    inputs: &[(Vec<u8>, Ingress)],
+) -> (Outcomes, Outcomes) {
+    let r = &file.routers[router];
+    let single = |(input, ingress): &(Vec<u8>, Ingress)| {
+        let mut buf = vec![0u8; ROOM];
+        buf[..input.len()].copy_from_slice(input);
+        let d = Processor::new(r).process(&mut buf, input.len(), *ingress, file.now_ns);
+        (d, buf)
+    };
+    let singles = inputs.iter().map(single).collect();
+    let mut bufs: Vec<Vec<u8>> = inputs
+        .iter()
+        .map(|(input, _)| {
+            let mut b = vec![0u8; ROOM];
+            b[..input.len()].copy_from_slice(input);
+            b
+        })
+        .collect();
+    let mut slots: Vec<PacketSlot<'_>> = bufs
+        .iter_mut()
+        .zip(inputs)
+        .map(|(b, (input, ingress))| PacketSlot {
+            buf: &mut b[..],
+            len: input.len(),
+            ingress: *ingress,
+            disposition: None,
+        })
+        .collect();
+    Processor::new(r).process_burst(&mut slots, file.now_ns);
+    let burst = slots
+        .into_iter()
+        .map(|s| (s.disposition.expect("decided"), s.buf.to_vec()))
+        .collect();
+    (burst, singles)
+}
+
+/// Packets of one burst that share their path layout with the packet before, or differ from
+/// it in one field of it (the fast path reuses the layout of the packet before when the
+/// path meta header, path offset and header length are the same): each gets the decision
+/// and bytes it gets alone. Here the same packet with fewer header bytes comes second and
+/// first: its path no longer fits its header.
+#[test]
+fn a_burst_reuses_no_path_layout_across_header_lengths() {
+    let file = file();
+    for name in ["transit_parent_to_child", "transit_child_to_parent"] {
+        let c = file.cases.iter().find(|c| c.name == name).unwrap();
+        let mut short = c.input.clone();
+        change_layout(&mut short, (1, 0, 1));
+        for pair in [
+            [c.input.clone(), short.clone()],
+            [short.clone(), c.input.clone()],
+        ] {
+            let inputs: Vec<_> = pair.into_iter().map(|p| (p, c.ingress)).collect();
+            let (burst, singles) = burst_and_singles(file, &c.router, &inputs);
+            assert!(
+                matches!(singles[0].0, Disposition::Forward { .. })
+                    != matches!(singles[1].0, Disposition::Forward { .. }),
+                "{name}: one of the two is forwarded"
+            );
+            assert_eq!(burst, singles, "{name}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Bursts of transit packets, each the one before or a copy of a transit case with up to
+    /// two changes of its path layout ([`change_layout`]): each packet gets the decision and
+    /// bytes it gets alone.
+    #[test]
+    fn bursts_of_neighbouring_path_layouts_equal_single_packets(
+        packets in proptest::collection::vec(
+            (0usize..2, any::<bool>(), proptest::collection::vec((0u8..4, any::<u8>(), any::<u8>()), 0..3)),
+            2..12,
+        ),
+    ) {
+        let file = file();
+        let names = ["transit_parent_to_child", "transit_child_to_parent"];
+        let cases: Vec<&Case> = names
+            .iter()
+            .map(|n| file.cases.iter().find(|c| &c.name == n).unwrap())
+            .collect();
+        let mut inputs: Vec<(Vec<u8>, Ingress)> = Vec::new();
+        for (which, repeat, changes) in packets {
+            let mut p = match inputs.last() {
+                Some(before) if repeat => before.clone(),
+                _ => (cases[which].input.clone(), cases[which].ingress),
+            };
+            for ch in changes {
+                change_layout(&mut p.0, ch);
+            }
+            inputs.push(p);
+        }
+        let (burst, singles) = burst_and_singles(file, "R", &inputs);
+        prop_assert_eq!(burst, singles);
+    }
+}

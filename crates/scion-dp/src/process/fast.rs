@@ -56,6 +56,59 @@ fn address_len(types: u8) -> usize {
     2 * IsdAsn::LEN + host_len(types >> DST_ADDR_TYPE_SHIFT) + host_len(types)
 }
 
+/// Where the current info and hop fields of an accepted packet are, keyed by what decides
+/// it: the path meta header, the path's offset and the header length (see [`path_layout`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct PathLayout {
+    /// The meta header, path offset and header length (0: none yet; every path offset is
+    /// larger).
+    key: u64,
+    info_at: u16,
+    hop_at: u16,
+}
+
+impl PathLayout {
+    /// The key of a meta header `raw` at path offset `sp` in a header of `hl` bytes.
+    #[inline(always)]
+    fn key(raw: u32, sp: usize, hl: usize) -> u64 {
+        u64::from(raw) | (sp as u64) << 32 | (hl as u64) << 48
+    }
+}
+
+/// The offsets of the current info and hop fields for the meta header `raw` at path offset
+/// `sp` in a header of `hl` bytes, if the fast path takes such a packet: segments of two or
+/// more hops (none after an empty one) that fit the header, and the current and the next hop
+/// field in segment CurrINF (neither the last hop nor a segment crossover).
+#[inline(always)]
+fn path_layout(raw: u32, sp: usize, hl: usize) -> Option<(usize, usize)> {
+    let seg_len = |k: usize| ((raw >> meta::SEG_LEN_SHIFT[k]) & meta::SEG_LEN_MASK) as usize;
+    let (s0, s1, s2) = (seg_len(0), seg_len(1), seg_len(2));
+    let hf = ((raw >> meta::CURR_HF_SHIFT) & meta::CURR_HF_MASK) as usize;
+    let inf = (raw >> meta::CURR_INF_SHIFT) as usize;
+    let n_hops = s0 + s1 + s2;
+    // Segments of one hop and a segment after an empty one are the general path's (one
+    // branch for all: `|` rather than `||`).
+    if (s0 < 2) | (s1 == 1) | (s2 == 1) | ((s1 == 0) & (s2 != 0)) | (n_hops > MAX_HOPS) {
+        return None;
+    }
+    let n_infos = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+    if sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * n_hops > hl {
+        return None;
+    }
+    let (first, end) = match inf {
+        0 => (0, s0),
+        1 => (s0, s0 + s1),
+        2 => (s0 + s1, n_hops),
+        _ => return None,
+    };
+    if hf < first || hf + 1 >= end {
+        return None;
+    }
+    let info_at = sp + META_LEN + INFO_LEN * inf;
+    let hop_at = sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * hf;
+    Some((info_at, hop_at))
+}
+
 impl Engine<'_> {
     /// Transit fast path, stage one: a packet from an own external link that leaves on another
     /// own link in the same segment, with nothing unusual (no peering, crossover, router alert,
@@ -71,6 +124,7 @@ impl Engine<'_> {
         len: usize,
         ingress: Ingress,
         now_ns: u64,
+        last: &mut PathLayout,
     ) -> Option<(FastPending, [u8; BLOCK_LEN])> {
         if !self.fast {
             return None;
@@ -103,35 +157,22 @@ impl Engine<'_> {
         if read_u64(fixed, DST_IA_OFFSET) == local || read_u64(fixed, SRC_IA_OFFSET) == local {
             return None;
         }
-        // The meta header, decoded into just what this path needs.
+        // The meta header: where the current info and hop fields are, from the layout of
+        // the packet before if the path and its position are the same.
         let raw = read_u32(pkt, sp);
-        let seg_len = |k: usize| ((raw >> meta::SEG_LEN_SHIFT[k]) & meta::SEG_LEN_MASK) as usize;
-        let (s0, s1, s2) = (seg_len(0), seg_len(1), seg_len(2));
         let hf = ((raw >> meta::CURR_HF_SHIFT) & meta::CURR_HF_MASK) as usize;
-        let inf = (raw >> meta::CURR_INF_SHIFT) as usize;
-        let n_hops = s0 + s1 + s2;
-        // Segments of one hop and a segment after an empty one are the general path's (one
-        // branch for all: `|` rather than `||`).
-        if (s0 < 2) | (s1 == 1) | (s2 == 1) | ((s1 == 0) & (s2 != 0)) | (n_hops > MAX_HOPS) {
-            return None;
-        }
-        let n_infos = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
-        if sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * n_hops > hl {
-            return None;
-        }
-        // The current and the next hop field lie in segment CurrINF: CurrINF matches CurrHF,
-        // and the packet is neither at its last hop nor at a segment crossover.
-        let (first, end) = match inf {
-            0 => (0, s0),
-            1 => (s0, s0 + s1),
-            2 => (s0 + s1, n_hops),
-            _ => return None,
+        let key = PathLayout::key(raw, sp, hl);
+        let (info_at, hop_at) = if key == last.key {
+            (usize::from(last.info_at), usize::from(last.hop_at))
+        } else {
+            let (info_at, hop_at) = path_layout(raw, sp, hl)?;
+            *last = PathLayout {
+                key,
+                info_at: info_at as u16,
+                hop_at: hop_at as u16,
+            };
+            (info_at, hop_at)
         };
-        if hf < first || hf + 1 >= end {
-            return None;
-        }
-        let info_at = sp + META_LEN + INFO_LEN * inf;
-        let hop_at = sp + META_LEN + INFO_LEN * n_infos + HOP_LEN * hf;
         let info = Info::read(pkt, info_at);
         let hop = Hop::from_bytes(pkt.get(hop_at..hop_at + HOP_LEN)?.try_into().ok()?);
         if info.peer() || hop.ingress_alert() || hop.egress_alert() || hop.expiry_ns(info) < now_ns

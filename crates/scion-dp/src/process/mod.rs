@@ -137,7 +137,9 @@ impl<'r> Processor<'r> {
         hook: &mut H,
     ) -> Disposition {
         let e = self.engine;
-        let d = if let Some((f, block)) = e.fast_one(buf, len, ingress, now_ns) {
+        let d = if let Some((f, block)) =
+            e.fast_one(buf, len, ingress, now_ns, &mut fast::PathLayout::default())
+        {
             let mac = e.router.hop_mac().compute(&block);
             let mut d = match e.fast_two(buf, len, &f, &mac) {
                 Ok(ifid) => Disposition::Forward { ifid },
@@ -195,6 +197,7 @@ impl<'r> Processor<'r> {
         for chunk in pkts.chunks_mut(MAX_BURST) {
             let mut n = 0;
             let mut touched = 0;
+            let mut last = fast::PathLayout::default();
             for i in 0..chunk.len() {
                 // The headers of packets a few slots ahead travel into L1 while this one is
                 // processed (packet buffers arrive from DMA in L2/L3 at best).
@@ -204,7 +207,8 @@ impl<'r> Processor<'r> {
                 let pkt = &mut chunk[i];
                 let len = pkt.len();
                 let ingress = pkt.ingress();
-                if let Some((f, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns) {
+                if let Some((f, block)) = e.fast_one(pkt.buffer(), len, ingress, now_ns, &mut last)
+                {
                     s.fast[n] = f;
                     s.blocks[n] = block;
                     s.index[n] = i as u8;
