@@ -494,13 +494,13 @@ fn change_layout(pkt: &mut [u8], (kind, at, v): (u8, u8, u8)) {
     match kind {
         0 => pkt[sp + usize::from(at % 4)] = v,
         1 => {
-            let shift = 4 * usize::from(v % 4);
+            let shift = (4 * usize::from(v % 4)).min(hl);
             let payload = usize::from(u16::from_be_bytes([pkt[6], pkt[7]])) + shift;
             pkt[5] = ((hl - shift) / 4) as u8;
             pkt[6..8].copy_from_slice(&(payload as u16).to_be_bytes());
         }
         2 => pkt[9] = v,
-        _ => pkt[usize::from(at) % hl.min(pkt.len())] = v,
+        _ => pkt[usize::from(at) % hl.clamp(1, pkt.len())] = v,
     }
 }
 
