@@ -2,6 +2,8 @@
 //! in the same segment, with nothing unusual. It reads the headers straight from the bytes and
 //! leaves at the first sign of anything the general pipeline ([`super::checks`],
 //! [`super::transit`]) could act on, so its outcome is always the general one (tested).
+//! Within a burst it takes the path layout from the packet before when the bytes that decide
+//! it are the same ([`PathLayout`]).
 
 use idint_wire::IsdAsn;
 use idint_wire::crypto::BLOCK_LEN;
