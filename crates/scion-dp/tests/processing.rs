@@ -478,18 +478,12 @@ fn transit_over_the_link_of_a_sibling_owning_several_interfaces() {
     }
 }
 
-/// Offset of the SCION path in `pkt` (common header and both addresses).
-fn path_offset(pkt: &[u8]) -> usize {
-    let host_len = |l: u8| 4 * (usize::from(l & 3) + 1);
-    12 + 16 + host_len(pkt[9] >> 4) + host_len(pkt[9])
-}
-
 /// One change to a transit packet that moves it to a neighbouring path layout (or out of the
 /// fast path): `kind` 0 sets a byte of the path meta header, 1 takes `4 * (v % 4)` bytes from
 /// the header length and gives them to the payload length (the packet length stays
 /// consistent), 2 sets the address-type byte, 3 sets any header byte.
 fn change_layout(pkt: &mut [u8], (kind, at, v): (u8, u8, u8)) {
-    let sp = path_offset(pkt);
+    let sp = ScionHeader::new_unchecked(&*pkt).path_offset();
     let hl = 4 * usize::from(pkt[5]);
     match kind {
         0 => pkt[sp + usize::from(at % 4)] = v,

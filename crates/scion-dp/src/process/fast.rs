@@ -58,8 +58,9 @@ fn address_len(types: u8) -> usize {
     2 * IsdAsn::LEN + host_len(types >> DST_ADDR_TYPE_SHIFT) + host_len(types)
 }
 
-/// Where the current info and hop fields of an accepted packet are, keyed by what decides
-/// it: the path meta header, the path's offset and the header length (see [`path_layout`]).
+/// Where the current info and hop fields lie in the last packet whose path layout the fast
+/// path derived, keyed by what decides it: the path meta header, the path's offset and the
+/// header length (see [`path_layout`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct PathLayout {
     /// The meta header, path offset and header length (0: none yet; every path offset is
