@@ -33,12 +33,16 @@ fn run(file: &CaseFile, case: &Case, input: &[u8]) -> (Disposition, Vec<u8>) {
     let mut buf = vec![0u8; ROOM];
     buf[..input.len()].copy_from_slice(input);
     let d = p.process(&mut buf, input.len(), case.ingress, file.now_ns);
-    let out_len = match d {
-        Disposition::Reply { len, .. } => len,
-        _ => input.len(),
-    };
-    buf.truncate(out_len);
+    buf.truncate(output_len(&d, input.len()));
     (d, buf)
+}
+
+/// Bytes of the packet that leaves after decision `d` on an input of `input_len` bytes.
+fn output_len(d: &Disposition, input_len: usize) -> usize {
+    match d {
+        Disposition::Reply { len, .. } => *len,
+        _ => input_len,
+    }
 }
 
 /// What every decision must satisfy, whatever the input.
@@ -498,47 +502,32 @@ fn change_layout(pkt: &mut [u8], (kind, at, v): (u8, u8, u8)) {
     }
 }
 
-/// Each packet's decision and buffer after processing.
+/// Each packet's decision and the bytes that leave.
 type Outcomes = Vec<(Disposition, Vec<u8>)>;
 
-/// Decisions and bytes of `inputs` processed as one burst, and each alone.
-fn burst_and_singles(
-    file: &CaseFile,
-    router: &str,
-    inputs: &[(Vec<u8>, Ingress)],
-) -> (Outcomes, Outcomes) {
-    let r = &file.routers[router];
-    let single = |(input, ingress): &(Vec<u8>, Ingress)| {
-        let mut buf = vec![0u8; ROOM];
-        buf[..input.len()].copy_from_slice(input);
-        let d = Processor::new(r).process(&mut buf, input.len(), *ingress, file.now_ns);
-        (d, buf)
-    };
-    let singles = inputs.iter().map(single).collect();
-    let mut bufs: Vec<Vec<u8>> = inputs
-        .iter()
-        .map(|(input, _)| {
-            let mut b = vec![0u8; ROOM];
-            b[..input.len()].copy_from_slice(input);
-            b
-        })
-        .collect();
-    let mut slots: Vec<PacketSlot<'_>> = bufs
-        .iter_mut()
-        .zip(inputs)
-        .map(|(b, (input, ingress))| PacketSlot {
-            buf: &mut b[..],
-            len: input.len(),
-            ingress: *ingress,
-            disposition: None,
-        })
-        .collect();
-    Processor::new(r).process_burst(&mut slots, file.now_ns);
+/// Decisions and bytes of `cases` (all of one router) processed as one burst, and each alone.
+fn burst_and_singles(file: &CaseFile, cases: &[Case]) -> (Outcomes, Outcomes) {
+    let cases: Vec<&Case> = cases.iter().collect();
+    let singles = cases.iter().map(|c| run(file, c, &c.input)).collect();
+    let mut bufs = buffers(&cases);
+    let mut slots = burst_slots(&mut bufs, &cases);
+    Processor::new(&file.routers[&cases[0].router]).process_burst(&mut slots, file.now_ns);
     let burst = slots
         .into_iter()
-        .map(|s| (s.disposition.expect("decided"), s.buf.to_vec()))
+        .map(|s| {
+            let d = s.disposition.expect("decided");
+            (d, s.buf[..output_len(&d, s.len)].to_vec())
+        })
         .collect();
     (burst, singles)
+}
+
+/// `case` with `input` as its packet.
+fn with_input(case: &Case, input: Vec<u8>) -> Case {
+    Case {
+        input,
+        ..case.clone()
+    }
 }
 
 /// Packets of one burst that share their path layout with the packet before, or differ from
@@ -557,8 +546,8 @@ fn a_burst_reuses_no_path_layout_across_header_lengths() {
             [c.input.clone(), short.clone()],
             [short.clone(), c.input.clone()],
         ] {
-            let inputs: Vec<_> = pair.into_iter().map(|p| (p, c.ingress)).collect();
-            let (burst, singles) = burst_and_singles(file, &c.router, &inputs);
+            let cases: Vec<Case> = pair.into_iter().map(|p| with_input(c, p)).collect();
+            let (burst, singles) = burst_and_singles(file, &cases);
             assert!(
                 matches!(singles[0].0, Disposition::Forward { .. })
                     != matches!(singles[1].0, Disposition::Forward { .. }),
@@ -588,18 +577,18 @@ proptest! {
             .iter()
             .map(|n| file.cases.iter().find(|c| &c.name == n).unwrap())
             .collect();
-        let mut inputs: Vec<(Vec<u8>, Ingress)> = Vec::new();
+        let mut burst_cases: Vec<Case> = Vec::new();
         for (which, repeat, changes) in packets {
-            let mut p = match inputs.last() {
+            let mut c = match burst_cases.last() {
                 Some(before) if repeat => before.clone(),
-                _ => (cases[which].input.clone(), cases[which].ingress),
+                _ => cases[which].clone(),
             };
             for ch in changes {
-                change_layout(&mut p.0, ch);
+                change_layout(&mut c.input, ch);
             }
-            inputs.push(p);
+            burst_cases.push(c);
         }
-        let (burst, singles) = burst_and_singles(file, "R", &inputs);
+        let (burst, singles) = burst_and_singles(file, &burst_cases);
         prop_assert_eq!(burst, singles);
     }
 }
